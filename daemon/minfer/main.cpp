@@ -1,0 +1,45 @@
+// `minfer`: the client, benchmark and model tool. Dispatches to subcommands;
+// each subcommand parses its own options.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "daemon/minfer/command.h"
+
+namespace minfer::cli {
+// Subcommands, one file each (cmd_<name>.cpp).
+}  // namespace minfer::cli
+
+namespace {
+
+using minfer::cli::Command;
+
+const Command kCommands[] = {
+    {"version", "print the version", [](const std::vector<std::string>&) {
+       std::printf("minfer %s\n", MINFER_VERSION);
+       return 0;
+     }},
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(out, "usage: minfer <command> [options]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n'minfer <command> --help' describes a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string name = argv[1];
+  for (const Command& c : kCommands) {
+    if (name == c.name) return c.run(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  std::fprintf(stderr, "minfer: unknown command '%s'\n\n", name.c_str());
+  usage(stderr);
+  return 2;
+}

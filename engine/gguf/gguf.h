@@ -1,0 +1,197 @@
+// GGUF files: the metadata values, tensor infos, the memory-mapped reader and
+// the writer.
+//
+// Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md (v2 and v3;
+// v1 used 32-bit counts and is refused). All integers are little-endian.
+// The reader validates everything before trusting it: every count and length
+// is checked against the bytes left in the file before anything is allocated,
+// so a hostile file is an Error naming the file, the byte offset and the field,
+// never a crash or a huge allocation.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/common/expected.h"
+#include "engine/quant/dtype.h"
+
+namespace minfer::gguf {
+
+inline constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as little-endian u32
+inline constexpr uint32_t kDefaultAlignment = 32;
+inline constexpr int kMaxDims = 4;
+
+enum class ValueType : uint32_t {
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
+};
+
+const char* value_type_name(ValueType t);
+
+struct Value;
+
+// An array value: the element type and the elements (arrays may nest).
+struct Array {
+  ValueType elem_type = ValueType::kU8;
+  std::vector<Value> items;
+};
+
+// One metadata value. The variant index follows the payload, the stored
+// `type` keeps the exact GGUF type (u8 and u32 both live in uint64_t).
+struct Value {
+  ValueType type = ValueType::kU8;
+  std::variant<uint64_t, int64_t, double, bool, std::string, Array> data;
+
+  static Value u8(uint8_t v) { return {ValueType::kU8, uint64_t{v}}; }
+  static Value i8(int8_t v) { return {ValueType::kI8, int64_t{v}}; }
+  static Value u16(uint16_t v) { return {ValueType::kU16, uint64_t{v}}; }
+  static Value i16(int16_t v) { return {ValueType::kI16, int64_t{v}}; }
+  static Value u32(uint32_t v) { return {ValueType::kU32, uint64_t{v}}; }
+  static Value i32(int32_t v) { return {ValueType::kI32, int64_t{v}}; }
+  static Value u64(uint64_t v) { return {ValueType::kU64, v}; }
+  static Value i64(int64_t v) { return {ValueType::kI64, v}; }
+  static Value f32(float v) { return {ValueType::kF32, double{v}}; }
+  static Value f64(double v) { return {ValueType::kF64, v}; }
+  static Value boolean(bool v) { return {ValueType::kBool, v}; }
+  static Value string(std::string v) { return {ValueType::kString, std::move(v)}; }
+  static Value array(ValueType elem_type, std::vector<Value> items) {
+    return {ValueType::kArray, Array{elem_type, std::move(items)}};
+  }
+  static Value string_array(const std::vector<std::string>& items);
+  static Value f32_array(const std::vector<float>& items);
+  static Value i32_array(const std::vector<int32_t>& items);
+
+  bool operator==(const Value& other) const;
+
+  // Human-readable rendering; arrays longer than `max_items` are abbreviated
+  // as "[first ... last] (N items)".
+  std::string to_string(size_t max_items = 8) const;
+};
+
+// One tensor as described in the header. `data` points into the mapping.
+struct TensorInfo {
+  std::string name;
+  int n_dims = 0;
+  std::array<uint64_t, kMaxDims> ne{1, 1, 1, 1};  // ne[0] is the contiguous dim
+  DType type = DType::kF32;
+  uint64_t offset = 0;       // relative to the start of the data section
+  uint64_t size_bytes = 0;   // row_size(type, ne[0]) * ne[1] * ne[2] * ne[3]
+  const uint8_t* data = nullptr;
+
+  uint64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+  std::string shape_string() const;  // "[896, 151936]"
+};
+
+// A parsed, memory-mapped GGUF file. Immutable after open(); tensor data stays
+// mapped for the object's life (weights are read straight from the mapping).
+class File {
+ public:
+  static Expected<std::unique_ptr<File>> open(const std::string& path);
+  // Parses a file image already in memory (tests, fuzzing). The bytes must
+  // outlive the File.
+  static Expected<std::unique_ptr<File>> parse(std::span<const uint8_t> bytes, std::string name);
+
+  ~File();
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint32_t version() const { return version_; }
+  uint32_t alignment() const { return alignment_; }
+  uint64_t data_offset() const { return data_offset_; }  // start of the tensor data section
+  uint64_t file_size() const { return bytes_.size(); }
+
+  // Metadata in file order, with a name index.
+  const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
+  const Value* find(std::string_view key) const;
+  bool has(std::string_view key) const { return find(key) != nullptr; }
+
+  // Typed accessors: the error names the key, the expected type and what was
+  // found ("key 'llama.block_count': expected an unsigned integer, found string").
+  // Integer accessors accept any integer type whose value fits.
+  Expected<uint64_t> get_u64(std::string_view key) const;
+  Expected<uint32_t> get_u32(std::string_view key) const;
+  Expected<int64_t> get_i64(std::string_view key) const;
+  Expected<double> get_f64(std::string_view key) const;  // accepts f32 and f64
+  Expected<float> get_f32(std::string_view key) const;
+  Expected<bool> get_bool(std::string_view key) const;
+  Expected<std::string> get_string(std::string_view key) const;
+  Expected<const Array*> get_array(std::string_view key, ValueType elem_type) const;
+  Expected<std::vector<std::string>> get_string_array(std::string_view key) const;
+  Expected<std::vector<float>> get_f32_array(std::string_view key) const;
+  Expected<std::vector<int32_t>> get_i32_array(std::string_view key) const;
+
+  // Optional variants: the default when the key is absent, an error only when
+  // it is present with the wrong type.
+  Expected<uint32_t> get_u32_or(std::string_view key, uint32_t fallback) const;
+  Expected<float> get_f32_or(std::string_view key, float fallback) const;
+  Expected<bool> get_bool_or(std::string_view key, bool fallback) const;
+  Expected<std::string> get_string_or(std::string_view key, std::string fallback) const;
+
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* find_tensor(std::string_view name) const;
+
+ private:
+  File() = default;
+  friend class Parser;
+
+  std::string path_;
+  uint32_t version_ = 0;
+  uint32_t alignment_ = kDefaultAlignment;
+  uint64_t data_offset_ = 0;
+  std::span<const uint8_t> bytes_;
+  void* map_ = nullptr;  // mmap base when opened from disk
+  size_t map_size_ = 0;
+  std::vector<std::pair<std::string, Value>> kv_;
+  std::map<std::string, size_t, std::less<>> kv_index_;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t, std::less<>> tensor_index_;
+};
+
+// Builds a GGUF file (version 3) in memory and writes it out. Tensors are
+// laid out in insertion order, each aligned to `alignment`.
+class Writer {
+ public:
+  explicit Writer(uint32_t alignment = kDefaultAlignment);
+
+  // Keys must be unique; setting `general.alignment` here also sets the layout
+  // alignment. Returns an error on a duplicate key.
+  Status set(std::string key, Value value);
+  // `data` must hold exactly row_size(type, ne[0]) * ne[1] * ... bytes.
+  Status add_tensor(std::string name, DType type, std::vector<uint64_t> ne, std::vector<uint8_t> data);
+
+  std::vector<uint8_t> serialize() const;
+  Status write(const std::string& path) const;
+
+ private:
+  struct PendingTensor {
+    std::string name;
+    DType type;
+    std::vector<uint64_t> ne;
+    std::vector<uint8_t> data;
+  };
+  uint32_t alignment_;
+  std::vector<std::pair<std::string, Value>> kv_;
+  std::vector<PendingTensor> tensors_;
+};
+
+}  // namespace minfer::gguf

@@ -1,0 +1,64 @@
+// Weight formats: dequantize, quantize, and the dot products the CPU backend
+// is built on, for every DType minfer implements.
+//
+// Block layouts are byte-identical to ggml's (ggml-common.h), so that GGUF
+// files people download load as they are. Each weight type has an activation
+// type (vec_dot_type): a row of activations is quantized once to that type and
+// then dotted with many weight rows.
+//
+//   weight               activation
+//   F32, F16, BF16       F32
+//   Q4_0, Q5_0, Q8_0     Q8_0
+//   Q4_1, Q5_1           Q8_1
+//   Q4_K, Q5_K, Q6_K     Q8_K
+//
+// Every kernel has a plain scalar version (the reference) and, chosen at run
+// time where the CPU allows, AVX2 / AVX-512 (x86-64) or NEON (aarch64) ones.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "engine/common/expected.h"
+#include "engine/quant/dtype.h"
+
+namespace minfer::quant {
+
+// The instruction sets the kernels are written for, in increasing order.
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3 };
+std::string_view isa_name(Isa isa);
+// Best ISA this CPU and build support.
+Isa detected_isa();
+// ISA in use; starts as detected_isa() (or MINFER_CPU_ISA=scalar|avx2|avx512|neon,
+// capped at what the CPU has). Tests set it to compare paths.
+Isa active_isa();
+// Returns an error if the CPU or the build lacks `isa`.
+Status set_active_isa(Isa isa);
+
+// True for the weight types this module implements kernels for.
+bool is_weight_type(DType t);
+// Activation format that dot products with weights of type `t` consume.
+DType vec_dot_type(DType t);
+
+// Conversions of one row of n elements; n must be a multiple of the block size.
+void dequantize_row(DType t, const void* src, float* dst, int64_t n);
+// Round-to-nearest quantization with ggml's reference scale choices, so that
+// quantize(dequantize(block)) reproduces the block.
+void quantize_row(DType t, const float* src, void* dst, int64_t n);
+
+// Dot product of a weight row of type `wt` with an activation row already in
+// vec_dot_type(wt). Uses the active ISA.
+float vec_dot(DType wt, const void* w_row, const void* act_row, int64_t n);
+// The scalar reference of the same (independent of the active ISA).
+float vec_dot_ref(DType wt, const void* w_row, const void* act_row, int64_t n);
+
+// A block of a matrix product, the CPU backend's inner loop:
+//   y[c * ldy + r] = dot(W row r, X row c)  for r < n_rows, c < n_cols
+// W rows are `w_stride` bytes apart (type wt, k elements each); X rows are
+// `x_stride` bytes apart and already in vec_dot_type(wt). Implementations keep
+// several rows and columns in registers so that each load is reused.
+void gemm(DType wt, const void* w, size_t w_stride, int64_t n_rows, const void* x, size_t x_stride,
+          int64_t n_cols, int64_t k, float* y, int64_t ldy);
+
+}  // namespace minfer::quant
