@@ -7,11 +7,17 @@
 // is checked against the bytes left in the file before anything is allocated,
 // so a hostile file is an Error naming the file, the byte offset and the field,
 // never a crash or a huge allocation.
+//
+// Implementation: gguf_value.cpp (Value), gguf_cursor.h (bounded reads),
+// gguf_parser.cpp (header, metadata, tensor infos, layout checks),
+// gguf_file.cpp (mmap, lookup), gguf_accessors.cpp (typed get_*),
+// gguf_writer.cpp (Writer).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -28,6 +34,18 @@ namespace minfer::gguf {
 inline constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as little-endian u32
 inline constexpr uint32_t kDefaultAlignment = 32;
 inline constexpr int kMaxDims = 4;
+inline constexpr const char* kAlignmentKey = "general.alignment";
+
+// Arrays nested deeper than this are refused: real files nest at most one
+// level, and the limit bounds the reader's recursion.
+inline constexpr int kMaxArrayDepth = 64;
+// Upper bound on the memory the parsed header may take (metadata Values,
+// string bytes, tensor infos, the name indexes). Each array item becomes a
+// Value of ~48 bytes however small it is on disk (a u8 is 1 byte), so the
+// per-count checks alone would let a hostile file make us allocate ~48x its
+// size. The largest real vocabularies (262k tokens: tokens + scores + types)
+// take ~40 MiB; 256 MiB leaves room for 6x that.
+inline constexpr uint64_t kMaxHeaderMemoryBytes = 256ull << 20;
 
 enum class ValueType : uint32_t {
   kU8 = 0,
@@ -45,7 +63,9 @@ enum class ValueType : uint32_t {
   kF64 = 12,
 };
 
+// "u8", "string", "array", ...; "unknown" for an id outside the enum.
 const char* value_type_name(ValueType t);
+bool is_integer_type(ValueType t);
 
 struct Value;
 
@@ -80,11 +100,17 @@ struct Value {
   static Value f32_array(const std::vector<float>& items);
   static Value i32_array(const std::vector<int32_t>& items);
 
+  // Same type and payload; floats compare by bits, so NaN payloads and -0.0
+  // survive a round trip check.
   bool operator==(const Value& other) const;
 
-  // Human-readable rendering; arrays longer than `max_items` are abbreviated
-  // as "[first ... last] (N items)".
-  std::string to_string(size_t max_items = 8) const;
+  // "u32", "string", "array of string (512 items)".
+  std::string type_string() const;
+
+  // Human-readable rendering. Arrays longer than `max_items` show their first
+  // `max_items` and last 3 items: "[a, b, ..., y, z] (N items)". Strings are
+  // quoted with C escapes and cut after `max_string_bytes` bytes.
+  std::string to_string(size_t max_items = 8, size_t max_string_bytes = SIZE_MAX) const;
 };
 
 // One tensor as described in the header. `data` points into the mapping.
@@ -125,20 +151,20 @@ class File {
   const Value* find(std::string_view key) const;
   bool has(std::string_view key) const { return find(key) != nullptr; }
 
-  // Typed accessors: the error names the key, the expected type and what was
-  // found ("key 'llama.block_count': expected an unsigned integer, found string").
-  // Integer accessors accept any integer type whose value fits.
+  // Typed accessors: the error names the file, the key, the expected type and
+  // what was found ("key 'llama.block_count': expected an unsigned integer,
+  // found string"). Integer accessors accept any integer type whose value fits.
   Expected<uint64_t> get_u64(std::string_view key) const;
   Expected<uint32_t> get_u32(std::string_view key) const;
   Expected<int64_t> get_i64(std::string_view key) const;
   Expected<double> get_f64(std::string_view key) const;  // accepts f32 and f64
-  Expected<float> get_f32(std::string_view key) const;
+  Expected<float> get_f32(std::string_view key) const;   // accepts f32 and f64
   Expected<bool> get_bool(std::string_view key) const;
   Expected<std::string> get_string(std::string_view key) const;
   Expected<const Array*> get_array(std::string_view key, ValueType elem_type) const;
   Expected<std::vector<std::string>> get_string_array(std::string_view key) const;
-  Expected<std::vector<float>> get_f32_array(std::string_view key) const;
-  Expected<std::vector<int32_t>> get_i32_array(std::string_view key) const;
+  Expected<std::vector<float>> get_f32_array(std::string_view key) const;    // f32 or f64 items
+  Expected<std::vector<int32_t>> get_i32_array(std::string_view key) const;  // any integer items that fit
 
   // Optional variants: the default when the key is absent, an error only when
   // it is present with the wrong type.
@@ -154,6 +180,10 @@ class File {
   File() = default;
   friend class Parser;
 
+  // The value of `key`, or the "missing key" error.
+  Expected<const Value*> require(std::string_view key) const;
+  Error type_error(std::string_view key, std::string_view expected, const Value& found) const;
+
   std::string path_;
   uint32_t version_ = 0;
   uint32_t alignment_ = kDefaultAlignment;
@@ -167,28 +197,57 @@ class File {
   std::map<std::string, size_t, std::less<>> tensor_index_;
 };
 
-// Builds a GGUF file (version 3) in memory and writes it out. Tensors are
-// laid out in insertion order, each aligned to `alignment`.
+// Builds a GGUF file (version 3) and writes it out. Tensors are laid out in
+// insertion order, each aligned to `alignment` (llama.cpp's layout: padding
+// after every tensor, the last one included).
+//
+// Tensor bytes come either from a buffer handed over at add_tensor, or from a
+// fill function called while writing, one tensor at a time, so that a
+// multi-gigabyte model is never held in memory whole (synth of a 7B model).
 class Writer {
  public:
+  // Fills exactly the tensor's bytes (size given by the span). Called once
+  // per write()/serialize(), in tensor order, on the calling thread.
+  using FillFn = std::function<void(std::span<uint8_t> out)>;
+
   explicit Writer(uint32_t alignment = kDefaultAlignment);
 
-  // Keys must be unique; setting `general.alignment` here also sets the layout
-  // alignment. Returns an error on a duplicate key.
+  // Keys must be unique; setting `general.alignment` (u32, a power of two)
+  // also sets the layout alignment. Array items must all have the array's
+  // element type. Errors are kInvalidArgument.
   Status set(std::string key, Value value);
-  // `data` must hold exactly row_size(type, ne[0]) * ne[1] * ... bytes.
+  const Value* find(std::string_view key) const;
+
+  // `data` must hold exactly row_size(type, ne[0]) * ne[1] * ... bytes; ne has
+  // 1 to 4 dims, each > 0, ne[0] a multiple of the type's block size.
   Status add_tensor(std::string name, DType type, std::vector<uint64_t> ne, std::vector<uint8_t> data);
+  Status add_tensor_fill(std::string name, DType type, std::vector<uint64_t> ne, FillFn fill);
+
+  size_t n_tensors() const { return tensors_.size(); }
+  uint32_t alignment() const { return alignment_; }
+  // Size of the file write() produces.
+  uint64_t file_size() const;
 
   std::vector<uint8_t> serialize() const;
+  // Writes to `path`.tmp-<pid> and renames it over `path`, so that a failed or
+  // interrupted write never leaves a truncated file under the final name.
   Status write(const std::string& path) const;
+
+  class Sink;  // where the bytes go (memory or file); gguf_writer.cpp
 
  private:
   struct PendingTensor {
     std::string name;
     DType type;
     std::vector<uint64_t> ne;
-    std::vector<uint8_t> data;
+    uint64_t size_bytes = 0;
+    std::vector<uint8_t> data;  // empty when `fill` produces the bytes
+    FillFn fill;
   };
+  Status check_tensor(const std::string& name, DType type, const std::vector<uint64_t>& ne,
+                      uint64_t* size_bytes) const;
+  Status emit(Sink& sink) const;
+
   uint32_t alignment_;
   std::vector<std::pair<std::string, Value>> kv_;
   std::vector<PendingTensor> tensors_;
