@@ -41,11 +41,17 @@ bool is_weight_type(DType t);
 // Activation format that dot products with weights of type `t` consume.
 DType vec_dot_type(DType t);
 
-// Conversions of one row of n elements; n must be a multiple of the block size.
+// Conversions of one row of n elements; n must be a multiple of the block size
+// (a violation is a caller bug and aborts with the values). dequantize_row
+// works for every weight and activation type; quantize_row too.
 void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 // Round-to-nearest quantization with ggml's reference scale choices, so that
-// quantize(dequantize(block)) reproduces the block.
+// quantize(dequantize(block)) reproduces the block. The activation formats
+// (Q8_0, Q8_1, Q8_K) use the active ISA's vector code, bit-identical to the
+// reference; the weight formats are quantized by the reference (offline work).
 void quantize_row(DType t, const float* src, void* dst, int64_t n);
+// The scalar reference of quantize_row (independent of the active ISA).
+void quantize_row_ref(DType t, const float* src, void* dst, int64_t n);
 
 // Dot product of a weight row of type `wt` with an activation row already in
 // vec_dot_type(wt). Uses the active ISA.
@@ -53,7 +59,8 @@ float vec_dot(DType wt, const void* w_row, const void* act_row, int64_t n);
 // The scalar reference of the same (independent of the active ISA).
 float vec_dot_ref(DType wt, const void* w_row, const void* act_row, int64_t n);
 
-// A block of a matrix product, the CPU backend's inner loop:
+// A block of a matrix product, the CPU backend's inner loop (single-threaded;
+// the backend splits rows between threads, and calls may run concurrently):
 //   y[c * ldy + r] = dot(W row r, X row c)  for r < n_rows, c < n_cols
 // W rows are `w_stride` bytes apart (type wt, k elements each); X rows are
 // `x_stride` bytes apart and already in vec_dot_type(wt). Implementations keep
