@@ -75,6 +75,7 @@ class Parser {
   Node parse_concat() {
     Node cat{Node::Kind::kConcat};
     while (error_.empty() && !at_end() && peek() != '|' && peek() != ')') cat.kids.push_back(parse_repeat());
+    if (cat.kids.size() == 1) return std::move(cat.kids[0]);
     return cat;
   }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "engine/gguf/gguf.h"
@@ -64,6 +65,27 @@ std::vector<VocabVector> load_vectors(const std::string& name) {
     vectors.push_back(std::move(v));
   }
   return vectors;
+}
+
+std::vector<VocabVector> load_qwen_reference_vectors() {
+  const auto json = nlohmann::json::parse(read_file(data_path("qwen-tokenizer/reference-vectors.json")));
+  std::vector<VocabVector> vectors;
+  for (const auto& v : json.at("vectors"))
+    vectors.push_back({v.at("text").get<std::string>(), v.at("ids").get<std::vector<TokenId>>()});
+  return vectors;
+}
+
+void expect_vectors(const Tokenizer& tok, const std::vector<VocabVector>& vectors, bool parse_special,
+                    bool check_decode, const std::string& what) {
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    const auto got = tok.encode(vectors[i].text, {.add_bos = false, .parse_special = parse_special});
+    EXPECT_EQ(got, vectors[i].ids) << what << " string " << i << " '" << vectors[i].text
+                                   << "'\n  expected:" << ids_to_string(vectors[i].ids)
+                                   << "\n  got:     " << ids_to_string(got);
+    if (check_decode) {
+      EXPECT_EQ(tok.decode(got, /*render_special=*/parse_special), vectors[i].text) << what << " string " << i;
+    }
+  }
 }
 
 const Tokenizer& qwen_tokenizer() {

@@ -26,6 +26,16 @@ struct VocabVector {
 // (the empty tail dropped), one .out line of " <id>" items per string.
 std::vector<VocabVector> load_vectors(const std::string& name);
 
+// tests/data/qwen-tokenizer/reference-vectors.json (special tokens in the
+// text are meant to be parsed).
+std::vector<VocabVector> load_qwen_reference_vectors();
+
+// Encodes every vector's text (no BOS) and checks the ids, and with
+// check_decode that decode(ids) == text; each mismatch is reported with
+// `what` and both id lists.
+void expect_vectors(const Tokenizer& tok, const std::vector<VocabVector>& vectors, bool parse_special,
+                    bool check_decode, const std::string& what);
+
 // The real Qwen tokenizer as a GGUF `gpt2` vocabulary: import_hf_tokenizer +
 // gguf::Writer + gguf::File::parse, built once per process.
 const Tokenizer& qwen_tokenizer();

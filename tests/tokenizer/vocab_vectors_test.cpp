@@ -18,16 +18,8 @@ TEST_P(VocabVectors, MatchTokenForToken) {
   ASSERT_TRUE(tok);
   const auto vectors = test::load_vectors(name);
   ASSERT_EQ(vectors.size(), 46u) << "the .inp of llama.cpp has 46 strings";
-  int failures = 0;
-  for (size_t i = 0; i < vectors.size(); ++i) {
-    const auto got = tok->encode(vectors[i].text, {.add_bos = false, .parse_special = false});
-    if (got != vectors[i].ids) {
-      ++failures;
-      ADD_FAILURE() << name << " string " << i << " '" << vectors[i].text << "'\n  expected:"
-                    << test::ids_to_string(vectors[i].ids) << "\n  got:     " << test::ids_to_string(got);
-    }
-  }
-  EXPECT_EQ(failures, 0) << name;
+  // WordPiece lower-cases and drops accents: its decode is not the text.
+  test::expect_vectors(*tok, vectors, /*parse_special=*/false, /*check_decode=*/name != "bert-bge", name);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVocabs, VocabVectors,
