@@ -217,6 +217,7 @@ class Writer {
   // element type. Errors are kInvalidArgument.
   Status set(std::string key, Value value);
   const Value* find(std::string_view key) const;
+  const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
 
   // `data` must hold exactly row_size(type, ne[0]) * ne[1] * ... bytes; ne has
   // 1 to 4 dims, each > 0, ne[0] a multiple of the type's block size.
