@@ -62,12 +62,9 @@ uint64_t align_up(uint64_t v, uint64_t alignment) { return (v + alignment - 1) /
 
 class Parser {
  public:
+  // The Cursor names the file by the File's own copy of the name.
   Parser(std::span<const uint8_t> bytes, std::string name)
-      : file_(new File()), cur_(bytes, file_->path_) {
-    file_->path_ = std::move(name);
-    file_->bytes_ = bytes;
-    cur_ = Cursor(bytes, file_->path_);  // re-point at the moved-in name
-  }
+      : file_(new_file(bytes, std::move(name))), cur_(bytes, file_->path_) {}
 
   Expected<std::unique_ptr<File>> run() {
     MINFER_TRY(read_header());
@@ -78,6 +75,13 @@ class Parser {
   }
 
  private:
+  static std::unique_ptr<File> new_file(std::span<const uint8_t> bytes, std::string name) {
+    std::unique_ptr<File> f(new File());
+    f->path_ = std::move(name);
+    f->bytes_ = bytes;
+    return f;
+  }
+
   Status read_header() {
     const Field magic_field{"header", "magic"};
     MINFER_ASSIGN_OR_RETURN(uint32_t magic, cur_.scalar<uint32_t>(magic_field));
