@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "engine/quant/blocks.h"
+#include "engine/quant/quantize_act_rows.h"
 
 namespace minfer::quant::neon {
 namespace {
@@ -45,23 +46,8 @@ inline float quantize_block_q8(const float* x, int8_t* qs, int32_t* sum) {
   return d;
 }
 
-void quantize_q8_0(const float* x, void* dst, int64_t n) {
-  auto* y = static_cast<BlockQ8_0*>(dst);
-  for (int64_t i = 0; i < n / kQK; ++i) {
-    int32_t sum;
-    y[i].d = to_f16(quantize_block_q8(x + i * kQK, y[i].qs, &sum));
-  }
-}
-
-void quantize_q8_1(const float* x, void* dst, int64_t n) {
-  auto* y = static_cast<BlockQ8_1*>(dst);
-  for (int64_t i = 0; i < n / kQK; ++i) {
-    int32_t sum;
-    const float d = quantize_block_q8(x + i * kQK, y[i].qs, &sum);
-    y[i].d = to_f16(d);
-    y[i].s = to_f16(static_cast<float>(sum) * d);
-  }
-}
+constexpr auto quantize_q8_0 = quantize_rows_q8_0<quantize_block_q8, to_f16>;
+constexpr auto quantize_q8_1 = quantize_rows_q8_1<quantize_block_q8, to_f16>;
 
 void quantize_q8_k(const float* x, void* dst, int64_t n) {
   auto* y = static_cast<BlockQ8_K*>(dst);
