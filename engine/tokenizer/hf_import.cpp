@@ -187,7 +187,11 @@ Expected<HfImportResult> import_hf_tokenizer(const std::string& tokenizer_json_p
     if (m.is_string()) {
       merges.push_back(m.get<std::string>());
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
+      // The pair form exists so that merge halves may hold spaces; GGUF's
+      // "left right" strings cannot, so gguf-py writes a space inside a half
+      // as U+0120 ('Ġ', the byte-level spelling of a space). Same here.
+      merges.push_back(replace_all(m[0].get<std::string>(), " ", "\xC4\xA0") + " " +
+                       replace_all(m[1].get<std::string>(), " ", "\xC4\xA0"));
     } else {
       return unexpected(ErrorCode::kInvalidFile, fmt::format("{}: bad merge entry {}", tokenizer_json_path, m.dump()));
     }

@@ -20,12 +20,20 @@ struct HfImportResult {
   bool has_chat_template = false;
 };
 
-// Reads `tokenizer_json_path` (and tokenizer_config.json beside it when
-// present: chat template, add_bos_token, eos/pad tokens) and sets on `writer`:
+// Reads `tokenizer_json_path` (and beside it, when present:
+// tokenizer_config.json for the chat template, add_bos/add_eos_token and the
+// bos/eos/unk/pad tokens by text; chat_template.jinja; config.json for
+// *_token_id still missing) and sets on `writer`:
 // tokenizer.ggml.model = "gpt2", .pre, .tokens, .token_type, .merges,
-// .bos/.eos/.padding_token_id, .add_bos_token, tokenizer.chat_template.
-// The vocabulary is padded with "[PAD<i>]" tokens up to `pad_to` entries
-// (the model's embedding rows) when pad_to is larger.
+// .bos/.eos/.unknown/.padding_token_id, .add_bos/.add_eos_token,
+// tokenizer.chat_template.
+// Token types as llama.cpp's converter: added tokens that are special or look
+// special (<|...|>) are CONTROL, other added tokens USER_DEFINED.
+// .pre comes from the pre-tokenizer's split regex (Qwen2's → "qwen2",
+// Llama-3's → "llama-bpe", GPT-2's → "gpt-2"); another regex is kUnsupported.
+// The vocabulary is padded with "[PAD<i>]" tokens (type UNUSED) up to
+// `pad_to` entries (the model's embedding rows) when pad_to is larger; a
+// pad_to smaller than the vocabulary is kInvalidArgument.
 Expected<HfImportResult> import_hf_tokenizer(const std::string& tokenizer_json_path, int32_t pad_to,
                                              gguf::Writer& writer);
 

@@ -30,9 +30,8 @@ const TextList kEogTexts = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn
 
 class Resolver {
  public:
-  Resolver(const Vocab& vocab, const std::vector<std::string>& pieces, std::vector<TokenType> types,
-           const PieceIndex& index)
-      : vocab_(vocab), pieces_(pieces), types_(std::move(types)), index_(index) {}
+  Resolver(const std::vector<std::string>& pieces, std::vector<TokenType> types, const PieceIndex& index)
+      : pieces_(pieces), types_(std::move(types)), index_(index) {}
 
   // A metadata id if present and in range, else `fallback` (llama.cpp keeps
   // its default on an out-of-range id, with a warning).
@@ -75,7 +74,6 @@ class Resolver {
   const std::vector<TokenType>& types() const { return types_; }
 
  private:
-  const Vocab& vocab_;
   const std::vector<std::string>& pieces_;
   std::vector<TokenType> types_;
   const PieceIndex& index_;
@@ -90,7 +88,7 @@ bool contains(std::string_view haystack, std::string_view needle) {
 SpecialSetup resolve_special_tokens(TokenizerKind kind, const Vocab& vocab, const std::vector<std::string>& pieces,
                                     std::vector<TokenType> types, const PieceIndex& index, bool pre_adds_bos) {
   SpecialSetup out;
-  Resolver r(vocab, pieces, std::move(types), index);
+  Resolver r(pieces, std::move(types), index);
   SpecialTokens& s = out.special;
 
   // Defaults by kind (llama.cpp). BPE has none: llama.cpp's 11/11 is a

@@ -3,6 +3,7 @@
 // end-of-generation sets, Phi-3's whitespace stripping, rendering.
 #include <gtest/gtest.h>
 
+#include "engine/gguf/gguf.h"
 #include "tests/tokenizer/tokenizer_test_util.h"
 
 namespace minfer {
@@ -91,6 +92,27 @@ TEST(SpecialTokens, RenderingAndBadIds) {
   EXPECT_EQ(tok.find_piece("<|im_end|>"), 151645);
   EXPECT_FALSE(tok.find_piece("no such piece").has_value());
   EXPECT_EQ(tok.token_type(151645), TokenType::kControl);
+}
+
+TEST(SpecialTokens, Stories260KDefaults) {
+  // The default model: no add_bos_token key (SPM default: add BOS), and
+  // separator/padding ids of 0xFFFFFFFF, which mean "none".
+  auto file = gguf::File::open(test::data_path("models/stories260K.gguf"));
+  ASSERT_TRUE(file) << file.error().message;
+  auto tok = Tokenizer::from_gguf(**file);
+  ASSERT_TRUE(tok) << tok.error().message;
+  const Tokenizer& t = **tok;
+  EXPECT_EQ(t.vocab_size(), 512);
+  EXPECT_TRUE(t.special().add_bos);
+  EXPECT_EQ(t.special().bos, 1);
+  EXPECT_EQ(t.special().eos, 2);
+  EXPECT_FALSE(t.special().sep.has_value());
+  EXPECT_FALSE(t.special().pad.has_value());
+  const std::string text = "Once upon a time, there was a little girl named Lily.\n";
+  const Ids ids = t.encode(text, {.add_bos = true});
+  EXPECT_EQ(ids.front(), 1);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 13), 1);  // <0x0A>: the newline falls back to a byte
+  EXPECT_EQ(t.decode(ids), text);
 }
 
 }  // namespace
