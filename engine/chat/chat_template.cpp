@@ -13,14 +13,11 @@ namespace {
 
 bool contains(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
 
-// A ChatML default system prompt written as one Jinja string literal:
-// '<|im_start|>system\nYou are ...<|im_end|>\n' (Qwen2, Qwen2.5). Qwen3's
-// '<|im_start|>system\n' + messages[0].content has none.
-std::string default_chatml_system(std::string_view tmpl) {
-  constexpr std::string_view kOpen = "<|im_start|>system\\n";
+// The text between `open` and "<|im_end|>" where it is a plain literal.
+std::string default_chatml_system_after(std::string_view tmpl, std::string_view open) {
   constexpr std::string_view kClose = "<|im_end|>";
-  for (size_t pos = tmpl.find(kOpen); pos != std::string_view::npos; pos = tmpl.find(kOpen, pos + 1)) {
-    const size_t start = pos + kOpen.size();
+  for (size_t pos = tmpl.find(open); pos != std::string_view::npos; pos = tmpl.find(open, pos + 1)) {
+    const size_t start = pos + open.size();
     const size_t end = tmpl.find(kClose, start);
     if (end == std::string_view::npos || end == start) continue;
     const std::string_view body = tmpl.substr(start, end - start);
@@ -35,6 +32,17 @@ std::string default_chatml_system(std::string_view tmpl) {
       }
     }
     return out;
+  }
+  return "";
+}
+
+// A ChatML default system prompt written as one Jinja string literal:
+// '<|im_start|>system\nYou are ...<|im_end|>\n' (Qwen2, Qwen2.5). Qwen3's
+// '<|im_start|>system\n' + messages[0].content has none. The literal's line
+// break is usually the escape "\n", sometimes a real one.
+std::string default_chatml_system(std::string_view tmpl) {
+  for (std::string_view open : {"<|im_start|>system\\n", "<|im_start|>system\n"}) {
+    if (std::string found = default_chatml_system_after(tmpl, open); !found.empty()) return found;
   }
   return "";
 }

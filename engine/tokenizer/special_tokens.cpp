@@ -115,7 +115,8 @@ SpecialSetup resolve_special_tokens(TokenizerKind kind, const Vocab& vocab, cons
   s.sep = r.id(vocab.sep_id, sep, "SEP");
   s.pad = r.id(vocab.pad_id, pad, "PAD");
   if (vocab.add_bos) s.add_bos = *vocab.add_bos;
-  if (vocab.add_eos) s.add_eos = *vocab.add_eos;
+  // WordPiece always closes with [SEP] in llama.cpp, whatever add_eos_token says.
+  if (vocab.add_eos && kind != TokenizerKind::kWordPiece) s.add_eos = *vocab.add_eos;
 
   s.eot = r.id_or_text(vocab.eot_id, kEotTexts, "EOT");
   const std::optional<TokenId> eom = r.id_or_text(vocab.eom_id, kEomTexts, "EOM");
