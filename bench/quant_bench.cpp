@@ -88,7 +88,9 @@ int register_all() {
       const std::string name = "gemm/" + std::string(dtype_name(t)) + "/" + std::string(isa_name(isa));
       auto* b = benchmark::RegisterBenchmark(name.c_str(), bm_gemm, t, isa)->Arg(1)->Arg(64);
       if (isa != Isa::kScalar) b->Arg(512);  // scalar at 512 columns takes seconds per call
-      b->Unit(benchmark::kMillisecond)->UseRealTime();
+      // CPU time, not wall time: the build machines are shared, and a
+      // single-threaded kernel descheduled half the time is not half as fast.
+      b->Unit(benchmark::kMillisecond);
     }
     for (DType t : {DType::kQ8_0, DType::kQ8_1, DType::kQ8_K}) {
       const std::string name = "quantize/" + std::string(dtype_name(t)) + "/" + std::string(isa_name(isa));

@@ -46,7 +46,10 @@ DType vec_dot_type(DType t);
 // works for every weight and activation type; quantize_row too.
 void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 // Round-to-nearest quantization with ggml's reference scale choices, so that
-// quantize(dequantize(block)) reproduces the block. The activation formats
+// quantize(dequantize(block)) reproduces the block (exactly for F16, BF16,
+// the 32-element formats and Q4_K; ggml's Q5_K and Q6_K searches are not
+// fixed points for a few blocks in a hundred, see tests/quant/quantize_test).
+// The activation formats
 // (Q8_0, Q8_1, Q8_K) use the active ISA's vector code, bit-identical to the
 // reference; the weight formats are quantized by the reference (offline work).
 void quantize_row(DType t, const float* src, void* dst, int64_t n);
@@ -63,8 +66,12 @@ float vec_dot_ref(DType wt, const void* w_row, const void* act_row, int64_t n);
 // the backend splits rows between threads, and calls may run concurrently):
 //   y[c * ldy + r] = dot(W row r, X row c)  for r < n_rows, c < n_cols
 // W rows are `w_stride` bytes apart (type wt, k elements each); X rows are
-// `x_stride` bytes apart and already in vec_dot_type(wt). Implementations keep
-// several rows and columns in registers so that each load is reused.
+// `x_stride` bytes apart and already in vec_dot_type(wt) as quantize_row
+// writes it (Q8_K bsums must match its codes; Q8_1's s is used as stored).
+// n_cols == 1 streams the weights once (decode); wider calls repack panels of
+// 8/16 rows (x86) so that one multiply-add serves many rows and columns, and
+// are worth batching: per-row speed grows with n_cols (bench/quant_bench).
+// Every output is written; nothing outside y[c * ldy + r < n_rows] is.
 void gemm(DType wt, const void* w, size_t w_stride, int64_t n_rows, const void* x, size_t x_stride,
           int64_t n_cols, int64_t k, float* y, int64_t ldy);
 
