@@ -1,0 +1,171 @@
+// `minfer bench`: prefill and decode speed, measured like llama-bench.
+//
+// ppN: N random prompt tokens evaluated from an empty context (time to the
+// first token's logits). tgN: N decode steps after a one-token prompt. Each
+// test runs once to warm up, then -r times; the table shows the median and the
+// spread. Decode also shows the weight bandwidth it achieves (weight bytes
+// read per token / time per token).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "daemon/minfer/command.h"
+#include "daemon/minfer/engine_options.h"
+
+namespace minfer::cli {
+namespace {
+
+struct TestResult {
+  std::string name;
+  int n_tokens = 0;
+  std::vector<double> tokens_per_s;
+  std::vector<std::tuple<std::string, double, int64_t>> profile;
+  double median() const {
+    std::vector<double> v = tokens_per_s;
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+  }
+  double stddev() const {
+    if (tokens_per_s.size() < 2) return 0.0;
+    double mean = 0;
+    for (double x : tokens_per_s) mean += x;
+    mean /= static_cast<double>(tokens_per_s.size());
+    double var = 0;
+    for (double x : tokens_per_s) var += (x - mean) * (x - mean);
+    return std::sqrt(var / static_cast<double>(tokens_per_s.size() - 1));
+  }
+};
+
+GenerationRequest bench_request(const Engine& e, int n_prompt, int n_gen, std::mt19937& rng) {
+  GenerationRequest req;
+  std::uniform_int_distribution<int> dist(0, e.info().vocab_size - 1);
+  for (int i = 0; i < n_prompt; ++i) req.prompt.push_back(dist(rng));
+  req.max_tokens = n_gen;
+  req.sampling.temperature = 0.0f;  // greedy: the decode path the appliance is judged by
+  req.ignore_eos = true;
+  return req;
+}
+
+}  // namespace
+
+int cmd_bench(const std::vector<std::string>& args) {
+  EngineOptions eo;
+  eo.n_ctx = 0;
+  std::vector<int> pp{512}, tg{128};
+  int repeats = 3;
+  std::string output = "md";
+  po::options_description desc("minfer bench options");
+  eo.add_to(desc);
+  desc.add_options()
+      ("n-prompt,p", po::value(&pp)->multitoken()->default_value(pp, "512"), "prompt lengths to test (0: none)")
+      ("n-gen,n", po::value(&tg)->multitoken()->default_value(tg, "128"), "decode lengths to test (0: none)")
+      ("repetitions,r", po::value(&repeats)->default_value(repeats), "timed runs per test")
+      ("output,o", po::value(&output)->default_value(output), "md | json")
+      ("profile", "also report where the time goes, per op kind");
+  po::variables_map vm;
+  int code = 0;
+  if (!parse_args("usage: minfer bench -m FILE [-p 512] [-n 128] [-r 3] [-o md|json]", desc, nullptr, args, vm, &code)) {
+    return code;
+  }
+  if (repeats < 1 || (output != "md" && output != "json")) {
+    std::cerr << "minfer: -r must be >= 1 and -o md or json\n";
+    return 2;
+  }
+  int longest = 1;
+  for (int p : pp) longest = std::max(longest, p + 1);
+  for (int g : tg) longest = std::max(longest, g + 2);
+  if (eo.n_ctx == 0) eo.n_ctx = longest;
+  auto loaded = load_engine(eo);
+  if (!loaded) {
+    std::cerr << "minfer: " << loaded.error().message << "\n";
+    return 1;
+  }
+  Engine& e = **loaded;
+  const bool profile = vm.count("profile") > 0;
+  std::mt19937 rng(42);
+  std::vector<TestResult> results;
+
+  auto run_test = [&](const std::string& name, int n_prompt, int n_gen, bool prefill) -> bool {
+    TestResult t;
+    t.name = name;
+    t.n_tokens = prefill ? n_prompt : n_gen;
+    for (int rep = 0; rep <= repeats; ++rep) {  // rep 0 warms up
+      GenerationRequest req = bench_request(e, n_prompt, n_gen, rng);
+      if (rep == 1) e.set_profiling(profile);
+      GenerationResult r = e.generate(req, nullptr, nullptr);
+      if (r.finish == FinishReason::kError) {
+        std::cerr << "minfer: " << name << ": " << r.error->message << "\n";
+        return false;
+      }
+      if (rep == 0) continue;
+      // Decode: n_gen tokens, the first from the prefill, n_gen - 1 decode steps.
+      t.tokens_per_s.push_back(prefill ? r.prefill_tokens_per_s() : r.decode_tokens_per_s());
+    }
+    if (profile) {
+      t.profile = e.profile();
+      e.set_profiling(false);
+    }
+    results.push_back(std::move(t));
+    return true;
+  };
+  for (int p : pp) {
+    if (p > 0 && !run_test(fmt::format("pp{}", p), p, 1, true)) return 1;
+  }
+  for (int g : tg) {
+    // g decode steps: one more token than steps, the first comes from the prompt.
+    if (g > 0 && !run_test(fmt::format("tg{}", g), 1, g + 1, false)) return 1;
+  }
+
+  const ModelInfo& info = e.info();
+  const double size_gib = static_cast<double>(info.weight_bytes) / (1024.0 * 1024.0 * 1024.0);
+  if (output == "json") {
+    nlohmann::json j;
+    j["model"] = info.path;
+    j["arch"] = info.arch;
+    j["weight_bytes"] = info.weight_bytes;
+    j["weight_types"] = info.weight_types;
+    j["backend"] = info.backend;
+    j["backend_detail"] = info.backend_detail;
+    for (const TestResult& t : results) {
+      nlohmann::json r;
+      r["test"] = t.name;
+      r["tokens_per_s"] = t.tokens_per_s;
+      r["median_tokens_per_s"] = t.median();
+      if (t.name.rfind("tg", 0) == 0) r["weight_gb_per_s"] = t.median() * static_cast<double>(info.weight_bytes) / 1e9;
+      for (const auto& [op, ms, calls] : t.profile) r["profile_ms"][op] = ms;
+      j["results"].push_back(r);
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "| model | size | types | backend | test | t/s | weight GB/s |\n"
+               "|---|---:|---|---|---:|---:|---:|\n";
+  for (const TestResult& t : results) {
+    const bool decode = t.name.rfind("tg", 0) == 0;
+    std::cout << fmt::format("| {} ({}) | {:.2f} GiB | {} | {} ({}) | {} | {:.2f} ± {:.2f} | {} |\n", info.name, info.arch,
+                             size_gib, info.weight_types, info.backend, info.backend_detail, t.name, t.median(),
+                             t.stddev(),
+                             decode ? fmt::format("{:.1f}", t.median() * static_cast<double>(info.weight_bytes) / 1e9)
+                                    : std::string("-"));
+  }
+  for (const TestResult& t : results) {
+    if (t.profile.empty()) continue;
+    double total = 0;
+    for (const auto& [op, ms, calls] : t.profile) total += ms;
+    std::cout << fmt::format("\n{}: time by op kind (all timed runs)\n\n| op | ms | calls | share |\n|---|---:|---:|---:|\n",
+                             t.name);
+    auto rows = t.profile;
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return std::get<1>(a) > std::get<1>(b); });
+    for (const auto& [op, ms, calls] : rows) {
+      std::cout << fmt::format("| {} | {:.1f} | {} | {:.1f}% |\n", op, ms, calls, 100.0 * ms / total);
+    }
+  }
+  return 0;
+}
+
+}  // namespace minfer::cli

@@ -1,0 +1,152 @@
+// The Engine API: everything the daemon and the `minfer` tool use. Nothing
+// here exposes a tensor, a backend or the GGUF file.
+//
+// An Engine is driven by one thread at a time (the daemon's engine thread);
+// info() and health() may be read from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "engine/chat/chat_template.h"
+#include "engine/common/expected.h"
+#include "engine/sampling/sampler.h"
+
+namespace minfer {
+
+using TokenId = int32_t;
+
+enum class BackendChoice { kAuto, kCpu, kCuda };
+const char* backend_choice_name(BackendChoice b);
+bool parse_backend_choice(std::string_view s, BackendChoice* out);
+
+struct EngineConfig {
+  std::string model_path;
+  BackendChoice backend = BackendChoice::kAuto;  // kCuda: a failed weight gate is a start-up error
+  int n_ctx = 4096;          // KV cells; clamped to the model's training context; 0: the training context
+  int n_batch = 512;         // most prompt tokens per forward step
+  std::string kv_type = "f16";  // f16 | f32
+  int n_threads = 0;         // CPU threads; 0: all cores
+  bool fuse_qkv = true;      // A/B switches (MINFER_NO_FUSE_QKV=1 ...); output must not change
+  bool fuse_ffn = true;
+  bool fa_prefill = true;    // CUDA: flash-attention prefill kernel (MINFER_NO_FA_PREFILL=1: generic kernel)
+  bool cuda_graphs = true;   // CUDA: capture and replay decode steps (MINFER_NO_CUDA_GRAPH=1: eager launches)
+  double step_timeout_ms = 10000.0;          // CUDA bounded wait per step: base ...
+  double step_timeout_per_token_ms = 20.0;   // ... plus this per token of the step
+  bool prefix_cache = true;  // reuse the KV of the previous request's common prefix
+
+  // Applies the MINFER_* environment switches (MINFER_NO_FUSE_QKV,
+  // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_CUDA_GRAPH,
+  // MINFER_CACHE_TYPE) on top of the configured values.
+  void apply_environment();
+};
+
+struct ModelInfo {
+  std::string path;
+  std::string name;          // general.name, or the file name
+  std::string arch;          // llama | qwen2 | qwen3
+  int n_layers = 0, d_model = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, d_ff = 0;
+  int vocab_size = 0;
+  int n_ctx = 0;             // the engine's context (KV cells)
+  int n_ctx_train = 0;
+  uint64_t weight_bytes = 0;
+  std::string weight_types;  // "q8_0 ×169, f32 ×49"
+  std::string chat_template; // "chatml", "llama3", "chatml (fallback)"
+  std::string backend;       // cpu | cuda
+  std::string backend_reason;  // why this backend (e.g. the weight that failed the CUDA gate)
+  std::string backend_detail;  // "2 threads, avx512" / the GPU's name
+};
+
+enum class EnginePhase { kLoading, kReady, kWedged, kFailed };
+const char* engine_phase_name(EnginePhase p);
+
+struct EngineHealth {
+  EnginePhase phase = EnginePhase::kLoading;
+  std::string reason;  // why wedged / failed
+  std::chrono::system_clock::time_point since{};           // when the phase began
+  std::chrono::steady_clock::time_point last_step{};       // heartbeat: last completed forward step
+  uint64_t steps = 0;
+};
+
+struct GenerationRequest {
+  std::vector<TokenId> prompt;   // already tokenized (see Engine::tokenize)
+  int max_tokens = 128;
+  SamplingParams sampling;
+  std::vector<std::string> stop; // stop strings (not included in the output)
+  bool ignore_eos = false;
+  // A request that runs past this fails with finish kDeadline.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+enum class FinishReason { kLength, kStop, kEos, kCancelled, kDeadline, kError };
+const char* finish_reason_name(FinishReason r);  // OpenAI words: length, stop, ...
+
+// One streamed piece: complete UTF-8 text (possibly empty while a character
+// or a stop string is pending) and the token that produced it.
+struct TokenEvent {
+  TokenId token = 0;
+  std::string text;
+};
+
+struct GenerationResult {
+  FinishReason finish = FinishReason::kLength;
+  std::string text;                 // everything emitted (stop string excluded)
+  std::vector<TokenId> tokens;      // generated token ids
+  int n_prompt = 0;
+  int n_cached = 0;                 // prompt tokens whose KV was reused
+  int n_generated = 0;
+  double prefill_ms = 0, decode_ms = 0, ttft_ms = 0;
+  std::optional<Error> error;       // set when finish == kError
+
+  double prefill_tokens_per_s() const;
+  double decode_tokens_per_s() const;
+};
+
+// Return false to cancel the generation (e.g. the client went away).
+using TokenCallback = std::function<bool(const TokenEvent&)>;
+
+class EngineImpl;
+
+class Engine {
+ public:
+  static Expected<std::unique_ptr<Engine>> load(const EngineConfig& config);
+  ~Engine();
+
+  const ModelInfo& info() const;
+  EngineHealth health() const;
+
+  // BOS per the model's metadata when add_bos; special-token text recognised
+  // when parse_special.
+  std::vector<TokenId> tokenize(std::string_view text, bool add_bos, bool parse_special) const;
+  bool default_add_bos() const;
+  Expected<std::string> detokenize(const std::vector<TokenId>& ids) const;  // errors on ids outside the vocabulary
+  Expected<std::string> apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+
+  // Runs prefill and decode to completion. `cancel` (may be null) is checked
+  // before every step; so is the callback's answer. Never throws; errors come
+  // back as finish kError with the error set.
+  GenerationResult generate(const GenerationRequest& request, const TokenCallback& on_token,
+                            const std::atomic<bool>* cancel);
+
+  // Time per op kind (benchmarks): op name → (ms, calls), accumulated while on.
+  void set_profiling(bool on);
+  std::vector<std::tuple<std::string, double, int64_t>> profile() const;
+
+  // Teacher-forced evaluation for tests and benchmarks: evaluates `tokens`
+  // from an empty context and returns every token's logits ([n][vocab]).
+  Expected<std::vector<float>> eval_logits(const std::vector<TokenId>& tokens);
+
+ private:
+  explicit Engine(std::unique_ptr<EngineImpl> impl);
+  std::unique_ptr<EngineImpl> impl_;
+};
+
+}  // namespace minfer

@@ -1,0 +1,78 @@
+// A backend runs the graph: CPU (engine/backend/cpu) or CUDA
+// (engine/backend/cuda). The interface is small on purpose: set up for one
+// model, say which ops it implements, run one step.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/common/expected.h"
+#include "engine/graph/graph.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+#include "engine/quant/dtype.h"
+
+namespace minfer {
+
+struct BackendOptions {
+  int n_ctx = 0;              // KV cache cells
+  int max_tokens = 512;       // most tokens one step may carry (prefill chunk)
+  DType kv_type = DType::kF16;
+  int n_threads = 0;          // CPU worker threads; 0: all cores
+  // CUDA: A/B switches and the bounded wait's deadline per step
+  // (base + per token), see engine/backend/cuda/bounded_wait.h.
+  bool cuda_graphs = true;
+  bool fa_prefill = true;
+  double step_timeout_ms = 10000.0;
+  double step_timeout_per_token_ms = 20.0;
+};
+
+// What a step hands back: logits rows (rows × vocab_size, row-major) or, for a
+// graph with kArgmax, one token id per row.
+struct StepOutput {
+  int rows = 0;
+  std::vector<float> logits;
+  std::vector<int32_t> argmax;
+};
+
+// Accumulated time and calls per op kind.
+struct OpProfile {
+  std::array<double, static_cast<size_t>(Op::kCount)> ms{};
+  std::array<int64_t, static_cast<size_t>(Op::kCount)> calls{};
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  // One line for logs and /health: threads and ISA, or the device.
+  virtual std::string description() const = 0;
+  // The single source of truth for op support; the graph builder and the
+  // weight gate both ask it.
+  virtual bool supports(Op op) const = 0;
+  virtual bool supports_weight_type(DType type) const = 0;
+  // Uploads or maps the weights, allocates the KV cache and the activation
+  // buffers. Called once.
+  virtual Status prepare(const ModelConfig& config, const ModelWeights& weights, const BackendOptions& options) = 0;
+  virtual Status run(const Graph& graph, const StepInput& input, StepOutput* output) = 0;
+
+  // Set once the backend can no longer run steps (a GPU wait missed its
+  // deadline, or a sticky CUDA error): why. Empty while healthy.
+  virtual std::string wedged_reason() const { return {}; }
+
+  // Per-op-kind timing for benchmarks ("where does a step's time go"). Off by
+  // default: measuring costs a clock read (CPU) or an event pair (CUDA) per node.
+  virtual void set_profiling(bool on) { profiling_ = on; }
+  const OpProfile& profile() const { return profile_; }
+  void reset_profile() { profile_ = OpProfile{}; }
+
+ protected:
+  bool profiling_ = false;
+  OpProfile profile_;
+};
+
+}  // namespace minfer

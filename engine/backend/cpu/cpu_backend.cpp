@@ -1,0 +1,273 @@
+#include "engine/backend/cpu/cpu_backend.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+
+#include "engine/quant/quant.h"
+
+namespace minfer {
+
+bool CpuBackend::supports(Op op) const {
+  switch (op) {
+    case Op::kQkvTail:
+    case Op::kGateUpSwiglu:
+    case Op::kCount:
+      return false;  // the CPU runs the unfused chains
+    default:
+      return true;
+  }
+}
+
+std::string CpuBackend::description() const {
+  return fmt::format("{} threads, {}", n_threads(), quant::isa_name(quant::active_isa()));
+}
+
+bool CpuBackend::supports_weight_type(DType type) const { return quant::is_weight_type(type); }
+
+Status CpuBackend::prepare(const ModelConfig& config, const ModelWeights& weights, const BackendOptions& options) {
+  if (options.n_ctx <= 0 || options.max_tokens <= 0) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("cpu backend: n_ctx {} and max_tokens {} must be positive", options.n_ctx,
+                                  options.max_tokens));
+  }
+  if (options.kv_type != DType::kF16 && options.kv_type != DType::kF32) {
+    return unexpected(ErrorCode::kUnsupported,
+                      fmt::format("cpu backend: KV cache type {} is not supported; use f16 or f32",
+                                  dtype_name(options.kv_type)));
+  }
+  config_ = config;
+  weights_ = &weights;
+  options_ = options;
+  pool_ = std::make_unique<ThreadPool>(options.n_threads);
+  for (size_t i = 0; i < bufs_.size(); ++i) bufs_[i].width = buf_width(static_cast<Buf>(i), config);
+  const size_t elem = options.kv_type == DType::kF16 ? 2 : 4;
+  const size_t cache_bytes = static_cast<size_t>(options.n_ctx) * config.kv_dim() * elem;
+  k_cache_.assign(static_cast<size_t>(config.n_layers), std::vector<uint8_t>(cache_bytes));
+  v_cache_.assign(static_cast<size_t>(config.n_layers), std::vector<uint8_t>(cache_bytes));
+  cell_pos_.assign(static_cast<size_t>(options.n_ctx), INT32_MAX);  // empty cells are never visible
+  rope_ = ref::rope_params(config, weights);
+  return ok_status();
+}
+
+void CpuBackend::resize(Buf b, int rows) {
+  Activation& a = buf(b);
+  const size_t need = static_cast<size_t>(rows) * a.width;
+  if (a.data.size() < need) a.data.resize(need);
+  a.rows = rows;
+  ++a.version;
+}
+
+Status CpuBackend::check_input(const StepInput& in) const {
+  if (in.n_tokens <= 0 || in.n_tokens > options_.max_tokens) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("cpu backend: step has {} tokens; allowed 1..{}", in.n_tokens, options_.max_tokens));
+  }
+  if (in.n_seq_cells <= 0 || in.n_seq_cells > options_.n_ctx) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("cpu backend: sequence has {} cells; allowed 1..{}", in.n_seq_cells, options_.n_ctx));
+  }
+  for (int t = 0; t < in.n_tokens; ++t) {
+    if (in.tokens[t] < 0 || in.tokens[t] >= config_.vocab_size) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("cpu backend: token {} at index {} is outside the vocabulary [0, {})",
+                                    in.tokens[t], t, config_.vocab_size));
+    }
+    if (in.kv_cells[t] < 0 || in.kv_cells[t] >= options_.n_ctx || in.positions[t] < 0) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("cpu backend: token {} has cell {} (n_ctx {}) and position {}", t, in.kv_cells[t],
+                                    options_.n_ctx, in.positions[t]));
+    }
+  }
+  for (int j = 0; j < in.n_seq_cells; ++j) {
+    if (in.seq_cells[j] < 0 || in.seq_cells[j] >= options_.n_ctx) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("cpu backend: sequence cell {} at index {} is outside [0, {})", in.seq_cells[j], j,
+                                    options_.n_ctx));
+    }
+  }
+  return ok_status();
+}
+
+Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out) {
+  if (weights_ == nullptr) return unexpected(ErrorCode::kInternal, "cpu backend: run() before prepare()");
+  MINFER_TRY(check_input(in));
+  rope_table_.build(rope_, in.positions, in.n_tokens);
+  argmax_.clear();
+  for (const Node& n : graph.nodes) {
+    const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    Status st = run_node(n, in);
+    if (profiling_) {
+      const size_t op = static_cast<size_t>(n.op);
+      profile_.ms[op] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ++profile_.calls[op];
+    }
+    if (!st) {
+      return unexpected(st.error().code, fmt::format("cpu backend: node '{}' ({}): {}", n.name, op_name(n.op),
+                                                     st.error().message));
+    }
+  }
+  const Activation& logits = buf(Buf::kLogits);
+  if (graph.options.logits == Logits::kNone) {
+    out->rows = 0;
+    out->logits.clear();
+    out->argmax.clear();
+    return ok_status();
+  }
+  out->rows = logits.rows;
+  if (graph.options.argmax) {
+    out->argmax = argmax_;
+    out->logits.clear();
+  } else {
+    out->logits.assign(logits.data.begin(), logits.data.begin() + static_cast<ptrdiff_t>(logits.rows) * logits.width);
+  }
+  return ok_status();
+}
+
+const void* CpuBackend::activation_for(const Weight& w, const Activation& src, int first_row, int n_rows,
+                                       size_t* stride) {
+  const DType act = quant::vec_dot_type(w.type);
+  const float* x = src.data.data() + static_cast<size_t>(first_row) * src.width;
+  if (act == DType::kF32) {
+    *stride = static_cast<size_t>(src.width) * sizeof(float);
+    return x;
+  }
+  const size_t row_bytes = row_size(act, static_cast<uint64_t>(src.width));
+  *stride = row_bytes;
+  const Buf which = static_cast<Buf>(&src - bufs_.data());
+  if (xq_buf_ == which && xq_version_ == src.version && xq_type_ == act && xq_first_row_ == first_row &&
+      xq_rows_ == n_rows) {
+    return xq_.data();  // q, k, v (and gate, up) share one quantized input
+  }
+  if (xq_.size() < row_bytes * n_rows) xq_.resize(row_bytes * n_rows);
+  cpu::quantize_rows(*pool_, act, x, src.width, n_rows, src.width, xq_.data(), row_bytes);
+  xq_buf_ = which;
+  xq_version_ = src.version;
+  xq_type_ = act;
+  xq_first_row_ = first_row;
+  xq_rows_ = n_rows;
+  return xq_.data();
+}
+
+Status CpuBackend::run_node(const Node& n, const StepInput& in) {
+  ThreadPool& pool = *pool_;
+  const ModelConfig& c = config_;
+  switch (n.op) {
+    case Op::kEmbed: {
+      resize(n.dst, in.n_tokens);
+      Activation& x = buf(n.dst);
+      pool.run(in.n_tokens, [&](int64_t t, int) {
+        ref::embed_ref(*n.w, in.tokens[t], x.data.data() + static_cast<size_t>(t) * x.width);
+      });
+      return ok_status();
+    }
+    case Op::kRmsNorm: {
+      const Activation& src = buf(n.src);
+      const int first = n.rows == Rows::kLast ? src.rows - 1 : 0;
+      const int rows = n.rows == Rows::kLast ? 1 : src.rows;
+      const float* x = src.data.data() + static_cast<size_t>(first) * src.width;
+      resize(n.dst, rows);
+      Activation& dst = buf(n.dst);
+      cpu::rms_norm(pool, x, src.width, n.w->f32(), dst.data.data(), dst.width, rows, src.width, c.rms_eps);
+      return ok_status();
+    }
+    case Op::kMatmul: {
+      Activation& src = buf(n.src);
+      if (src.width != n.w->n_in) {
+        return unexpected(ErrorCode::kInternal, fmt::format("input width {} does not match weight '{}' [{}, {}]",
+                                                            src.width, n.w->name, n.w->n_in, n.w->n_out));
+      }
+      const int first = n.rows == Rows::kLast ? src.rows - 1 : 0;
+      const int rows = n.rows == Rows::kLast ? 1 : src.rows;
+      size_t stride = 0;
+      const void* xq = activation_for(*n.w, src, first, rows, &stride);
+      resize(n.dst, rows);
+      Activation& dst = buf(n.dst);
+      cpu::matmul(pool, *n.w, n.bias, xq, stride, rows, dst.data.data(), dst.width);
+      return ok_status();
+    }
+    case Op::kHeadNorm: {
+      Activation& x = buf(n.dst);
+      pool.run(x.rows, [&](int64_t t, int) {
+        ref::head_norm_ref(x.data.data() + static_cast<size_t>(t) * x.width, n.w->f32(), n.n_heads, c.head_dim,
+                           c.rms_eps);
+      });
+      ++x.version;
+      return ok_status();
+    }
+    case Op::kRope: {
+      Activation& x = buf(n.dst);
+      cpu::rope(pool, x.data.data(), x.width, x.rows, n.n_heads, rope_, rope_table_);
+      ++x.version;
+      return ok_status();
+    }
+    case Op::kKvStore: {
+      const Activation& k = buf(n.src);
+      const Activation& v = buf(n.src2);
+      const size_t elem = options_.kv_type == DType::kF16 ? 2 : 4;
+      const size_t row_bytes = static_cast<size_t>(c.kv_dim()) * elem;
+      uint8_t* kc = k_cache(n.layer);
+      uint8_t* vc = v_cache(n.layer);
+      pool.run(k.rows, [&](int64_t t, int) {
+        const size_t cell = static_cast<size_t>(in.kv_cells[t]);
+        ref::kv_store_ref(k.data.data() + static_cast<size_t>(t) * k.width, kc + cell * row_bytes, options_.kv_type,
+                          c.kv_dim());
+        ref::kv_store_ref(v.data.data() + static_cast<size_t>(t) * v.width, vc + cell * row_bytes, options_.kv_type,
+                          c.kv_dim());
+      });
+      for (int t = 0; t < k.rows; ++t) cell_pos_[static_cast<size_t>(in.kv_cells[t])] = in.positions[t];
+      return ok_status();
+    }
+    case Op::kAttention: {
+      const Activation& q = buf(n.src);
+      resize(n.dst, q.rows);
+      cpu::AttentionArgs a;
+      a.q = q.data.data();
+      a.k_cache = k_cache(n.layer);
+      a.v_cache = v_cache(n.layer);
+      a.seq_cells = in.seq_cells;
+      a.n_seq_cells = in.n_seq_cells;
+      a.cell_pos = cell_pos_.data();
+      a.q_pos = in.positions;
+      a.n_tokens = q.rows;
+      a.shape = {c.n_heads, c.n_kv_heads, c.head_dim, options_.kv_type};
+      a.out = buf(n.dst).data.data();
+      cpu::attention(pool, a, attn_scratch_);
+      return ok_status();
+    }
+    case Op::kAdd: {
+      Activation& y = buf(n.dst);
+      const Activation& x = buf(n.src);
+      if (x.rows != y.rows || x.width != y.width) {
+        return unexpected(ErrorCode::kInternal, fmt::format("add of {}x{} into {}x{}", x.rows, x.width, y.rows, y.width));
+      }
+      cpu::add(pool, y.data.data(), x.data.data(), y.width, y.rows, y.width);
+      ++y.version;
+      return ok_status();
+    }
+    case Op::kSwiglu: {
+      Activation& g = buf(n.dst);
+      const Activation& u = buf(n.src);
+      cpu::swiglu(pool, g.data.data(), u.data.data(), g.width, g.rows, g.width);
+      ++g.version;
+      return ok_status();
+    }
+    case Op::kArgmax: {
+      const Activation& l = buf(n.src);
+      argmax_.resize(static_cast<size_t>(l.rows));
+      for (int r = 0; r < l.rows; ++r) {
+        argmax_[static_cast<size_t>(r)] = ref::argmax_ref(l.data.data() + static_cast<size_t>(r) * l.width, l.width);
+      }
+      return ok_status();
+    }
+    case Op::kQkvTail:
+    case Op::kGateUpSwiglu:
+    case Op::kCount:
+      break;
+  }
+  return unexpected(ErrorCode::kUnsupported, fmt::format("op {} is not implemented on the cpu backend", op_name(n.op)));
+}
+
+}  // namespace minfer

@@ -1,0 +1,748 @@
+#include "engine/backend/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstring>
+
+#include "engine/backend/cuda/bounded_wait.h"
+#include "platform/log.h"
+
+namespace minfer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Status cublas_check(cublasStatus_t st, const char* call, const char* file, int line) {
+  if (st == CUBLAS_STATUS_SUCCESS) return ok_status();
+  const ErrorCode code = st == CUBLAS_STATUS_ALLOC_FAILED ? ErrorCode::kOutOfMemory : ErrorCode::kDevice;
+  return unexpected(code, fmt::format("cuBLAS error {} in {} at {}:{}", static_cast<int>(st), call, file, line));
+}
+#define CUBLAS_TRY(call) MINFER_TRY(cublas_check((call), #call, __FILE__, __LINE__))
+
+bool has_q8_copy(Buf b) { return b == Buf::kXNorm || b == Buf::kAttn || b == Buf::kGate; }
+
+}  // namespace
+
+CudaBackend::CudaBackend(cuda::DeviceFacts facts) : facts_(std::move(facts)) {}
+
+CudaBackend::~CudaBackend() {
+  for (auto& [g, c] : captured_) {
+    if (c.exec) cudaGraphExecDestroy(c.exec);
+  }
+  if (cublas_) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+  for (void* p : weight_mem_) cudaFree(p);
+  if (h_header_) cudaFreeHost(h_header_);
+  if (h_seq_cells_) cudaFreeHost(h_seq_cells_);
+  if (h_logits_) cudaFreeHost(h_logits_);
+  if (h_argmax_) cudaFreeHost(h_argmax_);
+  if (done_) cudaEventDestroy(done_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::description() const {
+  return fmt::format("{}, graphs {}", facts_.describe(), graphs_enabled_ ? "on" : "off");
+}
+
+bool CudaBackend::supports(Op op) const { return op != Op::kCount; }
+
+bool CudaBackend::supports_weight_type(DType type) const {
+  return kernels::wtype_supported(static_cast<uint32_t>(type), dtype_traits(type).block_elems);
+}
+
+kernels::DeviceWeight CudaBackend::dw(const Weight& w) const { return dweights_.at(&w); }
+
+const float* CudaBackend::dv(const Weight* w) const {
+  if (w == nullptr) return nullptr;
+  return dvectors_.at(w);
+}
+
+kernels::RopeArgs CudaBackend::rope_args() const {
+  kernels::RopeArgs r;
+  r.head_dim = config_.head_dim;
+  r.n_rot = config_.n_rot;
+  r.neox = config_.rope_type == RopeType::kNeox;
+  r.base = config_.rope_base;
+  r.scale = config_.rope_scale;
+  r.freq_factors = weights_->rope_freqs.present() ? dv(&weights_->rope_freqs) : nullptr;
+  return r;
+}
+
+void CudaBackend::wedge(const std::string& why) {
+  if (wedged_.empty()) {
+    wedged_ = why;
+    log::error("cuda backend wedged: {}", why);
+  }
+}
+
+Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weights, const BackendOptions& options) {
+  if (options.n_ctx <= 0 || options.max_tokens <= 0) {
+    return unexpected(ErrorCode::kInvalidArgument, fmt::format("cuda backend: n_ctx {} and max_tokens {} must be positive",
+                                                               options.n_ctx, options.max_tokens));
+  }
+  if (options.kv_type != DType::kF16 && options.kv_type != DType::kF32) {
+    return unexpected(ErrorCode::kUnsupported, fmt::format("cuda backend: KV cache type {} is not supported; use f16 or f32",
+                                                           dtype_name(options.kv_type)));
+  }
+  const int group = config.n_heads / config.n_kv_heads;
+  if (config.head_dim > 256 || group > 16) {
+    return unexpected(ErrorCode::kUnsupported,
+                      fmt::format("cuda backend: head_dim {} (max 256) or query group {} (max 16) is beyond the attention "
+                                  "kernels",
+                                  config.head_dim, group));
+  }
+  config_ = config;
+  weights_ = &weights;
+  options_ = options;
+  graphs_enabled_ = options.cuda_graphs;
+  CUDA_TRY(cudaSetDevice(facts_.device));
+  CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  CUDA_TRY(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+  cublasHandle_t handle = nullptr;
+  CUBLAS_TRY(cublasCreate(&handle));
+  cublas_ = handle;
+  CUBLAS_TRY(cublasSetStream(handle, stream_));
+  MINFER_TRY(upload_weights());
+  MINFER_TRY(alloc_buffers());
+  if (!options.fa_prefill || !kernels::attention_prefill_supported(config.head_dim)) {
+    log::warn("cuda backend: prefill attention uses the generic kernel ({})",
+              options.fa_prefill ? fmt::format("no flash kernel for head_dim {}", config.head_dim)
+                                 : std::string("MINFER_NO_FA_PREFILL"));
+  }
+  return ok_status();
+}
+
+Status CudaBackend::upload_weights() {
+  const auto deadline = [] { return Clock::now() + std::chrono::seconds(120); };
+  // Matrices: split into planes through two pinned staging buffers, so the
+  // copy of one chunk overlaps the repacking of the next.
+  constexpr size_t kStaging = 32u << 20;
+  void* staging[2] = {nullptr, nullptr};
+  cudaEvent_t staged[2] = {nullptr, nullptr};
+  auto cleanup = [&] {
+    for (int i = 0; i < 2; ++i) {
+      if (staged[i]) cudaEventDestroy(staged[i]);
+      if (staging[i]) cudaFreeHost(staging[i]);
+    }
+  };
+  for (int i = 0; i < 2; ++i) {
+    if (cudaMallocHost(&staging[i], kStaging) != cudaSuccess || cudaEventCreate(&staged[i]) != cudaSuccess) {
+      cleanup();
+      return unexpected(ErrorCode::kOutOfMemory, fmt::format("cuda backend: cannot allocate {} bytes of pinned staging memory", kStaging));
+    }
+  }
+  int slot = 0;
+  Status result = ok_status();
+  for (const Weight* w : weights_->matrices()) {
+    if (dweights_.count(w)) continue;
+    const auto wt = static_cast<kernels::WType>(static_cast<uint32_t>(w->type));
+    if (!kernels::wtype_supported(static_cast<uint32_t>(w->type), w->n_in)) {
+      result = unexpected(ErrorCode::kUnsupported,
+                          fmt::format("cuda backend: weight '{}' of type {} with rows of {} has no kernel", w->name,
+                                      dtype_name(w->type), w->n_in));
+      break;
+    }
+    const kernels::PlaneSizes ps = kernels::plane_sizes(wt, w->n_in);
+    const size_t row_total = ps.q_row + ps.qh_row + ps.meta_row + ps.d_row;
+    const size_t n = static_cast<size_t>(w->n_out);
+    auto align = [](size_t x) { return (x + 255) / 256 * 256; };
+    const size_t off_qh = align(ps.q_row * n), off_meta = off_qh + align(ps.qh_row * n), off_d = off_meta + align(ps.meta_row * n);
+    const size_t total = off_d + align(ps.d_row * n);
+    void* mem = nullptr;
+    if (cudaMalloc(&mem, total) != cudaSuccess) {
+      cudaGetLastError();
+      result = unexpected(ErrorCode::kOutOfMemory,
+                          fmt::format("cuda backend: cudaMalloc of {} bytes for weight '{}' failed", total, w->name));
+      break;
+    }
+    weight_mem_.push_back(mem);
+    weight_bytes_ += total;
+    auto* base = static_cast<uint8_t*>(mem);
+    kernels::DeviceWeight d;
+    d.type = wt;
+    d.n_rows = static_cast<int>(w->n_out);
+    d.k = static_cast<int>(w->n_in);
+    d.q = base;
+    d.qh = ps.qh_row ? base + off_qh : nullptr;
+    d.meta = ps.meta_row ? base + off_meta : nullptr;
+    d.d = ps.d_row ? base + off_d : nullptr;
+    const size_t rows_per_chunk = std::max<size_t>(1, kStaging / row_total);
+    for (size_t r0 = 0; r0 < n && result; r0 += rows_per_chunk) {
+      const size_t rows = std::min(rows_per_chunk, n - r0);
+      // Wait until this staging buffer's previous copy has finished.
+      const cudaError_t es = cudaEventQuery(staged[slot]);
+      if (es != cudaSuccess) {
+        Status ws = cuda::wait_bounded(stream_, staged[slot], deadline());
+        if (!ws) { result = ws; break; }
+      }
+      auto* st = static_cast<uint8_t*>(staging[slot]);
+      uint8_t* sq = st;
+      uint8_t* sqh = sq + ps.q_row * rows;
+      uint8_t* smeta = sqh + ps.qh_row * rows;
+      uint8_t* sd = smeta + ps.meta_row * rows;
+      kernels::repack_rows(wt, w->n_in, w->data + r0 * w->row_bytes, w->row_bytes, static_cast<int64_t>(rows), sq,
+                           ps.qh_row ? sqh : nullptr, ps.meta_row ? smeta : nullptr, ps.d_row ? sd : nullptr);
+      auto copy = [&](size_t plane_off, size_t row_bytes, const uint8_t* src) -> Status {
+        if (row_bytes == 0) return ok_status();
+        CUDA_TRY(cudaMemcpyAsync(base + plane_off + r0 * row_bytes, src, rows * row_bytes, cudaMemcpyHostToDevice, stream_));
+        return ok_status();
+      };
+      if (Status s1 = copy(0, ps.q_row, sq); !s1) { result = s1; break; }
+      if (Status s2 = copy(off_qh, ps.qh_row, sqh); !s2) { result = s2; break; }
+      if (Status s3 = copy(off_meta, ps.meta_row, smeta); !s3) { result = s3; break; }
+      if (Status s4 = copy(off_d, ps.d_row, sd); !s4) { result = s4; break; }
+      if (cudaEventRecord(staged[slot], stream_) != cudaSuccess) {
+        result = unexpected(ErrorCode::kDevice, "cuda backend: cudaEventRecord failed during upload");
+        break;
+      }
+      slot ^= 1;
+    }
+    if (!result) break;
+    dweights_[w] = d;
+  }
+  if (result) {
+    Status ws = cuda::wait_bounded(stream_, done_, deadline());
+    if (!ws) result = ws;
+  }
+  cleanup();
+  MINFER_TRY(result);
+  // Vectors (norms, biases, RoPE frequency factors): f32 as they are.
+  std::vector<const Weight*> vectors{&weights_->output_norm};
+  if (weights_->rope_freqs.present()) vectors.push_back(&weights_->rope_freqs);
+  for (const LayerWeights& l : weights_->layers) {
+    for (const Weight* v : {&l.attn_norm, &l.ffn_norm, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm}) {
+      if (v->present()) vectors.push_back(v);
+    }
+  }
+  for (const Weight* v : vectors) {
+    void* mem = nullptr;
+    CUDA_TRY(cudaMalloc(&mem, v->row_bytes));
+    weight_mem_.push_back(mem);
+    weight_bytes_ += v->row_bytes;
+    CUDA_TRY(cudaMemcpyAsync(mem, v->data, v->row_bytes, cudaMemcpyHostToDevice, stream_));
+    dvectors_[v] = static_cast<const float*>(mem);
+  }
+  return cuda::wait_bounded(stream_, done_, deadline());
+}
+
+Status CudaBackend::alloc_buffers() {
+  const int max_t = options_.max_tokens;
+  for (size_t i = 1; i < acts_.size(); ++i) {
+    const Buf b = static_cast<Buf>(i);
+    Act& a = acts_[i];
+    a.width = buf_width(b, config_);
+    if (b == Buf::kLogits) continue;  // sized per step (one row, or all rows for tests)
+    MINFER_ASSIGN_OR_RETURN(void* f32, pool_.acquire(sizeof(float) * max_t * a.width));
+    a.f32 = static_cast<float*>(f32);
+    if (has_q8_copy(b) && a.width % 32 == 0) {
+      MINFER_ASSIGN_OR_RETURN(void* q, pool_.acquire(static_cast<size_t>(max_t) * a.width));
+      MINFER_ASSIGN_OR_RETURN(void* ds, pool_.acquire(sizeof(float) * 2 * max_t * (a.width / 32)));
+      a.q8.q = static_cast<int8_t*>(q);
+      a.q8.ds = ds;
+    }
+    if (has_q8_copy(b)) {
+      MINFER_ASSIGN_OR_RETURN(void* h, pool_.acquire(2 * static_cast<size_t>(max_t) * a.width));
+      a.f16 = h;
+    }
+  }
+  const size_t elem = options_.kv_type == DType::kF16 ? 2 : 4;
+  const size_t cache_bytes = static_cast<size_t>(options_.n_ctx) * config_.kv_dim() * elem;
+  for (int l = 0; l < config_.n_layers; ++l) {
+    MINFER_ASSIGN_OR_RETURN(void* k, pool_.acquire(cache_bytes));
+    MINFER_ASSIGN_OR_RETURN(void* v, pool_.acquire(cache_bytes));
+    CUDA_TRY(cudaMemsetAsync(k, 0, cache_bytes, stream_));
+    CUDA_TRY(cudaMemsetAsync(v, 0, cache_bytes, stream_));
+    k_cache_.push_back(k);
+    v_cache_.push_back(v);
+  }
+  MINFER_ASSIGN_OR_RETURN(void* cp, pool_.acquire(sizeof(int32_t) * options_.n_ctx));
+  cell_pos_ = static_cast<int32_t*>(cp);
+  // Empty cells are never visible: their position is INT_MAX (0x7f7f7f7f by memset: large enough).
+  CUDA_TRY(cudaMemsetAsync(cell_pos_, 0x7f, sizeof(int32_t) * options_.n_ctx, stream_));
+  MINFER_ASSIGN_OR_RETURN(void* in, pool_.acquire(sizeof(int32_t) * (1 + 3 * static_cast<size_t>(max_t))));
+  d_n_seq_ = static_cast<int32_t*>(in);
+  d_tokens_ = d_n_seq_ + 1;
+  d_positions_ = d_tokens_ + max_t;
+  d_kv_cells_ = d_positions_ + max_t;
+  MINFER_ASSIGN_OR_RETURN(void* sc, pool_.acquire(sizeof(int32_t) * options_.n_ctx));
+  d_seq_cells_ = static_cast<int32_t*>(sc);
+  MINFER_ASSIGN_OR_RETURN(void* am, pool_.acquire(sizeof(int32_t) * max_t));
+  d_argmax_ = static_cast<int32_t*>(am);
+  const size_t partial_floats = kernels::attention_partials_floats(config_.n_heads, config_.head_dim, options_.n_ctx);
+  MINFER_ASSIGN_OR_RETURN(void* pp, pool_.acquire(sizeof(float) * partial_floats));
+  partials_ = static_cast<float*>(pp);
+  CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_header_), sizeof(int32_t) * (1 + 3 * static_cast<size_t>(max_t))));
+  CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_seq_cells_), sizeof(int32_t) * options_.n_ctx));
+  CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_argmax_), sizeof(int32_t) * max_t));
+  return ok_status();
+}
+
+Status CudaBackend::check_input(const StepInput& in) const {
+  if (in.n_tokens <= 0 || in.n_tokens > options_.max_tokens) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("cuda backend: step has {} tokens; allowed 1..{}", in.n_tokens, options_.max_tokens));
+  }
+  if (in.n_seq_cells <= 0 || in.n_seq_cells > options_.n_ctx) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("cuda backend: sequence has {} cells; allowed 1..{}", in.n_seq_cells, options_.n_ctx));
+  }
+  for (int t = 0; t < in.n_tokens; ++t) {
+    if (in.tokens[t] < 0 || in.tokens[t] >= config_.vocab_size || in.kv_cells[t] < 0 ||
+        in.kv_cells[t] >= options_.n_ctx || in.positions[t] < 0) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("cuda backend: token {} = {} (vocab {}), cell {} (n_ctx {}), position {}", t,
+                                    in.tokens[t], config_.vocab_size, in.kv_cells[t], options_.n_ctx, in.positions[t]));
+    }
+  }
+  for (int j = 0; j < in.n_seq_cells; ++j) {
+    if (in.seq_cells[j] < 0 || in.seq_cells[j] >= options_.n_ctx) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("cuda backend: sequence cell {} at index {} is outside [0, {})", in.seq_cells[j], j,
+                                    options_.n_ctx));
+    }
+  }
+  return ok_status();
+}
+
+Status CudaBackend::upload_inputs(const StepInput& in) {
+  const int n = in.n_tokens;
+  const int max_t = options_.max_tokens;
+  h_header_[0] = in.n_seq_cells;
+  std::memcpy(h_header_ + 1, in.tokens, sizeof(int32_t) * n);
+  std::memcpy(h_header_ + 1 + max_t, in.positions, sizeof(int32_t) * n);
+  std::memcpy(h_header_ + 1 + 2 * max_t, in.kv_cells, sizeof(int32_t) * n);
+  CUDA_TRY(cudaMemcpyAsync(d_n_seq_, h_header_, sizeof(int32_t) * (1 + 3 * static_cast<size_t>(max_t)),
+                           cudaMemcpyHostToDevice, stream_));
+  // The sequence's cells change only at the end from one step to the next:
+  // copy from the first difference on.
+  size_t first = 0;
+  const size_t n_cells = static_cast<size_t>(in.n_seq_cells);
+  while (first < std::min(n_cells, uploaded_cells_.size()) && uploaded_cells_[first] == in.seq_cells[first]) ++first;
+  if (first < n_cells) {
+    std::memcpy(h_seq_cells_ + first, in.seq_cells + first, sizeof(int32_t) * (n_cells - first));
+    CUDA_TRY(cudaMemcpyAsync(d_seq_cells_ + first, h_seq_cells_ + first, sizeof(int32_t) * (n_cells - first),
+                             cudaMemcpyHostToDevice, stream_));
+  }
+  uploaded_cells_.assign(in.seq_cells, in.seq_cells + n_cells);
+  return ok_status();
+}
+
+Status CudaBackend::launched(cudaError_t st, const Node& n) {
+  ++launches_;
+  if (st == cudaSuccess) return ok_status();
+  return unexpected(ErrorCode::kDevice, fmt::format("cuda backend: node '{}' ({}): launch failed: {} ({})", n.name,
+                                                    op_name(n.op), cudaGetErrorName(st), cudaGetErrorString(st)));
+}
+
+Status CudaBackend::ensure_q8(Act& a) {
+  if (a.q8_ok) return ok_status();
+  if (a.q8.q == nullptr) {
+    return unexpected(ErrorCode::kInternal, fmt::format("cuda backend: buffer of width {} has no Q8 copy", a.width));
+  }
+  ++launches_;
+  CUDA_TRY(kernels::launch_quantize_q8(a.f32, a.rows, a.width, a.q8, stream_));
+  a.q8_ok = true;
+  return ok_status();
+}
+
+Status CudaBackend::ensure_f16(Act& a) {
+  if (a.f16_ok) return ok_status();
+  if (a.f16 == nullptr) return unexpected(ErrorCode::kInternal, "cuda backend: buffer has no f16 copy");
+  ++launches_;
+  CUDA_TRY(kernels::launch_to_f16(a.f32, a.f16, static_cast<int64_t>(a.rows) * a.width, stream_));
+  a.f16_ok = true;
+  return ok_status();
+}
+
+Status CudaBackend::gemm(const Weight& w, const Act& src, int first_row, int rows, float* y, int ldy, bool accumulate) {
+  // Dequantize the weight to f16 once per use, then one tensor-core GEMM:
+  //   y[rows][n_out] (+)= x16[rows][k] · W16[n_out][k]ᵀ
+  const size_t need = static_cast<size_t>(w.n_out) * w.n_in * 2;
+  if (need > gemm_w16_bytes_) {
+    if (gemm_w16_) pool_.release(gemm_w16_);
+    MINFER_ASSIGN_OR_RETURN(gemm_w16_, pool_.acquire(need));
+    gemm_w16_bytes_ = need;
+  }
+  ++launches_;
+  CUDA_TRY(kernels::launch_dequantize_f16(dw(w), gemm_w16_, stream_));
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const void* x16 = static_cast<const uint16_t*>(src.f16) + static_cast<size_t>(first_row) * src.width;
+  ++launches_;
+  CUBLAS_TRY(cublasGemmEx(static_cast<cublasHandle_t>(cublas_), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.n_out), rows,
+                          static_cast<int>(w.n_in), &alpha, gemm_w16_, CUDA_R_16F, static_cast<int>(w.n_in), x16,
+                          CUDA_R_16F, src.width, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  return ok_status();
+}
+
+Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const Node* residual_add) {
+  Act& src = act(nodes.front()->src);
+  const int first = nodes.front()->rows == Rows::kLast ? src.rows - 1 : 0;
+  bool any_quantized = false;
+  kernels::MatvecTask tasks[kernels::kMaxMatvecTasks];
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = *nodes[i];
+    Act& dst = act(n.dst);
+    kernels::MatvecTask& t = tasks[i];
+    t.w = dw(*n.w);
+    t.bias = dv(n.bias);
+    any_quantized |= kernels::WType::kF32 != t.w.type && kernels::WType::kF16 != t.w.type && kernels::WType::kBF16 != t.w.type;
+    if (residual_add != nullptr) {
+      t.y = act(residual_add->dst).f32;
+      t.accumulate = true;
+      act(residual_add->dst).q8_ok = act(residual_add->dst).f16_ok = false;
+    } else {
+      t.y = dst.f32;
+      dst.rows = 1;
+      dst.q8_ok = dst.f16_ok = false;
+    }
+  }
+  kernels::MatvecInput in;
+  in.x = src.f32 + static_cast<size_t>(first) * src.width;
+  if (any_quantized) {
+    if (first != 0 && !src.q8_ok) {
+      return unexpected(ErrorCode::kInternal, "cuda backend: last-row matvec needs the Q8 row its producer writes");
+    }
+    MINFER_TRY(ensure_q8(src));
+    in.xq.q = src.q8.q + static_cast<size_t>(first) * src.width;
+    in.xq.ds = static_cast<float2*>(src.q8.ds) + static_cast<size_t>(first) * (src.width / 32);
+  }
+  return launched(kernels::launch_matvec(tasks, static_cast<int>(nodes.size()), in, stream_), *nodes.front());
+}
+
+Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
+  const Node& n = g.nodes[i];
+  const Node* next = i + 1 < g.nodes.size() ? &g.nodes[i + 1] : nullptr;
+  const ModelConfig& c = config_;
+  switch (n.op) {
+    case Op::kEmbed: {
+      Act& x = act(n.dst);
+      x.rows = n_tokens;
+      x.q8_ok = x.f16_ok = false;
+      return launched(kernels::launch_embed(dw(*n.w), d_tokens_, n_tokens, x.f32, stream_), n);
+    }
+    case Op::kRmsNorm: {
+      Act& src = act(n.src);
+      Act& dst = act(n.dst);
+      const int first = n.rows == Rows::kLast ? src.rows - 1 : 0;
+      const int rows = n.rows == Rows::kLast ? 1 : src.rows;
+      dst.rows = rows;
+      // Write every copy a consumer may read: Q8 for matvecs, f16 for GEMMs.
+      kernels::Q8Rows q8 = rows == 1 && dst.q8.q ? dst.q8 : kernels::Q8Rows{};
+      void* f16 = rows > 1 ? dst.f16 : nullptr;
+      dst.q8_ok = q8.q != nullptr;
+      dst.f16_ok = f16 != nullptr;
+      return launched(kernels::launch_rms_norm(src.f32 + static_cast<size_t>(first) * src.width, dv(n.w), rows, src.width,
+                                               c.rms_eps, dst.f32, f16, q8, stream_),
+                      n);
+    }
+    case Op::kMatmul: {
+      Act& src = act(n.src);
+      const int rows = n.rows == Rows::kLast ? 1 : src.rows;
+      const bool residual = next != nullptr && next->op == Op::kAdd && next->src == n.dst;
+      if (rows == 1) {
+        // Consecutive matmuls of one input share a launch (q, k, v; gate, up).
+        std::vector<const Node*> group{&n};
+        while (!residual && group.size() < static_cast<size_t>(kernels::kMaxMatvecTasks) && i + group.size() < g.nodes.size()) {
+          const Node& m = g.nodes[i + group.size()];
+          if (m.op != Op::kMatmul || m.src != n.src || m.rows != n.rows) break;
+          if (i + group.size() + 1 < g.nodes.size() && g.nodes[i + group.size() + 1].op == Op::kAdd &&
+              g.nodes[i + group.size() + 1].src == m.dst) {
+            break;
+          }
+          group.push_back(&m);
+        }
+        MINFER_TRY(matvec_group(group, residual ? next : nullptr));
+        i += group.size() - 1 + (residual ? 1 : 0);
+        return ok_status();
+      }
+      // Many rows: tensor-core GEMM, residual folded in as beta = 1.
+      MINFER_TRY(ensure_f16(src));
+      Act& out = residual ? act(next->dst) : act(n.dst);
+      if (!residual) out.rows = rows;
+      out.q8_ok = out.f16_ok = false;
+      const int first = n.rows == Rows::kLast ? src.rows - 1 : 0;
+      MINFER_TRY(gemm(*n.w, src, first, rows, out.f32, out.width, residual));
+      if (n.bias != nullptr) MINFER_TRY(launched(kernels::launch_add_bias(out.f32, dv(n.bias), rows, out.width, stream_), n));
+      if (residual) ++i;
+      return ok_status();
+    }
+    case Op::kHeadNorm: {
+      Act& x = act(n.dst);
+      return launched(kernels::launch_head_norm(x.f32, x.rows, n.n_heads, c.head_dim, dv(n.w), c.rms_eps, stream_), n);
+    }
+    case Op::kRope: {
+      Act& x = act(n.dst);
+      return launched(kernels::launch_rope(x.f32, x.rows, n.n_heads, rope_args(), d_positions_, stream_), n);
+    }
+    case Op::kKvStore:
+    case Op::kQkvTail: {
+      kernels::QkvTailArgs a;
+      const bool fused = n.op == Op::kQkvTail;
+      a.q = act(fused ? n.dst : Buf::kQ).f32;
+      a.k = act(fused ? n.src : n.src).f32;
+      a.v = act(n.src2).f32;
+      a.bq = dv(n.bq);
+      a.bk = dv(n.bk);
+      a.bv = dv(n.bv);
+      a.q_norm = dv(n.q_norm);
+      a.k_norm = dv(n.k_norm);
+      a.eps = c.rms_eps;
+      a.n_tokens = act(n.src).rows;
+      a.n_heads = c.n_heads;
+      a.n_kv_heads = c.n_kv_heads;
+      a.rope = rope_args();
+      a.positions = d_positions_;
+      a.kv_cells = d_kv_cells_;
+      a.k_cache = k_cache_[static_cast<size_t>(n.layer)];
+      a.v_cache = v_cache_[static_cast<size_t>(n.layer)];
+      a.cache_f16 = options_.kv_type == DType::kF16;
+      a.cell_pos = cell_pos_;
+      return launched(fused ? kernels::launch_qkv_tail(a, stream_) : kernels::launch_kv_store(a, stream_), n);
+    }
+    case Op::kAttention: {
+      Act& q = act(n.src);
+      Act& out = act(n.dst);
+      out.rows = q.rows;
+      kernels::AttentionArgs a;
+      a.q = q.f32;
+      a.k_cache = k_cache_[static_cast<size_t>(n.layer)];
+      a.v_cache = v_cache_[static_cast<size_t>(n.layer)];
+      a.cache_f16 = options_.kv_type == DType::kF16;
+      a.seq_cells = d_seq_cells_;
+      a.n_seq = d_n_seq_;
+      a.cell_pos = cell_pos_;
+      a.q_pos = d_positions_;
+      a.n_tokens = q.rows;
+      a.n_heads = c.n_heads;
+      a.n_kv_heads = c.n_kv_heads;
+      a.head_dim = c.head_dim;
+      a.max_cells = options_.n_ctx;
+      a.out = out.f32;
+      a.partials = partials_;
+      if (q.rows == 1) {
+        a.out_q = out.q8;
+        out.q8_ok = out.q8.q != nullptr;
+        out.f16_ok = false;
+        return launched(kernels::launch_attention_decode(a, stream_), n);
+      }
+      a.out_f16 = out.f16;
+      out.f16_ok = true;
+      out.q8_ok = false;
+      if (options_.fa_prefill && kernels::attention_prefill_supported(c.head_dim)) {
+        return launched(kernels::launch_attention_prefill(a, stream_), n);
+      }
+      return launched(kernels::launch_attention_generic(a, stream_), n);
+    }
+    case Op::kAdd: {
+      Act& y = act(n.dst);
+      const Act& x = act(n.src);
+      y.q8_ok = y.f16_ok = false;
+      return launched(kernels::launch_add(y.f32, x.f32, static_cast<int64_t>(y.rows) * y.width, stream_), n);
+    }
+    case Op::kSwiglu: {
+      Act& gt = act(n.dst);
+      const Act& up = act(n.src);
+      const bool one = gt.rows == 1;
+      gt.q8_ok = one && gt.q8.q != nullptr;
+      gt.f16_ok = !one;
+      return launched(kernels::launch_swiglu(gt.f32, up.f32, static_cast<int64_t>(gt.rows) * gt.width, gt.f32,
+                                             one ? nullptr : gt.f16, one ? gt.q8 : kernels::Q8Rows{}, gt.width, stream_),
+                      n);
+    }
+    case Op::kGateUpSwiglu: {
+      Act& src = act(n.src);
+      Act& h = act(n.dst);
+      if (src.rows == 1 && c.d_ff % 32 == 0) {
+        h.rows = 1;
+        kernels::MatvecInput in;
+        in.x = src.f32;
+        MINFER_TRY(ensure_q8(src));
+        in.xq = src.q8;
+        h.q8_ok = h.q8.q != nullptr;
+        h.f16_ok = false;
+        return launched(kernels::launch_gate_up_swiglu(dw(*n.w), dw(*n.w2), in, h.f32, h.q8, stream_), n);
+      }
+      // Prefill: two GEMMs, then SwiGLU.
+      MINFER_TRY(ensure_f16(src));
+      Act& up = act(Buf::kUp);
+      h.rows = up.rows = src.rows;
+      MINFER_TRY(gemm(*n.w, src, 0, src.rows, h.f32, h.width, false));
+      MINFER_TRY(gemm(*n.w2, src, 0, src.rows, up.f32, up.width, false));
+      const bool one = src.rows == 1;
+      h.q8_ok = one && h.q8.q != nullptr;
+      h.f16_ok = !one;
+      return launched(kernels::launch_swiglu(h.f32, up.f32, static_cast<int64_t>(h.rows) * h.width, h.f32,
+                                             one ? nullptr : h.f16, one ? h.q8 : kernels::Q8Rows{}, h.width, stream_),
+                      n);
+    }
+    case Op::kArgmax: {
+      const Act& l = act(n.src);
+      return launched(kernels::launch_argmax(l.f32, l.rows, l.width, d_argmax_, stream_), n);
+    }
+    case Op::kCount:
+      break;
+  }
+  return unexpected(ErrorCode::kUnsupported, fmt::format("op {} is not implemented on the cuda backend", op_name(n.op)));
+}
+
+Status CudaBackend::ensure_logits(const Graph& g, int n_tokens) {
+  if (g.options.logits == Logits::kNone) return ok_status();
+  // One row unless every token's logits are wanted (tests, scoring).
+  const int rows = g.options.logits == Logits::kAll ? n_tokens : 1;
+  if (rows <= logits_capacity_rows_) return ok_status();
+  Act& logits = act(Buf::kLogits);
+  if (logits.f32) pool_.release(logits.f32);
+  logits.f32 = nullptr;
+  MINFER_ASSIGN_OR_RETURN(void* p, pool_.acquire(sizeof(float) * static_cast<size_t>(rows) * logits.width));
+  logits.f32 = static_cast<float*>(p);
+  logits_capacity_rows_ = rows;
+  return ok_status();
+}
+
+Status CudaBackend::enqueue(const Graph& g, int n_tokens) {
+  launches_ = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Status st = run_node(g, i, n_tokens);
+    if (!st) return st;
+  }
+  return ok_status();
+}
+
+Status CudaBackend::enqueue_output_copy(const Graph& g) {
+  out_rows_ = 0;
+  if (g.options.logits == Logits::kNone) return ok_status();
+  const Act& logits = act(Buf::kLogits);
+  out_rows_ = g.options.logits == Logits::kAll ? act(Buf::kX).rows : 1;
+  if (g.options.argmax) {
+    CUDA_TRY(cudaMemcpyAsync(h_argmax_, d_argmax_, sizeof(int32_t) * out_rows_, cudaMemcpyDeviceToHost, stream_));
+    return ok_status();
+  }
+  const size_t floats = static_cast<size_t>(out_rows_) * logits.width;
+  if (floats > h_logits_floats_) {
+    if (h_logits_) cudaFreeHost(h_logits_);
+    h_logits_ = nullptr;
+    CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_logits_), sizeof(float) * floats));
+    h_logits_floats_ = floats;
+  }
+  CUDA_TRY(cudaMemcpyAsync(h_logits_, logits.f32, sizeof(float) * floats, cudaMemcpyDeviceToHost, stream_));
+  return ok_status();
+}
+
+Status CudaBackend::step_graph(const Graph& g) {
+  MINFER_TRY(ensure_logits(g, 1));  // allocate before capture: no cudaMalloc inside it
+  Captured& cap = captured_[&g];
+  if (cap.exec != nullptr && cap.generation != pool_.generation()) {
+    // A buffer moved since the capture: the graph's pointers are stale.
+    cudaGraphExecDestroy(cap.exec);
+    cap.exec = nullptr;
+  }
+  if (cap.exec == nullptr) {
+    const uint64_t gen_before = pool_.generation();
+    cudaGraph_t graph = nullptr;
+    CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    Status st = enqueue(g, 1);
+    if (st) st = enqueue_output_copy(g);
+    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+    if (!st || end != cudaSuccess || pool_.generation() != gen_before) {
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      if (pool_.generation() != gen_before && st && end == cudaSuccess) {
+        // A buffer grew during capture: capture again with the new addresses.
+        return step_graph(g);
+      }
+      graphs_enabled_ = false;
+      log::error("cuda backend: decode graph capture failed ({}); CUDA graphs are disabled for this process",
+                 !st ? st.error().message : std::string(cudaGetErrorString(end)));
+      MINFER_TRY(enqueue(g, 1));
+      return enqueue_output_copy(g);
+    }
+    const cudaError_t inst = cudaGraphInstantiate(&cap.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (inst != cudaSuccess) {
+      cap.exec = nullptr;
+      graphs_enabled_ = false;
+      log::error("cuda backend: cudaGraphInstantiate failed ({}); CUDA graphs are disabled for this process",
+                 cudaGetErrorString(inst));
+      MINFER_TRY(enqueue(g, 1));
+      return enqueue_output_copy(g);
+    }
+    cap.generation = pool_.generation();
+    cap.launches = launches_;
+    ++captures_;
+  }
+  launches_ = cap.launches;
+  CUDA_TRY(cudaGraphLaunch(cap.exec, stream_));
+  return ok_status();
+}
+
+Status CudaBackend::finish_step(int n_tokens) {
+  const auto deadline = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(
+                                           1000.0 * (options_.step_timeout_ms + options_.step_timeout_per_token_ms * n_tokens)));
+  Status st = cuda::wait_bounded(stream_, done_, deadline);
+  if (!st) {
+    // A missed deadline, or an error that poisons the context: no more steps.
+    if (st.error().code == ErrorCode::kTimeout || cuda::is_sticky(cudaEventQuery(done_))) wedge(st.error().message);
+  }
+  return st;
+}
+
+Status CudaBackend::run(const Graph& graph, const StepInput& in, StepOutput* out) {
+  if (!wedged_.empty()) {
+    return unexpected(ErrorCode::kDevice, fmt::format("cuda backend is wedged ({}); restart the service", wedged_));
+  }
+  if (weights_ == nullptr) return unexpected(ErrorCode::kInternal, "cuda backend: run() before prepare()");
+  MINFER_TRY(check_input(in));
+  MINFER_TRY(upload_inputs(in));
+  MINFER_TRY(ensure_logits(graph, in.n_tokens));
+  Status st = ok_status();
+  if (in.n_tokens == 1 && graphs_enabled_ && !profiling_) {
+    st = step_graph(graph);
+  } else if (profiling_) {
+    // Per-node device time with event pairs (eager: no graph).
+    cudaEvent_t ev[2];
+    CUDA_TRY(cudaEventCreate(&ev[0]));
+    CUDA_TRY(cudaEventCreate(&ev[1]));
+    launches_ = 0;
+    for (size_t i = 0; i < graph.nodes.size() && st; ++i) {
+      const Op op = graph.nodes[i].op;
+      cudaEventRecord(ev[0], stream_);
+      st = run_node(graph, i, in.n_tokens);
+      cudaEventRecord(ev[1], stream_);
+      Status w = cuda::wait_bounded(stream_, done_, Clock::now() + std::chrono::seconds(60));
+      if (!w) st = w;
+      float ms = 0.0f;
+      cudaEventElapsedTime(&ms, ev[0], ev[1]);
+      profile_.ms[static_cast<size_t>(op)] += ms;
+      ++profile_.calls[static_cast<size_t>(op)];
+    }
+    cudaEventDestroy(ev[0]);
+    cudaEventDestroy(ev[1]);
+    if (st) st = enqueue_output_copy(graph);
+  } else {
+    st = enqueue(graph, in.n_tokens);
+    if (st) st = enqueue_output_copy(graph);
+  }
+  if (!st) {
+    // Drain what was enqueued before reporting; the error names the node.
+    Status w = finish_step(in.n_tokens);
+    (void)w;
+    return st;
+  }
+  MINFER_TRY(finish_step(in.n_tokens));
+  out->rows = out_rows_;
+  if (graph.options.logits == Logits::kNone) {
+    out->logits.clear();
+    out->argmax.clear();
+  } else if (graph.options.argmax) {
+    out->argmax.assign(h_argmax_, h_argmax_ + out_rows_);
+    out->logits.clear();
+  } else {
+    out->logits.assign(h_logits_, h_logits_ + static_cast<size_t>(out_rows_) * act(Buf::kLogits).width);
+  }
+  return ok_status();
+}
+
+}  // namespace minfer

@@ -1,0 +1,41 @@
+// CUDA status → Error, and the device's facts. Every CUDA and cuBLAS call in
+// the backend goes through CUDA_TRY / check(), so a failure names the call,
+// the device and the source location (STYLE.md §4).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+
+#include "engine/common/expected.h"
+
+namespace minfer::cuda {
+
+Error make_error(cudaError_t status, const char* call, const char* file, int line);
+inline Status check(cudaError_t status, const char* call, const char* file, int line) {
+  if (status == cudaSuccess) return ok_status();
+  return make_error(status, call, file, line);
+}
+
+// True for errors that leave the context unusable (the engine is wedged).
+bool is_sticky(cudaError_t status);
+
+struct DeviceFacts {
+  int device = 0;
+  std::string name;
+  int sm_count = 0;
+  int cc_major = 0, cc_minor = 0;
+  size_t total_memory = 0;
+  size_t shared_per_block_optin = 0;
+  size_t l2_bytes = 0;
+  bool integrated = false;  // Jetson: GPU and CPU share DRAM
+  std::string describe() const;
+};
+
+// The first usable device, or why there is none.
+Expected<DeviceFacts> probe_device();
+
+}  // namespace minfer::cuda
+
+#define CUDA_TRY(call) MINFER_TRY(::minfer::cuda::check((call), #call, __FILE__, __LINE__))

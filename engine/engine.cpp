@@ -1,0 +1,380 @@
+// Engine: composes the parts (GGUF file, config, weights, tokenizer, chat
+// template, backend, runner, sampler) and runs generations. It holds no
+// model logic of its own.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "engine/api.h"
+#include "engine/backend/backend_select.h"
+#include "engine/gguf/gguf.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
+#include "engine/scheduler/runner.h"
+#include "engine/scheduler/stop_matcher.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "platform/log.h"
+
+namespace minfer {
+
+const char* backend_choice_name(BackendChoice b) {
+  switch (b) {
+    case BackendChoice::kAuto: return "auto";
+    case BackendChoice::kCpu: return "cpu";
+    case BackendChoice::kCuda: return "cuda";
+  }
+  return "?";
+}
+
+bool parse_backend_choice(std::string_view s, BackendChoice* out) {
+  if (s == "auto") *out = BackendChoice::kAuto;
+  else if (s == "cpu") *out = BackendChoice::kCpu;
+  else if (s == "cuda") *out = BackendChoice::kCuda;
+  else return false;
+  return true;
+}
+
+const char* engine_phase_name(EnginePhase p) {
+  switch (p) {
+    case EnginePhase::kLoading: return "loading";
+    case EnginePhase::kReady: return "ready";
+    case EnginePhase::kWedged: return "wedged";
+    case EnginePhase::kFailed: return "failed";
+  }
+  return "?";
+}
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kLength: return "length";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kEos: return "stop";  // OpenAI reports EOS as "stop"
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kDeadline: return "deadline";
+    case FinishReason::kError: return "error";
+  }
+  return "?";
+}
+
+double GenerationResult::prefill_tokens_per_s() const {
+  return prefill_ms > 0 ? (n_prompt - n_cached) / (prefill_ms / 1000.0) : 0.0;
+}
+double GenerationResult::decode_tokens_per_s() const {
+  // The first token comes from the prefill; decode produced the rest.
+  return decode_ms > 0 && n_generated > 1 ? (n_generated - 1) / (decode_ms / 1000.0) : 0.0;
+}
+
+void EngineConfig::apply_environment() {
+  auto flag = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+  };
+  if (flag("MINFER_NO_FUSE_QKV")) fuse_qkv = false;
+  if (flag("MINFER_NO_FUSE_FFN")) fuse_ffn = false;
+  if (flag("MINFER_NO_FA_PREFILL")) fa_prefill = false;
+  if (flag("MINFER_NO_CUDA_GRAPH")) cuda_graphs = false;
+  if (const char* v = std::getenv("MINFER_CACHE_TYPE"); v != nullptr && *v != '\0') kv_type = v;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string describe_weight_types(const ModelWeights& w) {
+  std::map<std::string, int> counts;
+  for (const Weight* m : w.matrices()) ++counts[std::string(dtype_name(m->type))];
+  std::string out;
+  for (const auto& [name, n] : counts) out += fmt::format("{}{} x{}", out.empty() ? "" : ", ", name, n);
+  return out;
+}
+
+}  // namespace
+
+class EngineImpl {
+ public:
+  EngineConfig config;
+  std::unique_ptr<gguf::File> file;
+  ModelConfig model;
+  std::unique_ptr<ModelWeights> weights;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::optional<ChatTemplate> chat;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Runner> runner;
+  Sequence seq;  // the previous request's history, kept for prefix reuse
+  ModelInfo info;
+  mutable std::mutex health_mutex;
+  EngineHealth health;
+
+  void record_step() {
+    std::lock_guard lock(health_mutex);
+    health.last_step = Clock::now();
+    ++health.steps;
+  }
+
+  GenerationResult generate(const GenerationRequest& req, const TokenCallback& on_token,
+                            const std::atomic<bool>* cancel);
+  Status validate(const GenerationRequest& req) const;
+};
+
+Status EngineImpl::validate(const GenerationRequest& req) const {
+  if (req.prompt.empty()) return unexpected(ErrorCode::kInvalidArgument, "the prompt is empty");
+  if (static_cast<int>(req.prompt.size()) >= runner->n_ctx()) {
+    return unexpected(ErrorCode::kOutOfRange,
+                      fmt::format("prompt has {} tokens but the context holds {} (one more is needed to generate)",
+                                  req.prompt.size(), runner->n_ctx()));
+  }
+  for (size_t i = 0; i < req.prompt.size(); ++i) {
+    if (req.prompt[i] < 0 || req.prompt[i] >= model.vocab_size) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("prompt token {} at index {} is outside the vocabulary [0, {})", req.prompt[i], i,
+                                    model.vocab_size));
+    }
+  }
+  if (req.max_tokens < 1) {
+    return unexpected(ErrorCode::kInvalidArgument, fmt::format("max_tokens is {}; it must be at least 1", req.max_tokens));
+  }
+  return req.sampling.validate(model.vocab_size);
+}
+
+GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenCallback& on_token,
+                                      const std::atomic<bool>* cancel) {
+  GenerationResult r;
+  r.n_prompt = static_cast<int>(req.prompt.size());
+  auto fail = [&](Error e) {
+    r.finish = FinishReason::kError;
+    r.error = std::move(e);
+    runner->cells().truncate(seq, 0);  // the cache may be half-written: forget it
+    return r;
+  };
+  if (Status st = validate(req); !st) return fail(st.error());
+
+  const auto t0 = Clock::now();
+  // Reuse the previous request's KV for the common prefix; at least the last
+  // prompt token is evaluated again so that its logits exist.
+  size_t common = 0;
+  if (config.prefix_cache) {
+    const size_t limit = std::min(seq.tokens.size(), req.prompt.size() - 1);
+    while (common < limit && seq.tokens[common] == req.prompt[common]) ++common;
+  }
+  runner->cells().truncate(seq, static_cast<int>(common));
+  r.n_cached = static_cast<int>(common);
+
+  const bool device_argmax = req.sampling.plain_greedy();
+  StepOutput out;
+  std::span<const int32_t> pending(req.prompt.data() + common, req.prompt.size() - common);
+  if (Status st = runner->eval(seq, pending, Logits::kLast, device_argmax, &out); !st) return fail(st.error());
+  record_step();
+  r.prefill_ms = ms_since(t0);
+
+  Sampler sampler(req.sampling, model.vocab_size);
+  std::vector<int32_t> history(req.prompt.begin(), req.prompt.end());
+  StreamDecoder decoder(*tokenizer);
+  StopMatcher stops(req.stop);
+  const auto t_decode = Clock::now();
+  for (;;) {
+    const int32_t token = device_argmax ? out.argmax.at(0) : sampler.sample(out.logits.data(), history);
+    if (!req.ignore_eos && tokenizer->is_end_of_generation(token)) {
+      r.finish = FinishReason::kEos;
+      break;
+    }
+    r.tokens.push_back(token);
+    history.push_back(token);
+    ++r.n_generated;
+    TokenEvent ev;
+    ev.token = token;
+    ev.text = stops.push(decoder.push(token));
+    r.text += ev.text;
+    if (r.n_generated == 1) r.ttft_ms = ms_since(t0);
+    const bool keep_going = !on_token || on_token(ev);
+    if (stops.stopped()) {
+      r.finish = FinishReason::kStop;
+      break;
+    }
+    if (!keep_going || (cancel != nullptr && cancel->load(std::memory_order_relaxed))) {
+      r.finish = FinishReason::kCancelled;
+      break;
+    }
+    if (req.deadline && Clock::now() >= *req.deadline) {
+      r.finish = FinishReason::kDeadline;
+      break;
+    }
+    if (r.n_generated >= req.max_tokens || seq.n_past() + 1 >= runner->n_ctx()) {
+      r.finish = FinishReason::kLength;
+      break;
+    }
+    const int32_t next[1] = {token};
+    if (Status st = runner->eval(seq, next, Logits::kLast, device_argmax, &out); !st) return fail(st.error());
+    record_step();
+  }
+  r.decode_ms = ms_since(t_decode);
+  // Text still held back (a partial character, a partial stop string) belongs
+  // to the output when generation ended for another reason.
+  if (r.finish != FinishReason::kStop) {
+    std::string tail = stops.push(decoder.flush());
+    tail += stops.flush();
+    if (!tail.empty()) {
+      r.text += tail;
+      if (on_token) on_token(TokenEvent{r.tokens.empty() ? 0 : r.tokens.back(), tail});
+    }
+  }
+  return r;
+}
+
+Engine::Engine(std::unique_ptr<EngineImpl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
+  auto impl = std::make_unique<EngineImpl>();
+  impl->config = config;
+  {
+    std::lock_guard lock(impl->health_mutex);
+    impl->health.phase = EnginePhase::kLoading;
+    impl->health.since = std::chrono::system_clock::now();
+  }
+  MINFER_ASSIGN_OR_RETURN(impl->file, gguf::File::open(config.model_path));
+  const gguf::File& f = *impl->file;
+  MINFER_ASSIGN_OR_RETURN(impl->model, ModelConfig::from_gguf(f));
+  MINFER_ASSIGN_OR_RETURN(impl->weights, ModelWeights::from_gguf(f, impl->model));
+  MINFER_ASSIGN_OR_RETURN(impl->tokenizer, Tokenizer::from_gguf(f));
+  impl->chat = ChatTemplate::from_gguf(f);
+  const ModelConfig& m = impl->model;
+
+  const std::optional<DType> kv_type = dtype_from_name(config.kv_type);
+  if (!kv_type || (*kv_type != DType::kF16 && *kv_type != DType::kF32)) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("KV cache type '{}' is not supported; use f16 or f32", config.kv_type));
+  }
+  if (config.n_ctx < 0 || config.n_batch <= 0) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("n_ctx {} must be >= 0 and n_batch {} > 0", config.n_ctx, config.n_batch));
+  }
+  const int n_ctx = config.n_ctx == 0 ? m.n_ctx_train : std::min(config.n_ctx, m.n_ctx_train);
+  BackendOptions bo;
+  bo.n_ctx = n_ctx;
+  bo.max_tokens = std::min(config.n_batch, n_ctx);
+  bo.kv_type = *kv_type;
+  bo.n_threads = config.n_threads;
+  bo.cuda_graphs = config.cuda_graphs;
+  bo.fa_prefill = config.fa_prefill;
+  bo.step_timeout_ms = config.step_timeout_ms;
+  bo.step_timeout_per_token_ms = config.step_timeout_per_token_ms;
+  MINFER_ASSIGN_OR_RETURN(BackendSelection sel, select_backend(config.backend, m, *impl->weights));
+  impl->backend = std::move(sel.backend);
+  if (Status st = impl->backend->prepare(m, *impl->weights, bo); !st) {
+    // A device that passed the gate but cannot hold the model: with `auto`,
+    // the whole model moves to the CPU, loudly; with `cuda`, this is fatal.
+    if (impl->backend->name() == "cpu" || config.backend == BackendChoice::kCuda) return st.error();
+    log::warn("running the whole model on the CPU: the cuda backend failed to prepare: {}", st.error().message);
+    impl->backend = make_cpu_backend();
+    sel.reason = "cpu: cuda backend failed to prepare: " + st.error().message;
+    MINFER_TRY(impl->backend->prepare(m, *impl->weights, bo));
+  }
+  impl->runner = std::make_unique<Runner>(m, *impl->weights, *impl->backend, n_ctx, bo.max_tokens,
+                                          FusionOptions{config.fuse_qkv, config.fuse_ffn});
+
+  ModelInfo& info = impl->info;
+  info.path = config.model_path;
+  info.name = m.name.empty() ? std::filesystem::path(config.model_path).filename().string() : m.name;
+  info.arch = m.arch_name;
+  info.n_layers = m.n_layers;
+  info.d_model = m.d_model;
+  info.n_heads = m.n_heads;
+  info.n_kv_heads = m.n_kv_heads;
+  info.head_dim = m.head_dim;
+  info.d_ff = m.d_ff;
+  info.vocab_size = m.vocab_size;
+  info.n_ctx = n_ctx;
+  info.n_ctx_train = m.n_ctx_train;
+  info.weight_bytes = impl->weights->total_bytes();
+  info.weight_types = describe_weight_types(*impl->weights);
+  info.chat_template = std::string(impl->chat->name());
+  info.backend = std::string(impl->backend->name());
+  info.backend_reason = sel.reason;
+  info.backend_detail = impl->backend->description();
+  {
+    std::lock_guard lock(impl->health_mutex);
+    impl->health.phase = EnginePhase::kReady;
+    impl->health.since = std::chrono::system_clock::now();
+    impl->health.last_step = Clock::now();
+  }
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+const ModelInfo& Engine::info() const { return impl_->info; }
+
+EngineHealth Engine::health() const {
+  std::lock_guard lock(impl_->health_mutex);
+  return impl_->health;
+}
+
+std::vector<TokenId> Engine::tokenize(std::string_view text, bool add_bos, bool parse_special) const {
+  EncodeOptions o;
+  o.add_bos = false;
+  o.parse_special = parse_special;
+  std::vector<TokenId> ids = impl_->tokenizer->encode(text, o);
+  // BOS once: a chat template may already have written it as text.
+  const std::optional<TokenId> bos = impl_->tokenizer->special().bos;
+  if (add_bos && bos && (ids.empty() || ids.front() != *bos)) ids.insert(ids.begin(), *bos);
+  return ids;
+}
+
+void Engine::set_profiling(bool on) {
+  impl_->backend->set_profiling(on);
+  impl_->backend->reset_profile();
+}
+
+std::vector<std::tuple<std::string, double, int64_t>> Engine::profile() const {
+  std::vector<std::tuple<std::string, double, int64_t>> out;
+  const OpProfile& p = impl_->backend->profile();
+  for (size_t i = 0; i < p.ms.size(); ++i) {
+    if (p.calls[i] > 0) out.emplace_back(op_name(static_cast<Op>(i)), p.ms[i], p.calls[i]);
+  }
+  return out;
+}
+
+bool Engine::default_add_bos() const { return impl_->tokenizer->special().add_bos; }
+
+Expected<std::string> Engine::detokenize(const std::vector<TokenId>& ids) const {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= impl_->tokenizer->vocab_size()) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("token {} at index {} is outside the vocabulary [0, {})", ids[i], i,
+                                    impl_->tokenizer->vocab_size()));
+    }
+  }
+  return impl_->tokenizer->decode(ids);
+}
+
+Expected<std::string> Engine::apply_chat_template(const std::vector<ChatMessage>& messages,
+                                                  bool add_generation_prompt) const {
+  return impl_->chat->apply(messages, add_generation_prompt);
+}
+
+GenerationResult Engine::generate(const GenerationRequest& request, const TokenCallback& on_token,
+                                  const std::atomic<bool>* cancel) {
+  return impl_->generate(request, on_token, cancel);
+}
+
+Expected<std::vector<float>> Engine::eval_logits(const std::vector<TokenId>& tokens) {
+  EngineImpl& e = *impl_;
+  if (tokens.empty() || static_cast<int>(tokens.size()) > e.runner->max_tokens()) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("eval_logits takes 1..{} tokens, got {}", e.runner->max_tokens(), tokens.size()));
+  }
+  e.runner->cells().truncate(e.seq, 0);
+  StepOutput out;
+  Status st = e.runner->eval(e.seq, tokens, Logits::kAll, false, &out);
+  e.runner->cells().truncate(e.seq, 0);
+  if (!st) return st.error();
+  return std::move(out.logits);
+}
+
+}  // namespace minfer

@@ -1,0 +1,140 @@
+#include "engine/sampling/sampler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace minfer {
+
+bool SamplingParams::plain_greedy() const {
+  return greedy() && logit_bias.empty() && repeat_penalty == 1.0f && presence_penalty == 0.0f &&
+         frequency_penalty == 0.0f;
+}
+
+Status SamplingParams::validate(int vocab_size) const {
+  auto bad = [](const char* name, double v, const char* range) {
+    return unexpected(ErrorCode::kInvalidArgument, fmt::format("{} is {}; allowed {}", name, v, range));
+  };
+  if (!(temperature >= 0.0f) || temperature > 100.0f) return bad("temperature", temperature, "[0, 100]");
+  if (top_k < 0) return bad("top_k", top_k, ">= 0");
+  if (!(top_p > 0.0f && top_p <= 1.0f)) return bad("top_p", top_p, "(0, 1]");
+  if (!(min_p >= 0.0f && min_p < 1.0f)) return bad("min_p", min_p, "[0, 1)");
+  if (!(repeat_penalty > 0.0f) || repeat_penalty > 10.0f) return bad("repeat_penalty", repeat_penalty, "(0, 10]");
+  if (penalty_last_n < 0) return bad("penalty_last_n", penalty_last_n, ">= 0");
+  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) return bad("presence_penalty", presence_penalty, "[-2, 2]");
+  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
+    return bad("frequency_penalty", frequency_penalty, "[-2, 2]");
+  }
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0 || id >= vocab_size) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("logit_bias token {} is outside the vocabulary [0, {})", id, vocab_size));
+    }
+    if (!std::isfinite(bias) && !(std::isinf(bias) && bias < 0)) {
+      return unexpected(ErrorCode::kInvalidArgument, fmt::format("logit_bias for token {} is {}", id, bias));
+    }
+  }
+  return ok_status();
+}
+
+Sampler::Sampler(const SamplingParams& params, int vocab_size)
+    : params_(params), vocab_size_(vocab_size), rng_(params.seed) {}
+
+double Sampler::uniform() {
+  // 53 random bits → [0, 1): the same on every platform, unlike
+  // std::uniform_real_distribution.
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+void Sampler::apply_penalties(float* logits, const std::vector<int32_t>& history) const {
+  const SamplingParams& p = params_;
+  if (p.repeat_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f) return;
+  const size_t n = std::min(history.size(), static_cast<size_t>(p.penalty_last_n));
+  std::unordered_map<int32_t, int> counts;
+  for (size_t i = history.size() - n; i < history.size(); ++i) ++counts[history[i]];
+  for (const auto& [id, count] : counts) {
+    if (id < 0 || id >= vocab_size_) continue;
+    float& l = logits[id];
+    // llama.cpp: divide positive logits, multiply negative ones.
+    l = l > 0.0f ? l / p.repeat_penalty : l * p.repeat_penalty;
+    l -= static_cast<float>(count) * p.frequency_penalty + p.presence_penalty;
+  }
+}
+
+int32_t Sampler::sample(float* logits, const std::vector<int32_t>& history) {
+  const SamplingParams& p = params_;
+  for (const auto& [id, bias] : p.logit_bias) logits[id] += bias;
+  apply_penalties(logits, history);
+
+  if (p.greedy()) {
+    return static_cast<int32_t>(std::max_element(logits, logits + vocab_size_) - logits);
+  }
+
+  // Candidates sorted by logit, descending, as far as the filters need.
+  candidates_.resize(static_cast<size_t>(vocab_size_));
+  for (int i = 0; i < vocab_size_; ++i) candidates_[static_cast<size_t>(i)] = {logits[i], i};
+  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  size_t n = candidates_.size();
+  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < n) n = static_cast<size_t>(p.top_k);
+  // Sort a prefix, growing it until top-p's mass is covered: a full sort of a
+  // 150k vocabulary per token costs milliseconds.
+  size_t sorted = std::min<size_t>(n, 256);
+  std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<ptrdiff_t>(sorted), candidates_.end(), by_logit);
+  const float max_logit = candidates_[0].first;
+  if (!std::isfinite(max_logit)) return candidates_[0].second;  // every logit -inf but one, or all: take the top
+
+  auto total_mass = [&] {
+    double s = 0.0;
+    for (const auto& c : candidates_) s += std::exp(static_cast<double>(c.first) - max_logit);
+    return s;
+  };
+  if (p.top_p < 1.0f) {
+    const double total = total_mass();
+    for (;;) {
+      double cum = 0.0;
+      size_t keep = sorted;
+      for (size_t i = 0; i < sorted; ++i) {
+        cum += std::exp(static_cast<double>(candidates_[i].first) - max_logit) / total;
+        if (cum >= p.top_p) {
+          keep = i + 1;
+          break;
+        }
+      }
+      if (keep < sorted || sorted == n) {
+        n = std::min(n, keep);
+        break;
+      }
+      const size_t grow = std::min(n, sorted * 8);
+      std::partial_sort(candidates_.begin() + static_cast<ptrdiff_t>(sorted), candidates_.begin() + static_cast<ptrdiff_t>(grow),
+                        candidates_.end(), by_logit);
+      sorted = grow;
+    }
+  } else if (n > sorted) {
+    std::partial_sort(candidates_.begin() + static_cast<ptrdiff_t>(sorted), candidates_.begin() + static_cast<ptrdiff_t>(n),
+                      candidates_.end(), by_logit);
+  }
+  if (p.min_p > 0.0f) {
+    // Keep tokens whose probability is at least min_p times the top one's.
+    const float cutoff = max_logit + std::log(p.min_p);
+    size_t keep = 1;
+    while (keep < n && candidates_[keep].first >= cutoff) ++keep;
+    n = keep;
+  }
+  // Temperature, then draw from the softmax of what is left.
+  double total = 0.0;
+  std::vector<double> weights(n);
+  for (size_t i = 0; i < n; ++i) {
+    weights[i] = std::exp((static_cast<double>(candidates_[i].first) - max_logit) / p.temperature);
+    total += weights[i];
+  }
+  double r = uniform() * total;
+  for (size_t i = 0; i < n; ++i) {
+    r -= weights[i];
+    if (r < 0.0) return candidates_[i].second;
+  }
+  return candidates_[n - 1].second;
+}
+
+}  // namespace minfer

@@ -1,0 +1,56 @@
+// Token sampling: greedy, temperature, top-k, top-p, min-p, repetition /
+// presence / frequency penalties and logit bias, with a seeded generator that
+// makes runs reproducible across machines (mt19937_64 and our own uniform
+// draw, no std distributions whose output differs between libraries).
+//
+// Order, as llama.cpp's default chain: logit bias → penalties → top-k →
+// top-p → min-p → temperature → draw. Temperature 0 is greedy.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "engine/common/expected.h"
+
+namespace minfer {
+
+struct SamplingParams {
+  float temperature = 0.8f;     // 0: greedy
+  int top_k = 40;               // 0: off
+  float top_p = 0.95f;          // 1: off
+  float min_p = 0.05f;          // 0: off
+  float repeat_penalty = 1.0f;  // 1: off (llama.cpp's multiplicative penalty)
+  int penalty_last_n = 64;      // tokens of history the penalties look at
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  uint64_t seed = 0;
+  std::vector<std::pair<int32_t, float>> logit_bias;
+
+  bool greedy() const { return temperature <= 0.0f; }
+  // True when greedy with nothing that changes the argmax (the device can pick).
+  bool plain_greedy() const;
+  // Errors name the bad parameter and its allowed range.
+  Status validate(int vocab_size) const;
+};
+
+class Sampler {
+ public:
+  Sampler(const SamplingParams& params, int vocab_size);
+
+  // Picks the next token from `logits` (modified in place). `history` holds
+  // the prompt and the tokens generated so far.
+  int32_t sample(float* logits, const std::vector<int32_t>& history);
+
+ private:
+  void apply_penalties(float* logits, const std::vector<int32_t>& history) const;
+  double uniform();
+
+  SamplingParams params_;
+  int vocab_size_;
+  std::mt19937_64 rng_;
+  std::vector<std::pair<float, int32_t>> candidates_;
+};
+
+}  // namespace minfer

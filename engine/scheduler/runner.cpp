@@ -1,0 +1,63 @@
+#include "engine/scheduler/runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace minfer {
+
+Runner::Runner(const ModelConfig& config, const ModelWeights& weights, Backend& backend, int n_ctx, int max_tokens,
+               FusionOptions fusion)
+    : config_(config), weights_(weights), backend_(backend), cells_(n_ctx), max_tokens_(max_tokens), fusion_(fusion) {}
+
+const Graph& Runner::graph(Logits logits, bool argmax) {
+  auto key = std::make_pair(logits, argmax);
+  auto it = graphs_.find(key);
+  if (it != graphs_.end()) return it->second;
+  GraphOptions o;
+  o.logits = logits;
+  o.argmax = argmax;
+  // Fuse only where the backend implements the fused op (the one rule the
+  // builder and the backend share).
+  o.fuse_qkv = fusion_.fuse_qkv && backend_.supports(Op::kQkvTail);
+  o.fuse_ffn = fusion_.fuse_ffn && backend_.supports(Op::kGateUpSwiglu);
+  return graphs_.emplace(key, build_decoder_graph(config_, weights_, o)).first->second;
+}
+
+Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out) {
+  if (tokens.empty()) return unexpected(ErrorCode::kInvalidArgument, "eval of zero tokens");
+  const size_t n_total = seq.tokens.size() + tokens.size();
+  if (n_total > static_cast<size_t>(cells_.n_ctx())) {
+    return unexpected(ErrorCode::kOutOfRange,
+                      fmt::format("sequence would hold {} tokens ({} + {}) but the context has {}", n_total,
+                                  seq.tokens.size(), tokens.size(), cells_.n_ctx()));
+  }
+  size_t done = 0;
+  while (done < tokens.size()) {
+    const size_t n = std::min(tokens.size() - done, static_cast<size_t>(max_tokens_));
+    const bool last = done + n == tokens.size();
+    const size_t first_cell = seq.cells.size();
+    const int first_pos = seq.n_past();
+    MINFER_TRY(cells_.allocate(seq, static_cast<int>(n)));
+    positions_.resize(n);
+    for (size_t i = 0; i < n; ++i) positions_[i] = first_pos + static_cast<int32_t>(i);
+    StepInput in;
+    in.n_tokens = static_cast<int>(n);
+    in.tokens = tokens.data() + done;
+    in.positions = positions_.data();
+    in.kv_cells = seq.cells.data() + first_cell;
+    in.seq_cells = seq.cells.data();
+    in.n_seq_cells = static_cast<int>(seq.cells.size());
+    Status st = backend_.run(graph(last ? logits : Logits::kNone, last && argmax), in, out);
+    if (!st) {
+      cells_.truncate(seq, static_cast<int>(first_cell));  // the step did not happen
+      return st;
+    }
+    seq.tokens.insert(seq.tokens.end(), tokens.begin() + static_cast<ptrdiff_t>(done),
+                      tokens.begin() + static_cast<ptrdiff_t>(done + n));
+    done += n;
+  }
+  return ok_status();
+}
+
+}  // namespace minfer

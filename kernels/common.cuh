@@ -1,0 +1,69 @@
+// Device helpers shared by the kernels: conversions, warp and block
+// reductions, the Q8 activation format, SiLU.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace minfer::kernels {
+
+constexpr int kWarp = 32;
+
+__device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+__device__ __forceinline__ float bf2f(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ int warp_sum_int(int v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Sum over the block in a fixed order (warp sums, then warp 0 adds them), so
+// that every kernel that normalises a row gets the same bits. `scratch` holds
+// at least blockDim.x / 32 floats. All threads receive the total.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int n_warps = (blockDim.x + kWarp - 1) / kWarp;
+  v = warp_sum(v);
+  __syncthreads();  // scratch may still be read from a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = 0.0f;
+  for (int w = 0; w < n_warps; ++w) total += scratch[w];
+  return total;
+}
+
+__device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
+
+// Activations in the dot-product format of the quantized matvecs: per 32
+// elements, int8 values q and ds = {d, d * Σq} with x ≈ d * q (d = max|x| / 127).
+// Both sums the weight formats need (Σ w·x and Σ x) come out of one dp4a pass.
+struct Q8Act {
+  int8_t* q;    // [k]
+  float2* ds;   // [k / 32]
+};
+
+// Quantizes 32 values held one per lane into block `b` of `out`.
+__device__ __forceinline__ void quantize_block_q8(float v, int lane, int b, int8_t* q, float2* ds) {
+  const float amax = warp_max(fabsf(v));
+  const float d = amax / 127.0f;
+  const int qi = amax == 0.0f ? 0 : __float2int_rn(v / d);
+  q[b * 32 + lane] = static_cast<int8_t>(qi);
+  const int sum = warp_sum_int(qi);
+  if (lane == 0) ds[b] = make_float2(d, d * static_cast<float>(sum));
+}
+
+}  // namespace minfer::kernels

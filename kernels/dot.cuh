@@ -1,0 +1,331 @@
+// Dot products of one weight row (plane layout, weight_layout.h) with the
+// activations, one warp per row: each lane takes every 32nd unit of the row
+// (a unit is one block, or the part of a K-quant super-block whose quants are
+// 32 bytes), loads it with 16-byte loads and accumulates in f32; the warp sum
+// is the row's value. Quantized weights use the Q8 activations and dp4a;
+// float weights use the f32 activations.
+#pragma once
+
+#include "kernels/common.cuh"
+#include "kernels/weight_layout.h"
+
+namespace minfer::kernels {
+
+struct DotInput {
+  const float* x;    // [k] f32 (float weights)
+  const int8_t* q;   // [k] Q8 values (quantized weights)
+  const float2* ds;  // [k/32] Q8 scales and sums
+};
+
+__device__ __forceinline__ int4 ld16(const void* p) { return __ldg(reinterpret_cast<const int4*>(p)); }
+__device__ __forceinline__ float4 ld16f(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
+
+__device__ __forceinline__ int dot_q8x16(int4 w, int4 x, int acc) {
+  acc = __dp4a(w.x, x.x, acc);
+  acc = __dp4a(w.y, x.y, acc);
+  acc = __dp4a(w.z, x.z, acc);
+  return __dp4a(w.w, x.w, acc);
+}
+
+// 16 bytes of nibbles: low nibbles are elements 0..15, high nibbles 16..31
+// (ggml order); x0/x1 hold the activations of those two halves.
+__device__ __forceinline__ int dot_nibbles(int4 w, int4 x0, int4 x1, int acc) {
+  constexpr int kLo = 0x0F0F0F0F;
+  acc = __dp4a(w.x & kLo, x0.x, acc);
+  acc = __dp4a(w.y & kLo, x0.y, acc);
+  acc = __dp4a(w.z & kLo, x0.z, acc);
+  acc = __dp4a(w.w & kLo, x0.w, acc);
+  acc = __dp4a((w.x >> 4) & kLo, x1.x, acc);
+  acc = __dp4a((w.y >> 4) & kLo, x1.y, acc);
+  acc = __dp4a((w.z >> 4) & kLo, x1.z, acc);
+  return __dp4a((w.w >> 4) & kLo, x1.w, acc);
+}
+
+// Spreads 4 bits to bit 4 of 4 bytes: bit i of h → byte i, value 16.
+// (the four shifted copies of 4 bits do not overlap: no carries)
+__device__ __forceinline__ int spread_bits4(uint32_t h) {
+  return static_cast<int>((((h & 0xFu) * 0x00204081u) & 0x01010101u) << 4);
+}
+
+// 16 bytes of nibbles plus their 5th bits from the block's 32-bit qh.
+__device__ __forceinline__ int dot_nibbles5(int4 w, uint32_t qh, int4 x0, int4 x1, int acc) {
+  constexpr int kLo = 0x0F0F0F0F;
+  acc = __dp4a((w.x & kLo) | spread_bits4(qh >> 0), x0.x, acc);
+  acc = __dp4a((w.y & kLo) | spread_bits4(qh >> 4), x0.y, acc);
+  acc = __dp4a((w.z & kLo) | spread_bits4(qh >> 8), x0.z, acc);
+  acc = __dp4a((w.w & kLo) | spread_bits4(qh >> 12), x0.w, acc);
+  acc = __dp4a(((w.x >> 4) & kLo) | spread_bits4(qh >> 16), x1.x, acc);
+  acc = __dp4a(((w.y >> 4) & kLo) | spread_bits4(qh >> 20), x1.y, acc);
+  acc = __dp4a(((w.z >> 4) & kLo) | spread_bits4(qh >> 24), x1.z, acc);
+  return __dp4a(((w.w >> 4) & kLo) | spread_bits4(qh >> 28), x1.w, acc);
+}
+
+// ggml's get_scale_min_k4: the 6-bit scale and min of sub-block j (0..7).
+__device__ __forceinline__ void scale_min_k4(int j, const uint8_t* s, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// One unit's contribution to row r's dot product.
+template <WType T>
+struct Unit;
+
+template <>
+struct Unit<WType::kQ8_0> {
+  static constexpr int kElems = 32;
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
+    const int8_t* q = static_cast<const int8_t*>(w.q) + static_cast<size_t>(r) * w.k + u * 32;
+    const int sumi = dot_q8x16(ld16(q), ld16(in.q + u * 32), dot_q8x16(ld16(q + 16), ld16(in.q + u * 32 + 16), 0));
+    const float d = h2f(static_cast<const uint16_t*>(w.meta)[static_cast<size_t>(r) * (w.k / 32) + u]);
+    return d * in.ds[u].x * static_cast<float>(sumi);
+  }
+};
+
+template <>
+struct Unit<WType::kQ4_0> {
+  static constexpr int kElems = 32;
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
+    const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + u * 16;
+    const int sumi = dot_nibbles(ld16(q), ld16(in.q + u * 32), ld16(in.q + u * 32 + 16), 0);
+    const float d = h2f(static_cast<const uint16_t*>(w.meta)[static_cast<size_t>(r) * (w.k / 32) + u]);
+    const float2 ds = in.ds[u];
+    return d * (ds.x * static_cast<float>(sumi) - 8.0f * ds.y);  // values are (nibble - 8) * d
+  }
+};
+
+template <>
+struct Unit<WType::kQ4_1> {
+  static constexpr int kElems = 32;
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
+    const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + u * 16;
+    const int sumi = dot_nibbles(ld16(q), ld16(in.q + u * 32), ld16(in.q + u * 32 + 16), 0);
+    const uint32_t dm = static_cast<const uint32_t*>(w.meta)[static_cast<size_t>(r) * (w.k / 32) + u];
+    const float2 ds = in.ds[u];
+    return h2f(dm & 0xFFFF) * ds.x * static_cast<float>(sumi) + h2f(dm >> 16) * ds.y;  // nibble * d + m
+  }
+};
+
+template <>
+struct Unit<WType::kQ5_0> {
+  static constexpr int kElems = 32;
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
+    const size_t blk = static_cast<size_t>(r) * (w.k / 32) + u;
+    const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + u * 16;
+    const uint32_t qh = static_cast<const uint32_t*>(w.qh)[blk];
+    const int sumi = dot_nibbles5(ld16(q), qh, ld16(in.q + u * 32), ld16(in.q + u * 32 + 16), 0);
+    const float d = h2f(static_cast<const uint16_t*>(w.meta)[blk]);
+    const float2 ds = in.ds[u];
+    return d * (ds.x * static_cast<float>(sumi) - 16.0f * ds.y);  // values are (q5 - 16) * d
+  }
+};
+
+template <>
+struct Unit<WType::kQ5_1> {
+  static constexpr int kElems = 32;
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
+    const size_t blk = static_cast<size_t>(r) * (w.k / 32) + u;
+    const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + u * 16;
+    const uint32_t qh = static_cast<const uint32_t*>(w.qh)[blk];
+    const int sumi = dot_nibbles5(ld16(q), qh, ld16(in.q + u * 32), ld16(in.q + u * 32 + 16), 0);
+    const uint32_t dm = static_cast<const uint32_t*>(w.meta)[blk];
+    const float2 ds = in.ds[u];
+    return h2f(dm & 0xFFFF) * ds.x * static_cast<float>(sumi) + h2f(dm >> 16) * ds.y;
+  }
+};
+
+// Q4_K / Q5_K unit: part p (0..3) of super-block sb: 32 bytes of quants
+// holding elements 64p..64p+31 (low nibbles, sub-block 2p) and 64p+32..64p+63
+// (high nibbles, sub-block 2p+1).
+template <bool kFive>
+__device__ __forceinline__ float dot_qk45(const DeviceWeight& w, int r, int u, const DotInput& in) {
+  const int sb = u / 4, p = u % 4;
+  const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + sb * 128 + p * 32;
+  const uint8_t* meta = static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16;
+  const int4 meta4 = ld16(meta);
+  const uint8_t* mb = reinterpret_cast<const uint8_t*>(&meta4);
+  const float d = h2f(static_cast<uint16_t>(meta4.x & 0xFFFF));
+  const float dmin = h2f(static_cast<uint16_t>(static_cast<uint32_t>(meta4.x) >> 16));
+  int sc0, m0, sc1, m1;
+  scale_min_k4(2 * p, mb + 4, &sc0, &m0);
+  scale_min_k4(2 * p + 1, mb + 4, &sc1, &m1);
+  const int xb = sb * 8 + 2 * p;  // Q8 block of sub-block 2p
+  const int8_t* x0 = in.q + xb * 32;
+  const int4 w0 = ld16(q), w1 = ld16(q + 16);
+  constexpr int kLo = 0x0F0F0F0F;
+  int lo0, lo1, lo2, lo3, lo4, lo5, lo6, lo7, hi0, hi1, hi2, hi3, hi4, hi5, hi6, hi7;
+  lo0 = w0.x & kLo; lo1 = w0.y & kLo; lo2 = w0.z & kLo; lo3 = w0.w & kLo;
+  lo4 = w1.x & kLo; lo5 = w1.y & kLo; lo6 = w1.z & kLo; lo7 = w1.w & kLo;
+  hi0 = (w0.x >> 4) & kLo; hi1 = (w0.y >> 4) & kLo; hi2 = (w0.z >> 4) & kLo; hi3 = (w0.w >> 4) & kLo;
+  hi4 = (w1.x >> 4) & kLo; hi5 = (w1.y >> 4) & kLo; hi6 = (w1.z >> 4) & kLo; hi7 = (w1.w >> 4) & kLo;
+  if constexpr (kFive) {
+    // qh[l] bit 2p: 5th bit of element 64p + l; bit 2p + 1: of 64p + 32 + l.
+    const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 8) + sb * 32;
+    const int4 h0 = ld16(qh), h1 = ld16(qh + 16);
+    const int s0 = 2 * p, s1 = 2 * p + 1;
+    auto bits = [](int h, int s) { return ((h >> s) & 0x01010101) << 4; };
+    lo0 |= bits(h0.x, s0); lo1 |= bits(h0.y, s0); lo2 |= bits(h0.z, s0); lo3 |= bits(h0.w, s0);
+    lo4 |= bits(h1.x, s0); lo5 |= bits(h1.y, s0); lo6 |= bits(h1.z, s0); lo7 |= bits(h1.w, s0);
+    hi0 |= bits(h0.x, s1); hi1 |= bits(h0.y, s1); hi2 |= bits(h0.z, s1); hi3 |= bits(h0.w, s1);
+    hi4 |= bits(h1.x, s1); hi5 |= bits(h1.y, s1); hi6 |= bits(h1.z, s1); hi7 |= bits(h1.w, s1);
+  }
+  const int4 xa = ld16(x0), xb4 = ld16(x0 + 16), xc = ld16(x0 + 32), xd = ld16(x0 + 48);
+  int slo = __dp4a(lo0, xa.x, 0);
+  slo = __dp4a(lo1, xa.y, slo); slo = __dp4a(lo2, xa.z, slo); slo = __dp4a(lo3, xa.w, slo);
+  slo = __dp4a(lo4, xb4.x, slo); slo = __dp4a(lo5, xb4.y, slo); slo = __dp4a(lo6, xb4.z, slo); slo = __dp4a(lo7, xb4.w, slo);
+  int shi = __dp4a(hi0, xc.x, 0);
+  shi = __dp4a(hi1, xc.y, shi); shi = __dp4a(hi2, xc.z, shi); shi = __dp4a(hi3, xc.w, shi);
+  shi = __dp4a(hi4, xd.x, shi); shi = __dp4a(hi5, xd.y, shi); shi = __dp4a(hi6, xd.z, shi); shi = __dp4a(hi7, xd.w, shi);
+  const float2 ds0 = in.ds[xb], ds1 = in.ds[xb + 1];
+  return d * (static_cast<float>(sc0) * ds0.x * static_cast<float>(slo) + static_cast<float>(sc1) * ds1.x * static_cast<float>(shi)) -
+         dmin * (static_cast<float>(m0) * ds0.y + static_cast<float>(m1) * ds1.y);
+}
+
+template <>
+struct Unit<WType::kQ4_K> {
+  static constexpr int kElems = 64;
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot_qk45<false>(w, r, u, in); }
+};
+template <>
+struct Unit<WType::kQ5_K> {
+  static constexpr int kElems = 64;
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot_qk45<true>(w, r, u, in); }
+};
+
+// Q6_K unit: half n (0/1) of a super-block, 128 elements. For l in 0..31:
+//   element 128n + l      = (ql[l] & 15)     | (qh[l] & 3) << 4,        scale sc[8n + l/16]
+//   element 128n + l + 32 = (ql[l+32] & 15)  | (qh[l] >> 2 & 3) << 4,   scale sc[8n + l/16 + 2]
+//   element 128n + l + 64 = (ql[l] >> 4)     | (qh[l] >> 4 & 3) << 4,   scale sc[8n + l/16 + 4]
+//   element 128n + l + 96 = (ql[l+32] >> 4)  | (qh[l] >> 6 & 3) << 4,   scale sc[8n + l/16 + 6]
+// each minus 32, times d (ggml's dequantize_row_q6_K with ql, qh advanced by 64, 32 per half).
+template <>
+struct Unit<WType::kQ6_K> {
+  static constexpr int kElems = 128;
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
+    const int sb = u / 2, n = u % 2;
+    const uint8_t* ql = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + sb * 128 + n * 64;
+    const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 4) + sb * 64 + n * 32;
+    const int4 sc4 = ld16(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(&sc4) + 8 * n;
+    const float d = h2f(static_cast<const uint16_t*>(w.d)[static_cast<size_t>(r) * (w.k / 256) + sb]);
+    const int8_t* x = in.q + (sb * 256 + n * 128);
+    const float2* ds = in.ds + (sb * 8 + n * 4);
+    float acc = 0.0f;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {  // l in [16 half, 16 half + 16)
+      const int4 l0 = ld16(ql + 16 * half);       // ql[l]
+      const int4 l1 = ld16(ql + 32 + 16 * half);  // ql[l + 32]
+      const int4 h = ld16(qh + 16 * half);        // qh[l]
+      const int l0v[4] = {l0.x, l0.y, l0.z, l0.w};
+      const int l1v[4] = {l1.x, l1.y, l1.z, l1.w};
+      const int hv[4] = {h.x, h.y, h.z, h.w};
+      int s[4] = {0, 0, 0, 0};
+#pragma unroll
+      for (int g = 0; g < 4; ++g) {  // the four element groups 0, 32, 64, 96
+        const int4 xv = ld16(x + 32 * g + 16 * half);
+        const int xs[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int lo = (g == 0 || g == 2) ? l0v[i] : l1v[i];
+          const int nib = g < 2 ? (lo & 0x0F0F0F0F) : ((lo >> 4) & 0x0F0F0F0F);
+          const int hi = ((hv[i] >> (2 * g)) & 0x03030303) << 4;
+          const int v = __vsubss4(nib | hi, 0x20202020);
+          s[g] = __dp4a(v, xs[i], s[g]);
+        }
+      }
+#pragma unroll
+      for (int g = 0; g < 4; ++g) acc += static_cast<float>(sc[half + 2 * g]) * ds[g].x * static_cast<float>(s[g]);
+    }
+    return d * acc;
+  }
+};
+
+// Float weights: 16 bytes of weights per unit against f32 activations.
+template <>
+struct Unit<WType::kF16> {
+  static constexpr int kElems = 8;
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
+    const int4 v = ld16(static_cast<const uint16_t*>(w.q) + static_cast<size_t>(r) * w.k + u * 8);
+    const float4 a = ld16f(in.x + u * 8), b = ld16f(in.x + u * 8 + 4);
+    const __half2* h = reinterpret_cast<const __half2*>(&v);
+    const float2 f0 = __half22float2(h[0]), f1 = __half22float2(h[1]), f2 = __half22float2(h[2]), f3 = __half22float2(h[3]);
+    return f0.x * a.x + f0.y * a.y + f1.x * a.z + f1.y * a.w + f2.x * b.x + f2.y * b.y + f3.x * b.z + f3.y * b.w;
+  }
+};
+template <>
+struct Unit<WType::kBF16> {
+  static constexpr int kElems = 8;
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
+    const int4 v = ld16(static_cast<const uint16_t*>(w.q) + static_cast<size_t>(r) * w.k + u * 8);
+    const float4 a = ld16f(in.x + u * 8), b = ld16f(in.x + u * 8 + 4);
+    const uint32_t p[4] = {static_cast<uint32_t>(v.x), static_cast<uint32_t>(v.y), static_cast<uint32_t>(v.z), static_cast<uint32_t>(v.w)};
+    auto lo = [](uint32_t x) { return __uint_as_float(x << 16); };
+    auto hi = [](uint32_t x) { return __uint_as_float(x & 0xFFFF0000u); };
+    return lo(p[0]) * a.x + hi(p[0]) * a.y + lo(p[1]) * a.z + hi(p[1]) * a.w + lo(p[2]) * b.x + hi(p[2]) * b.y +
+           lo(p[3]) * b.z + hi(p[3]) * b.w;
+  }
+};
+template <>
+struct Unit<WType::kF32> {
+  static constexpr int kElems = 4;
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
+    const float4 v = ld16f(static_cast<const float*>(w.q) + static_cast<size_t>(r) * w.k + u * 4);
+    const float4 a = ld16f(in.x + u * 4);
+    return v.x * a.x + v.y * a.y + v.z * a.z + v.w * a.w;
+  }
+};
+
+// Row r's dot product, reduced over the warp (every lane gets it). Float
+// weights whose rows are not 16-byte aligned (k % 8 for 16-bit, k % 4 for
+// f32) take the scalar path.
+template <WType T>
+__device__ __forceinline__ float row_dot_t(const DeviceWeight& w, int r, const DotInput& in, int lane) {
+  float acc = 0.0f;
+  const int n_units = w.k / Unit<T>::kElems;
+  for (int u = lane; u < n_units; u += kWarp) acc += Unit<T>::dot(w, r, u, in);
+  return warp_sum(acc);
+}
+
+__device__ __forceinline__ float row_dot_float_scalar(const DeviceWeight& w, int r, const DotInput& in, int lane) {
+  float acc = 0.0f;
+  for (int i = lane; i < w.k; i += kWarp) {
+    const size_t idx = static_cast<size_t>(r) * w.k + i;
+    float v;
+    if (w.type == WType::kF32) v = static_cast<const float*>(w.q)[idx];
+    else if (w.type == WType::kF16) v = h2f(static_cast<const uint16_t*>(w.q)[idx]);
+    else v = bf2f(static_cast<const uint16_t*>(w.q)[idx]);
+    acc += v * in.x[i];
+  }
+  return warp_sum(acc);
+}
+
+__device__ __forceinline__ bool float_rows_aligned(const DeviceWeight& w) {
+  return w.type == WType::kF32 ? (w.k % 4 == 0) : (w.k % 8 == 0);
+}
+
+__device__ __forceinline__ float row_dot(const DeviceWeight& w, int r, const DotInput& in, int lane) {
+  switch (w.type) {
+    case WType::kQ8_0: return row_dot_t<WType::kQ8_0>(w, r, in, lane);
+    case WType::kQ4_0: return row_dot_t<WType::kQ4_0>(w, r, in, lane);
+    case WType::kQ4_1: return row_dot_t<WType::kQ4_1>(w, r, in, lane);
+    case WType::kQ5_0: return row_dot_t<WType::kQ5_0>(w, r, in, lane);
+    case WType::kQ5_1: return row_dot_t<WType::kQ5_1>(w, r, in, lane);
+    case WType::kQ4_K: return row_dot_t<WType::kQ4_K>(w, r, in, lane);
+    case WType::kQ5_K: return row_dot_t<WType::kQ5_K>(w, r, in, lane);
+    case WType::kQ6_K: return row_dot_t<WType::kQ6_K>(w, r, in, lane);
+    case WType::kF16: return float_rows_aligned(w) ? row_dot_t<WType::kF16>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
+    case WType::kBF16: return float_rows_aligned(w) ? row_dot_t<WType::kBF16>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
+    case WType::kF32: return float_rows_aligned(w) ? row_dot_t<WType::kF32>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
+  }
+  return 0.0f;
+}
+
+__device__ __host__ inline bool wtype_is_quantized(WType t) {
+  return t != WType::kF32 && t != WType::kF16 && t != WType::kBF16;
+}
+
+}  // namespace minfer::kernels

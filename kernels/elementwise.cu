@@ -1,0 +1,136 @@
+// Small element-wise kernels: SwiGLU, residual and bias adds, embedding
+// gather, whole-matrix dequantization to f16, argmax.
+#include "kernels/common.cuh"
+#include "kernels/dequant.cuh"
+#include "kernels/kernels.h"
+
+namespace minfer::kernels {
+namespace {
+
+int grid_for(int64_t n, int threads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<int>(blocks < 65535 ? blocks : 65535);
+}
+
+__global__ void swiglu_kernel(const float* g, const float* u, int64_t n, float* y, __half* y16) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = silu(g[i]) * u[i];
+    y[i] = v;
+    if (y16) y16[i] = __float2half_rn(v);
+  }
+}
+
+__global__ void add_kernel(float* y, const float* x, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    y[i] += x[i];
+  }
+}
+
+__global__ void add_bias_kernel(float* y, const float* b, int rows, int n) {
+  const int64_t total = static_cast<int64_t>(rows) * n;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    y[i] += b[i % n];
+  }
+}
+
+__global__ void embed_kernel(DeviceWeight table, const int32_t* tokens, float* x) {
+  const int t = blockIdx.y;
+  const int token = tokens[t];
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < table.k; i += gridDim.x * blockDim.x) {
+    x[static_cast<size_t>(t) * table.k + i] = dequant_element(table, token, i);
+  }
+}
+
+__global__ void dequantize_f16_kernel(DeviceWeight w, __half* out) {
+  const int64_t total = static_cast<int64_t>(w.n_rows) * w.k;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total; idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int r = static_cast<int>(idx / w.k), i = static_cast<int>(idx % w.k);
+    out[idx] = __float2half_rn(dequant_element(w, r, i));
+  }
+}
+
+// One block per row; ties go to the lowest index (like the CPU reference).
+__global__ void argmax_kernel(const float* x, int n, int32_t* out) {
+  __shared__ float best_v[32];
+  __shared__ int best_i[32];
+  const float* row = x + static_cast<size_t>(blockIdx.x) * n;
+  float bv = -INFINITY;
+  int bi = 0x7fffffff;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = row[i];
+    if (v > bv) {  // strided: the first hit per thread has the lowest index of equal values
+      bv = v;
+      bi = i;
+    }
+  }
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov > bv || (ov == bv && oi < bi)) {
+      bv = ov;
+      bi = oi;
+    }
+  }
+  if (lane == 0) {
+    best_v[warp] = bv;
+    best_i[warp] = bi;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < static_cast<int>(blockDim.x) / kWarp; ++w) {
+      if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi)) {
+        bv = best_v[w];
+        bi = best_i[w];
+      }
+    }
+    // All NaN or -inf rows: index 0, as the reference's max_element gives.
+    out[blockIdx.x] = bi == 0x7fffffff ? 0 : bi;
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_swiglu(const float* g, const float* u, int64_t n, float* y, void* y_f16, Q8Rows hq, int row_n,
+                          cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  swiglu_kernel<<<grid_for(n, 256), 256, 0, stream>>>(g, u, n, y, static_cast<__half*>(y_f16));
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess || hq.q == nullptr) return e;
+  return launch_quantize_q8(y, static_cast<int>(n / row_n), row_n, hq, stream);
+}
+
+cudaError_t launch_add(float* y, const float* x, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  add_kernel<<<grid_for(n, 256), 256, 0, stream>>>(y, x, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_add_bias(float* y, const float* b, int rows, int n, cudaStream_t stream) {
+  if (rows <= 0) return cudaSuccess;
+  add_bias_kernel<<<grid_for(static_cast<int64_t>(rows) * n, 256), 256, 0, stream>>>(y, b, rows, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_argmax(const float* x, int rows, int n, int32_t* out, cudaStream_t stream) {
+  if (rows <= 0) return cudaSuccess;
+  argmax_kernel<<<rows, 1024, 0, stream>>>(x, n, out);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_embed(const DeviceWeight& table, const int32_t* tokens, int n_tokens, float* x, cudaStream_t stream) {
+  if (n_tokens <= 0) return cudaSuccess;
+  dim3 grid((table.k + 255) / 256, n_tokens);
+  embed_kernel<<<grid, 256, 0, stream>>>(table, tokens, x);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_dequantize_f16(const DeviceWeight& w, void* out, cudaStream_t stream) {
+  const int64_t total = static_cast<int64_t>(w.n_rows) * w.k;
+  if (total <= 0) return cudaSuccess;
+  dequantize_f16_kernel<<<grid_for(total, 256), 256, 0, stream>>>(w, static_cast<__half*>(out));
+  return cudaGetLastError();
+}
+
+}  // namespace minfer::kernels

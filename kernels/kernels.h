@@ -1,0 +1,162 @@
+// Launchers for every CUDA kernel: the only way host code reaches kernels/.
+// Plain C++ (cuda_runtime_api.h only). Each launcher enqueues on `stream` and
+// returns the launch status; shapes are checked by the caller (the CUDA
+// backend validates once at prepare time). Pointers are device pointers.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/weight_layout.h"
+
+namespace minfer::kernels {
+
+// ---- activations -----------------------------------------------------------
+
+// Q8 activations (see common.cuh): values [rows][k] int8, scales [rows][k/32] float2.
+struct Q8Rows {
+  int8_t* q = nullptr;
+  void* ds = nullptr;  // float2
+};
+
+// y[r] = x[r] / sqrt(mean(x[r]²) + eps) * w, for `rows` rows of width n.
+// Any of y_f32 / y_f16 / yq may be null; yq (Q8) needs n % 32 == 0.
+cudaError_t launch_rms_norm(const float* x, const float* w, int rows, int n, float eps, float* y_f32, void* y_f16,
+                            Q8Rows yq, cudaStream_t stream);
+// Q8 quantization of `rows` rows of width n (n % 32 == 0).
+cudaError_t launch_quantize_q8(const float* x, int rows, int n, Q8Rows yq, cudaStream_t stream);
+// f32 → f16, n elements.
+cudaError_t launch_to_f16(const float* x, void* y, int64_t n, cudaStream_t stream);
+
+// ---- matrix-vector products (decode) ----------------------------------------
+
+// One weight's part of a batched matvec: y[r] (+)= W[r] · x (+ bias[r]).
+struct MatvecTask {
+  DeviceWeight w;
+  float* y = nullptr;
+  const float* bias = nullptr;  // [n_rows] or null
+  bool accumulate = false;      // y += (the residual add)
+};
+struct MatvecInput {
+  const float* x = nullptr;     // [k] f32, for float weights
+  Q8Rows xq;                    // [k] Q8, for quantized weights
+};
+constexpr int kMaxMatvecTasks = 3;
+// Up to three weights sharing one input in one launch (q, k, v).
+cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, cudaStream_t stream);
+
+// Fused FFN input: h = silu(W_gate · x) * (W_up · x), written as f32 and as Q8
+// (the down projection's input). Gate and up rows must be a multiple of 32.
+cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& up, MatvecInput in, float* h,
+                                  Q8Rows hq, cudaStream_t stream);
+
+// ---- element-wise ----------------------------------------------------------
+
+// y = silu(g) * u, n elements (f32), also as Q8 when hq.q is set (n % 32 == 0) and f16 when y_f16 is set.
+cudaError_t launch_swiglu(const float* g, const float* u, int64_t n, float* y, void* y_f16, Q8Rows hq, int row_n,
+                          cudaStream_t stream);
+// y += x, n elements.
+cudaError_t launch_add(float* y, const float* x, int64_t n, cudaStream_t stream);
+// y[r] += b for `rows` rows of width n.
+cudaError_t launch_add_bias(float* y, const float* b, int rows, int n, cudaStream_t stream);
+// Logits argmax: out[r] = argmax over row r (first index on ties), rows of width n.
+cudaError_t launch_argmax(const float* x, int rows, int n, int32_t* out, cudaStream_t stream);
+// x[t] = dequantized row tokens[t] of the embedding table.
+cudaError_t launch_embed(const DeviceWeight& table, const int32_t* tokens, int n_tokens, float* x, cudaStream_t stream);
+// The whole matrix as f16 [n_rows][k] (prefill GEMM operand).
+cudaError_t launch_dequantize_f16(const DeviceWeight& w, void* out, cudaStream_t stream);
+
+// ---- attention -------------------------------------------------------------
+
+struct RopeArgs {
+  int head_dim = 0;
+  int n_rot = 0;
+  bool neox = false;
+  float base = 10000.0f;
+  float scale = 1.0f;
+  const float* freq_factors = nullptr;  // [n_rot / 2] or null (device)
+};
+
+// The decode/prefill tail of q, k, v for `n_tokens` rows (one launch): adds
+// the biases, applies the per-head RMS norms (qwen3), rotates q and k by
+// positions[t], and stores k and v rows into the cache at kv_cells[t]. Any of
+// bq/bk/bv/q_norm/k_norm may be null. cache_f16: the cache holds f16 (else f32).
+struct QkvTailArgs {
+  float* q = nullptr;  // [n_tokens][n_heads * head_dim], rotated in place
+  float* k = nullptr;  // [n_tokens][n_kv_heads * head_dim], rotated in place
+  const float* v = nullptr;
+  const float* bq = nullptr;
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* q_norm = nullptr;
+  const float* k_norm = nullptr;
+  float eps = 1e-6f;
+  int n_tokens = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  RopeArgs rope;
+  const int32_t* positions = nullptr;  // [n_tokens] device
+  const int32_t* kv_cells = nullptr;   // [n_tokens] device
+  void* k_cache = nullptr;             // [n_ctx][n_kv_heads * head_dim]
+  void* v_cache = nullptr;
+  bool cache_f16 = true;
+  int32_t* cell_pos = nullptr;         // [n_ctx]: position stored per cell (written for each token)
+};
+cudaError_t launch_qkv_tail(const QkvTailArgs& a, cudaStream_t stream);
+// The same steps as separate launches (the unfused graph, MINFER_NO_FUSE_QKV);
+// they run the fused kernel's device functions with its thread mapping, so the
+// results are bit-identical. Biases are added by the matvec epilogue or
+// launch_add_bias.
+// Per-head RMS norm in place: x [n_tokens][n_heads][head_dim], w [head_dim].
+cudaError_t launch_head_norm(float* x, int n_tokens, int n_heads, int head_dim, const float* w, float eps,
+                             cudaStream_t stream);
+// RoPE in place on x [n_tokens][n_heads][head_dim] at positions[t] (device).
+cudaError_t launch_rope(float* x, int n_tokens, int n_heads, const RopeArgs& rope, const int32_t* positions,
+                        cudaStream_t stream);
+// K/V rows → cache cells (and cell_pos), using a.k, a.v, a.kv_cells, a.positions.
+cudaError_t launch_kv_store(const QkvTailArgs& a, cudaStream_t stream);
+
+struct AttentionArgs {
+  const float* q = nullptr;            // [n_tokens][n_heads * head_dim]
+  const void* k_cache = nullptr;
+  const void* v_cache = nullptr;
+  bool cache_f16 = true;
+  const int32_t* seq_cells = nullptr;  // [n_seq] device
+  const int32_t* n_seq = nullptr;      // device scalar: cells in the sequence
+  const int32_t* cell_pos = nullptr;   // [n_ctx]
+  const int32_t* q_pos = nullptr;      // [n_tokens] device
+  int n_tokens = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  int max_cells = 0;                   // upper bound of *n_seq (sizes the grid; fixed for graph capture)
+  float* out = nullptr;                // [n_tokens][n_heads * head_dim] f32
+  Q8Rows out_q;                        // optional Q8 copy of out (the O projection's input)
+  void* out_f16 = nullptr;             // optional f16 copy of out (prefill GEMM input)
+  float* partials = nullptr;           // scratch, attention_partials_floats() floats
+};
+// Split-K ("flash-decoding") attention for n_tokens == 1: the history is cut
+// into chunks, one block per (KV head, chunk) scores its chunk for the whole
+// query group, a second launch combines the partial softmaxes.
+size_t attention_partials_floats(int n_heads, int head_dim, int max_cells);
+cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream);
+// Flash attention for prefill (n_tokens ≥ 1): tiles of 64 queries against
+// streamed K/V tiles on tensor cores (mma.sync f16, f32 accumulate), online
+// softmax, causal mask from device positions. head_dim 64 or 128.
+bool attention_prefill_supported(int head_dim);
+cudaError_t launch_attention_prefill(const AttentionArgs& a, cudaStream_t stream);
+// Any head_dim ≤ 256, any n_tokens, without tensor cores: one block per
+// (token, KV head) walks the history with an online softmax. The prefill path
+// for head dims the flash kernel lacks, and the A/B reference for it
+// (MINFER_NO_FA_PREFILL).
+cudaError_t launch_attention_generic(const AttentionArgs& a, cudaStream_t stream);
+
+// ---- faults (tests only) ---------------------------------------------------
+
+// A kernel that spins until *release != 0 or `max_ns` pass (fault injection
+// for the bounded-wait tests; never launched by the serving path).
+cudaError_t launch_spin(const volatile int32_t* release, int64_t max_ns, cudaStream_t stream);
+
+}  // namespace minfer::kernels

@@ -1,0 +1,187 @@
+// The q/k/v tail of an attention block: biases (qwen2), per-head RMS norms
+// (qwen3), RoPE on q and k, and the K/V store into the cache — one launch
+// (launch_qkv_tail) or the unfused chain (launch_qkv_tail_unfused). Both run
+// the same device functions with the same thread mapping, so they agree to
+// the bit (ARCHITECTURE.md rule 6). Positions and cells are read from device
+// memory: a captured decode graph stays valid as the sequence grows.
+#include "kernels/common.cuh"
+#include "kernels/kernels.h"
+
+namespace minfer::kernels {
+namespace {
+
+// Thread t of a head's block holds elements t and t + head_dim/2.
+constexpr int kMaxHeadDim = 256;
+
+// Threads t >= half hold zeros and leave with their values untouched.
+__device__ __forceinline__ void head_norm_pair(float& a, float& b, const float* w, int t, int half, float eps,
+                                               float* scratch) {
+  const float total = block_sum(a * a + b * b, scratch);
+  if (t >= half) return;
+  const float scale = rsqrtf(total / static_cast<float>(2 * half) + eps);
+  a = a * scale * w[t];
+  b = b * scale * w[t + half];
+}
+
+int threads_for(int head_dim) { return (head_dim / 2 + kWarp - 1) / kWarp * kWarp; }
+
+// Rotates the head held in `s` (shared, head_dim floats) by `pos`; thread t
+// rotates pair t. Angles in double: at position 32k a float angle is off by
+// ~2e-3 rad.
+__device__ __forceinline__ void rope_pair(float* s, int t, int pos, const RopeArgs& r) {
+  const int half_rot = r.n_rot / 2;
+  if (t >= half_rot) return;
+  double theta = static_cast<double>(pos) * r.scale * pow(static_cast<double>(r.base), -2.0 * t / r.n_rot);
+  if (r.freq_factors != nullptr) theta /= r.freq_factors[t];
+  double sn, cs;
+  sincos(theta, &sn, &cs);
+  const float c = static_cast<float>(cs), si = static_cast<float>(sn);
+  const int i0 = r.neox ? t : 2 * t;
+  const int i1 = r.neox ? t + half_rot : 2 * t + 1;
+  const float a = s[i0], b = s[i1];
+  s[i0] = a * c - b * si;
+  s[i1] = a * si + b * c;
+}
+
+__device__ __forceinline__ void store_cache(void* cache, bool f16, size_t offset, float v) {
+  if (f16) static_cast<__half*>(cache)[offset] = __float2half_rn(v);
+  else static_cast<float*>(cache)[offset] = v;
+}
+
+// Block (slot, token): slots [0, n_heads) are q heads, then n_kv_heads k
+// heads, then n_kv_heads v heads. blockDim.x = threads_for(head_dim): whole
+// warps (the reductions shuffle across full warps); threads t >= head_dim/2
+// only take part in the reductions and barriers.
+__global__ void qkv_tail_kernel(QkvTailArgs a) {
+  __shared__ float s[kMaxHeadDim];
+  __shared__ float scratch[kMaxHeadDim / 2 / kWarp + 1];
+  const int slot = blockIdx.x, tok = blockIdx.y, t = threadIdx.x;
+  const int hd = a.rope.head_dim, half = hd / 2;
+  const int kv_dim = a.n_kv_heads * hd;
+  const int pos = a.positions[tok];
+  const int cell = a.kv_cells[tok];
+  if (slot < a.n_heads + a.n_kv_heads) {
+    const bool is_q = slot < a.n_heads;
+    const int h = is_q ? slot : slot - a.n_heads;
+    float* x = is_q ? a.q + static_cast<size_t>(tok) * a.n_heads * hd + h * hd : a.k + static_cast<size_t>(tok) * kv_dim + h * hd;
+    const float* bias = is_q ? a.bq : a.bk;
+    const float* norm = is_q ? a.q_norm : a.k_norm;
+    const bool active = t < half;
+    float v0 = active ? x[t] : 0.0f, v1 = active ? x[t + half] : 0.0f;
+    if (bias != nullptr && active) {
+      v0 += bias[h * hd + t];
+      v1 += bias[h * hd + t + half];
+    }
+    if (norm != nullptr) head_norm_pair(v0, v1, norm, t, half, a.eps, scratch);
+    if (active) {
+      s[t] = v0;
+      s[t + half] = v1;
+    }
+    __syncthreads();
+    if (active) rope_pair(s, t, pos, a.rope);
+    __syncthreads();
+    if (!active) return;
+    x[t] = s[t];
+    x[t + half] = s[t + half];
+    if (!is_q) {
+      const size_t base = static_cast<size_t>(cell) * kv_dim + h * hd;
+      store_cache(a.k_cache, a.cache_f16, base + t, s[t]);
+      store_cache(a.k_cache, a.cache_f16, base + t + half, s[t + half]);
+      if (h == 0 && t == 0) a.cell_pos[cell] = pos;
+    }
+  } else {
+    const int h = slot - a.n_heads - a.n_kv_heads;
+    if (t >= half) return;
+    const float* x = a.v + static_cast<size_t>(tok) * kv_dim + h * hd;
+    float v0 = x[t], v1 = x[t + half];
+    if (a.bv != nullptr) {
+      v0 += a.bv[h * hd + t];
+      v1 += a.bv[h * hd + t + half];
+    }
+    const size_t base = static_cast<size_t>(cell) * kv_dim + h * hd;
+    store_cache(a.v_cache, a.cache_f16, base + t, v0);
+    store_cache(a.v_cache, a.cache_f16, base + t + half, v1);
+  }
+}
+
+// ---- the unfused chain (same device functions, same mapping) -------------
+
+__global__ void head_norm_kernel(float* x, int n_heads, int hd, const float* w, float eps) {
+  __shared__ float scratch[kMaxHeadDim / 2 / kWarp + 1];
+  const int h = blockIdx.x, tok = blockIdx.y, t = threadIdx.x, half = hd / 2;
+  float* row = x + (static_cast<size_t>(tok) * n_heads + h) * hd;
+  const bool active = t < half;
+  float v0 = active ? row[t] : 0.0f, v1 = active ? row[t + half] : 0.0f;
+  head_norm_pair(v0, v1, w, t, half, eps, scratch);
+  if (!active) return;
+  row[t] = v0;
+  row[t + half] = v1;
+}
+
+__global__ void rope_kernel(float* x, int n_heads, RopeArgs r, const int32_t* positions) {
+  __shared__ float s[kMaxHeadDim];
+  const int h = blockIdx.x, tok = blockIdx.y, t = threadIdx.x, half = r.head_dim / 2;
+  float* row = x + (static_cast<size_t>(tok) * n_heads + h) * r.head_dim;
+  // blockDim.x == half here: no reductions, so no whole-warp padding.
+  s[t] = row[t];
+  s[t + half] = row[t + half];
+  __syncthreads();
+  rope_pair(s, t, positions[tok], r);
+  __syncthreads();
+  row[t] = s[t];
+  row[t + half] = s[t + half];
+}
+
+__global__ void kv_store_kernel(QkvTailArgs a) {
+  const int h = blockIdx.x, tok = blockIdx.y, t = threadIdx.x;
+  const int hd = a.rope.head_dim, half = hd / 2, kv_dim = a.n_kv_heads * hd;
+  if (t >= half) return;
+  const int cell = a.kv_cells[tok];
+  const float* k = a.k + static_cast<size_t>(tok) * kv_dim + h * hd;
+  const float* v = a.v + static_cast<size_t>(tok) * kv_dim + h * hd;
+  const size_t base = static_cast<size_t>(cell) * kv_dim + h * hd;
+  store_cache(a.k_cache, a.cache_f16, base + t, k[t]);
+  store_cache(a.k_cache, a.cache_f16, base + t + half, k[t + half]);
+  store_cache(a.v_cache, a.cache_f16, base + t, v[t]);
+  store_cache(a.v_cache, a.cache_f16, base + t + half, v[t + half]);
+  if (h == 0 && t == 0) a.cell_pos[cell] = a.positions[tok];
+}
+
+bool valid(const QkvTailArgs& a) {
+  const int hd = a.rope.head_dim;
+  return hd >= 2 && hd % 2 == 0 && hd <= kMaxHeadDim && a.rope.n_rot <= hd && a.rope.n_rot % 2 == 0 && a.n_tokens > 0;
+}
+
+}  // namespace
+
+cudaError_t launch_qkv_tail(const QkvTailArgs& a, cudaStream_t stream) {
+  if (!valid(a)) return cudaErrorInvalidValue;
+  dim3 grid(a.n_heads + 2 * a.n_kv_heads, a.n_tokens);
+  qkv_tail_kernel<<<grid, threads_for(a.rope.head_dim), 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_head_norm(float* x, int n_tokens, int n_heads, int head_dim, const float* w, float eps,
+                             cudaStream_t stream) {
+  if (head_dim < 2 || head_dim % 2 != 0 || head_dim > kMaxHeadDim || n_tokens <= 0) return cudaErrorInvalidValue;
+  head_norm_kernel<<<dim3(n_heads, n_tokens), threads_for(head_dim), 0, stream>>>(x, n_heads, head_dim, w, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_rope(float* x, int n_tokens, int n_heads, const RopeArgs& rope, const int32_t* positions,
+                        cudaStream_t stream) {
+  if (rope.head_dim < 2 || rope.head_dim % 2 != 0 || rope.head_dim > kMaxHeadDim || rope.n_rot > rope.head_dim ||
+      n_tokens <= 0) {
+    return cudaErrorInvalidValue;
+  }
+  rope_kernel<<<dim3(n_heads, n_tokens), rope.head_dim / 2, 0, stream>>>(x, n_heads, rope, positions);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_kv_store(const QkvTailArgs& a, cudaStream_t stream) {
+  if (!valid(a)) return cudaErrorInvalidValue;
+  kv_store_kernel<<<dim3(a.n_kv_heads, a.n_tokens), a.rope.head_dim / 2, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace minfer::kernels

@@ -1,0 +1,73 @@
+// How weights are laid out on the GPU. Plain C++ (no CUDA types), shared by
+// the kernels and the host code that uploads weights.
+//
+// GGUF stores quantized rows as arrays of blocks (e.g. Q8_0: 2-byte scale +
+// 32 int8, 34 bytes), which leaves the quants 2-byte aligned: no 16-byte
+// loads. At upload each matrix is split into planes, each a contiguous
+// [n_rows][plane_row_bytes] array, so that a warp reads a row's quants with
+// 16-byte loads and its scales from a separate, aligned array. Element order
+// inside a plane's row is ggml's order within each block (see
+// engine/quant/blocks.h), so the dequantization formulas are ggml's.
+//
+//   type   q plane             qh plane          meta plane (per block)
+//   F32    f32 [k]             -                 -
+//   F16    f16 [k]             -                 -
+//   BF16   bf16 [k]            -                 -
+//   Q8_0   int8 [k]            -                 f16 d            [k/32]
+//   Q4_0   nibbles [k/2]       -                 f16 d            [k/32]
+//   Q4_1   nibbles [k/2]       -                 f16 d, m         [k/32]
+//   Q5_0   nibbles [k/2]       u32 [k/32]        f16 d            [k/32]
+//   Q5_1   nibbles [k/2]       u32 [k/32]        f16 d, m         [k/32]
+//   Q4_K   nibbles [k/2]       -                 16 B: f16 d, dmin, scales[12]  [k/256]
+//   Q5_K   nibbles [k/2]       u8 [k/8]          16 B: f16 d, dmin, scales[12]  [k/256]
+//   Q6_K   ql [k/2]            u8 [k/4]          16 B: int8 scales[16] + f16 d in the d plane [k/256]
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace minfer::kernels {
+
+// Weight types the kernels implement. Values are GGUF/ggml type ids.
+enum class WType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kBF16 = 30,
+};
+
+// True when `ggml_type_id` is a WType and rows of k elements fit its blocks.
+bool wtype_supported(uint32_t ggml_type_id, int64_t k);
+
+struct PlaneSizes {
+  size_t q_row = 0;     // bytes per row of the q plane
+  size_t qh_row = 0;    // bytes per row of the qh plane (0: none)
+  size_t meta_row = 0;  // bytes per row of the meta plane (0: none)
+  size_t d_row = 0;     // bytes per row of the d plane (Q6_K only)
+};
+PlaneSizes plane_sizes(WType type, int64_t k);
+
+// A matrix on the device in the plane layout.
+struct DeviceWeight {
+  WType type = WType::kF32;
+  int n_rows = 0;
+  int k = 0;
+  const void* q = nullptr;
+  const void* qh = nullptr;
+  const void* meta = nullptr;
+  const void* d = nullptr;
+};
+
+// Splits `n_rows` GGUF rows (row_bytes apart) into the planes; each plane
+// pointer receives n_rows * plane_row bytes. Host code, used during upload.
+void repack_rows(WType type, int64_t k, const uint8_t* src, size_t src_row_bytes, int64_t n_rows, uint8_t* q,
+                 uint8_t* qh, uint8_t* meta, uint8_t* d);
+
+}  // namespace minfer::kernels

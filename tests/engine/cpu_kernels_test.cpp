@@ -1,0 +1,197 @@
+// The CPU backend's fast ops against the scalar references, on random data,
+// odd sizes and the edge cases (one token, masked cells, GQA groups, head
+// dims 64 and 128, non-contiguous cells).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "engine/backend/cpu/cpu_kernels.h"
+#include "engine/backend/cpu/reference/reference.h"
+#include "engine/quant/quant.h"
+
+namespace minfer {
+namespace {
+
+std::vector<float> random_vec(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+struct AttnCase {
+  int n_heads, n_kv_heads, head_dim, n_tokens, n_cells;
+  DType kv;
+};
+
+class CpuAttention : public testing::TestWithParam<AttnCase> {};
+
+TEST_P(CpuAttention, MatchesReference) {
+  const AttnCase c = GetParam();
+  std::mt19937 rng(c.head_dim * 1000 + c.n_cells);
+  const int kv_dim = c.n_kv_heads * c.head_dim;
+  const int n_ctx = c.n_cells + 5;
+  const size_t elem = c.kv == DType::kF16 ? 2 : 4;
+  std::vector<uint8_t> kc(static_cast<size_t>(n_ctx) * kv_dim * elem), vc(kc.size());
+  for (int cell = 0; cell < n_ctx; ++cell) {
+    auto k = random_vec(static_cast<size_t>(kv_dim), rng), v = random_vec(static_cast<size_t>(kv_dim), rng);
+    ref::kv_store_ref(k.data(), kc.data() + static_cast<size_t>(cell) * kv_dim * elem, c.kv, kv_dim);
+    ref::kv_store_ref(v.data(), vc.data() + static_cast<size_t>(cell) * kv_dim * elem, c.kv, kv_dim);
+  }
+  // The sequence's cells in a scattered order; cell j holds position j, the
+  // queries are the last n_tokens positions, so the mask is causal.
+  std::vector<int32_t> seq_cells(static_cast<size_t>(c.n_cells)), cell_pos(static_cast<size_t>(n_ctx), 1 << 30);
+  for (int j = 0; j < c.n_cells; ++j) {
+    seq_cells[static_cast<size_t>(j)] = (j * 7 + 3) % n_ctx;
+    cell_pos[static_cast<size_t>(seq_cells[static_cast<size_t>(j)])] = j;
+  }
+  std::vector<int32_t> q_pos(static_cast<size_t>(c.n_tokens));
+  for (int t = 0; t < c.n_tokens; ++t) q_pos[static_cast<size_t>(t)] = c.n_cells - c.n_tokens + t;
+  const int q_dim = c.n_heads * c.head_dim;
+  const auto q = random_vec(static_cast<size_t>(c.n_tokens) * q_dim, rng);
+  std::vector<float> out(q.size(), NAN), expected(q.size());
+  ThreadPool pool(3);
+  cpu::AttentionArgs a;
+  a.q = q.data();
+  a.k_cache = kc.data();
+  a.v_cache = vc.data();
+  a.seq_cells = seq_cells.data();
+  a.n_seq_cells = c.n_cells;
+  a.cell_pos = cell_pos.data();
+  a.q_pos = q_pos.data();
+  a.n_tokens = c.n_tokens;
+  a.shape = {c.n_heads, c.n_kv_heads, c.head_dim, c.kv};
+  a.out = out.data();
+  std::vector<std::vector<float>> scratch;
+  cpu::attention(pool, a, scratch);
+  for (int t = 0; t < c.n_tokens; ++t) {
+    ref::attention_ref(q.data() + static_cast<size_t>(t) * q_dim, kc.data(), vc.data(), seq_cells.data(), c.n_cells,
+                       cell_pos.data(), q_pos[static_cast<size_t>(t)], a.shape,
+                       expected.data() + static_cast<size_t>(t) * q_dim);
+  }
+  // f32 arithmetic over ≤ 300 terms of O(1) values: 1e-5 absolute.
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_NEAR(out[i], expected[i], 1e-5) << "first bad index " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,
+                         testing::Values(AttnCase{14, 2, 64, 1, 1, DType::kF16},      // one token, one cell
+                                         AttnCase{14, 2, 64, 1, 300, DType::kF16},    // decode, qwen2.5-0.5b heads
+                                         AttnCase{16, 8, 128, 7, 37, DType::kF16},    // prefill chunk, qwen3 heads
+                                         AttnCase{8, 4, 8, 13, 13, DType::kF32},      // stories260K, full causal
+                                         AttnCase{4, 4, 64, 3, 10, DType::kF32},      // MHA
+                                         AttnCase{32, 8, 128, 2, 129, DType::kF32}));
+
+TEST(CpuRope, MatchesReferenceForBothPairings) {
+  std::mt19937 rng(5);
+  for (RopeType type : {RopeType::kNorm, RopeType::kNeox}) {
+    ref::RopeParams p;
+    p.head_dim = 64;
+    p.n_rot = 64;
+    p.type = type;
+    p.base = 1e6f;
+    const int n_heads = 3, n_tokens = 5;
+    std::vector<int32_t> pos{0, 1, 17, 1000, 32767};
+    auto x = random_vec(static_cast<size_t>(n_tokens) * n_heads * 64, rng);
+    auto expected = x;
+    for (int t = 0; t < n_tokens; ++t) ref::rope_ref(expected.data() + t * n_heads * 64, n_heads, pos[static_cast<size_t>(t)], p);
+    cpu::RopeTable table;
+    table.build(p, pos.data(), n_tokens);
+    ThreadPool pool(2);
+    cpu::rope(pool, x.data(), n_heads * 64, n_tokens, n_heads, p, table);
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], expected[i], 2e-6) << "index " << i;
+  }
+}
+
+TEST(CpuRope, KnownRotation) {
+  // Position 1, head_dim 4, base 10000, norm pairing: pair 0 turns by 1 rad,
+  // pair 1 by 10000^(-1/2) = 0.01 rad.
+  ref::RopeParams p;
+  p.head_dim = 4;
+  p.n_rot = 4;
+  float x[4] = {1.0f, 0.0f, 1.0f, 0.0f};
+  ref::rope_ref(x, 1, 1, p);
+  EXPECT_NEAR(x[0], std::cos(1.0), 1e-7);
+  EXPECT_NEAR(x[1], std::sin(1.0), 1e-7);
+  EXPECT_NEAR(x[2], std::cos(0.01), 1e-7);
+  EXPECT_NEAR(x[3], std::sin(0.01), 1e-7);
+}
+
+TEST(CpuRmsNorm, KnownValues) {
+  // x = [3, 4]: mean square 12.5, scale 1/sqrt(12.5) = 0.28284
+  const float x[2] = {3.0f, 4.0f}, w[2] = {1.0f, 2.0f};
+  float y[2];
+  ref::rms_norm_ref(x, w, y, 2, 0.0f);
+  EXPECT_NEAR(y[0], 0.8485281f, 1e-6);
+  EXPECT_NEAR(y[1], 2.2627417f, 1e-6);
+}
+
+struct MatmulCase {
+  DType type;
+  double tol;  // max |error| relative to max |reference|; activations quantized to the dot format
+};
+
+class CpuMatmul : public testing::TestWithParam<MatmulCase> {};
+
+TEST_P(CpuMatmul, MatchesReferenceAcrossTileEdges) {
+  const MatmulCase c = GetParam();
+  std::mt19937 rng(11);
+  const int64_t k = 512, n_out = 150;  // 150: not a multiple of any tile
+  auto wf = random_vec(static_cast<size_t>(k * n_out), rng, 0.05f);
+  const uint64_t row_bytes = row_size(c.type, k);
+  std::vector<uint8_t> wq(row_bytes * n_out);
+  for (int64_t r = 0; r < n_out; ++r) quant::quantize_row(c.type, wf.data() + r * k, wq.data() + r * row_bytes, k);
+  Weight w;
+  w.name = "w";
+  w.type = c.type;
+  w.n_in = k;
+  w.n_out = n_out;
+  w.data = wq.data();
+  w.row_bytes = row_bytes;
+  auto bias_v = random_vec(static_cast<size_t>(n_out), rng);
+  Weight bias;
+  bias.type = DType::kF32;
+  bias.n_in = n_out;
+  bias.n_out = 1;
+  bias.data = reinterpret_cast<const uint8_t*>(bias_v.data());
+  ThreadPool pool(2);
+  for (int n_rows : {1, 3, 70}) {
+    auto x = random_vec(static_cast<size_t>(n_rows * k), rng);
+    const DType act = quant::vec_dot_type(c.type);
+    const size_t stride = act == DType::kF32 ? k * sizeof(float) : row_size(act, k);
+    std::vector<uint8_t> xq;
+    const void* xp = x.data();
+    if (act != DType::kF32) {
+      xq.resize(stride * n_rows);
+      cpu::quantize_rows(pool, act, x.data(), k, n_rows, k, xq.data(), stride);
+      xp = xq.data();
+    }
+    std::vector<float> y(static_cast<size_t>(n_rows * n_out), NAN), e(static_cast<size_t>(n_out));
+    cpu::matmul(pool, w, &bias, xp, stride, n_rows, y.data(), n_out);
+    for (int t = 0; t < n_rows; ++t) {
+      ref::matmul_ref(w, &bias, x.data() + t * k, e.data());
+      double max_ref = 0, max_err = 0;
+      for (int64_t r = 0; r < n_out; ++r) {
+        max_ref = std::max(max_ref, std::abs(static_cast<double>(e[static_cast<size_t>(r)])));
+        max_err = std::max(max_err, std::abs(static_cast<double>(y[static_cast<size_t>(t * n_out + r)] - e[static_cast<size_t>(r)])));
+      }
+      EXPECT_LE(max_err / max_ref, c.tol) << dtype_name(c.type) << " rows " << n_rows << " token " << t;
+    }
+  }
+}
+
+// F32/F16/BF16 use f32 activations: f32 rounding only. Q8_0/Q8_1 activations
+// lose ~0.4% per element (1/127 of the block max); Q8_K similar.
+INSTANTIATE_TEST_SUITE_P(Types, CpuMatmul,
+                         testing::Values(MatmulCase{DType::kF32, 1e-5}, MatmulCase{DType::kF16, 1e-5},
+                                         MatmulCase{DType::kBF16, 1e-5}, MatmulCase{DType::kQ8_0, 1e-2},
+                                         MatmulCase{DType::kQ4_0, 1e-2}, MatmulCase{DType::kQ4_1, 1e-2},
+                                         MatmulCase{DType::kQ5_0, 1e-2}, MatmulCase{DType::kQ5_1, 1e-2},
+                                         MatmulCase{DType::kQ4_K, 1e-2}, MatmulCase{DType::kQ5_K, 1e-2},
+                                         MatmulCase{DType::kQ6_K, 1e-2}),
+                         [](const testing::TestParamInfo<MatmulCase>& i) { return std::string(dtype_name(i.param.type)); });
+
+}  // namespace
+}  // namespace minfer

@@ -1,0 +1,153 @@
+// Sampler: each filter on logits worked out by hand, reproducibility, and the
+// drawn frequencies against the softmax they should follow.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/sampling/sampler.h"
+
+namespace minfer {
+namespace {
+
+SamplingParams plain(float temperature) {
+  SamplingParams p;
+  p.temperature = temperature;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  return p;
+}
+
+TEST(Sampler, GreedyTakesTheFirstLargest) {
+  Sampler s(plain(0.0f), 4);
+  std::vector<float> l{0.5f, 2.0f, 2.0f, -1.0f};
+  EXPECT_EQ(s.sample(l.data(), {}), 1);
+}
+
+TEST(Sampler, RepeatPenaltyDividesPositiveAndMultipliesNegative) {
+  SamplingParams p = plain(0.0f);
+  p.repeat_penalty = 2.0f;
+  Sampler s(p, 3);
+  // history {0, 2}: [2.0, 1.5, -1.0] → [1.0, 1.5, -2.0]
+  std::vector<float> l{2.0f, 1.5f, -1.0f};
+  EXPECT_EQ(s.sample(l.data(), {0, 2}), 1);
+  EXPECT_FLOAT_EQ(l[0], 1.0f);
+  EXPECT_FLOAT_EQ(l[1], 1.5f);
+  EXPECT_FLOAT_EQ(l[2], -2.0f);
+}
+
+TEST(Sampler, PresenceAndFrequencyPenalties) {
+  SamplingParams p = plain(0.0f);
+  p.frequency_penalty = 0.5f;
+  p.presence_penalty = 0.1f;
+  Sampler s(p, 3);
+  // history {0, 0, 1}: token 0: 1 - 2*0.5 - 0.1 = -0.1; token 1: 1 - 0.5 - 0.1 = 0.4; token 2: 1
+  std::vector<float> l{1.0f, 1.0f, 1.0f};
+  EXPECT_EQ(s.sample(l.data(), {0, 0, 1}), 2);
+  EXPECT_FLOAT_EQ(l[0], -0.1f);
+  EXPECT_FLOAT_EQ(l[1], 0.4f);
+}
+
+TEST(Sampler, PenaltiesLookOnlyAtTheLastNTokens) {
+  SamplingParams p = plain(0.0f);
+  p.presence_penalty = 1.0f;
+  p.penalty_last_n = 1;
+  Sampler s(p, 2);
+  std::vector<float> l{1.0f, 0.5f};
+  EXPECT_EQ(s.sample(l.data(), {0, 1}), 0);  // only token 1 is penalised → [1.0, -0.5]
+  EXPECT_FLOAT_EQ(l[1], -0.5f);
+}
+
+TEST(Sampler, LogitBiasCanBanTheTopToken) {
+  SamplingParams p = plain(0.0f);
+  p.logit_bias = {{1, -INFINITY}};
+  Sampler s(p, 3);
+  std::vector<float> l{0.0f, 5.0f, 1.0f};
+  EXPECT_EQ(s.sample(l.data(), {}), 2);
+}
+
+std::vector<int> histogram(SamplingParams p, const std::vector<float>& logits, int draws) {
+  Sampler s(p, static_cast<int>(logits.size()));
+  std::vector<int> counts(logits.size(), 0);
+  for (int i = 0; i < draws; ++i) {
+    std::vector<float> l = logits;
+    ++counts[static_cast<size_t>(s.sample(l.data(), {}))];
+  }
+  return counts;
+}
+
+TEST(Sampler, DrawsFollowTheSoftmax) {
+  const std::vector<float> logits{std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+  const auto counts = histogram(plain(1.0f), logits, 20000);
+  EXPECT_NEAR(counts[0] / 20000.0, 0.5, 0.015);
+  EXPECT_NEAR(counts[1] / 20000.0, 0.3, 0.015);
+  EXPECT_NEAR(counts[2] / 20000.0, 0.2, 0.015);
+}
+
+TEST(Sampler, TemperatureSharpens) {
+  // T = 0.5 squares the probabilities: 0.25, 0.09, 0.04 → 0.6579, 0.2368, 0.1053
+  const std::vector<float> logits{std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+  const auto counts = histogram(plain(0.5f), logits, 20000);
+  EXPECT_NEAR(counts[0] / 20000.0, 0.6579, 0.015);
+  EXPECT_NEAR(counts[2] / 20000.0, 0.1053, 0.015);
+}
+
+TEST(Sampler, TopKTopPMinPCutTheTail) {
+  const std::vector<float> logits{std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+  SamplingParams k = plain(1.0f);
+  k.top_k = 1;
+  EXPECT_EQ(histogram(k, logits, 500)[0], 500);
+  SamplingParams p = plain(1.0f);
+  p.top_p = 0.6f;  // 0.5 < 0.6 ≤ 0.8: keeps two
+  auto hp = histogram(p, logits, 2000);
+  EXPECT_EQ(hp[2], 0);
+  EXPECT_GT(hp[1], 0);
+  SamplingParams m = plain(1.0f);
+  m.min_p = 0.5f;  // keeps p ≥ 0.25
+  auto hm = histogram(m, logits, 2000);
+  EXPECT_EQ(hm[2], 0);
+  EXPECT_GT(hm[1], 0);
+}
+
+TEST(Sampler, TopPOverALargeVocabularyGrowsItsSortedPrefix) {
+  // 5000 equal logits: top_p 0.9 must keep 4500 of them, more than the first
+  // sorted prefix of 256.
+  SamplingParams p = plain(1.0f);
+  p.top_p = 0.9f;
+  const auto counts = histogram(p, std::vector<float>(5000, 0.0f), 3000);
+  int used = 0;
+  for (int c : counts) used += c > 0;
+  EXPECT_GT(used, 1500);
+  int beyond = 0;
+  for (size_t i = 4500; i < counts.size(); ++i) beyond += counts[i];
+  EXPECT_EQ(beyond, 0);
+}
+
+TEST(Sampler, SameSeedSameDraws) {
+  const std::vector<float> logits{0.1f, 0.2f, 0.3f, 0.4f};
+  SamplingParams p = plain(1.0f);
+  p.seed = 99;
+  EXPECT_EQ(histogram(p, logits, 300), histogram(p, logits, 300));
+  Sampler a(p, 4), b(p, 4);
+  for (int i = 0; i < 50; ++i) {
+    std::vector<float> la = logits, lb = logits;
+    ASSERT_EQ(a.sample(la.data(), {}), b.sample(lb.data(), {}));
+  }
+}
+
+TEST(Sampler, ValidateNamesTheParameter) {
+  SamplingParams p = plain(1.0f);
+  p.min_p = 1.5f;
+  auto st = p.validate(10);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("min_p is 1.5"), std::string::npos) << st.error().message;
+  p = plain(1.0f);
+  p.logit_bias = {{10, 1.0f}};
+  st = p.validate(10);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("logit_bias token 10"), std::string::npos);
+  EXPECT_TRUE(plain(0.7f).validate(10).has_value());
+}
+
+}  // namespace
+}  // namespace minfer
