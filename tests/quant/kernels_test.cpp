@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -147,6 +148,24 @@ TEST(Isa, DetectedIsActiveByDefaultAndScalarAlwaysWorks) {
   EXPECT_TRUE(set_active_isa(Isa::kScalar));
   EXPECT_EQ(active_isa(), Isa::kScalar);
   EXPECT_TRUE(set_active_isa(saved));
+}
+
+// MINFER_CPU_ISA is read once, at the first use of the ISA state, so each
+// case runs in a fresh process (threadsafe death tests re-execute the binary).
+void exit_with_active_isa(const char* env) {
+  setenv("MINFER_CPU_ISA", env, 1);
+  std::fprintf(stderr, "active=%s\n", std::string(isa_name(active_isa())).c_str());
+  std::exit(0);
+}
+
+TEST(IsaEnv, CapsTheActiveIsa) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(exit_with_active_isa("scalar"), ::testing::ExitedWithCode(0), "active=scalar");
+  // Unknown names and ISAs the CPU lacks fall back to the detected one (with a warning).
+  const std::string detected = "active=" + std::string(isa_name(detected_isa()));
+  EXPECT_EXIT(exit_with_active_isa("sse9"), ::testing::ExitedWithCode(0), detected);
+  const char* missing = detected_isa() == Isa::kNeon ? "avx512" : "neon";
+  EXPECT_EXIT(exit_with_active_isa(missing), ::testing::ExitedWithCode(0), detected);
 }
 
 TEST(Isa, UnsupportedIsaIsAnErrorNamingIt) {
