@@ -9,6 +9,8 @@
 
 namespace minfer::cli {
 // Subcommands, one file each (cmd_<name>.cpp).
+int cmd_gguf(const std::vector<std::string>& args);
+int cmd_synth(const std::vector<std::string>& args);
 }  // namespace minfer::cli
 
 namespace {
@@ -16,6 +18,8 @@ namespace {
 using minfer::cli::Command;
 
 const Command kCommands[] = {
+    {"gguf", "show what a GGUF file holds (gguf info FILE)", minfer::cli::cmd_gguf},
+    {"synth", "write a synthetic model: real shapes, random weights", minfer::cli::cmd_synth},
     {"version", "print the version", [](const std::vector<std::string>&) {
        std::printf("minfer %s\n", MINFER_VERSION);
        return 0;
