@@ -64,6 +64,32 @@ void bm_gemm(benchmark::State& state, DType wt, Isa isa) {
   (void)set_active_isa(saved);
 }
 
+// The same product cut into tiles of tile_rows x 64 columns, one gemm call
+// each, as a multi-threaded backend does: per-call costs (activation
+// summaries, panel repacking) against tile size.
+void bm_gemm_tiled(benchmark::State& state, DType wt) {
+  const bool k_quant = dtype_traits(wt).block_elems == 256;
+  const int64_t k = k_quant ? 4864 : 896, n_rows = k_quant ? 896 : 4864, n_cols = 512;
+  const int64_t tile_rows = state.range(0), tile_cols = 64;
+  const DType at = vec_dot_type(wt);
+  const std::vector<uint8_t> w = matrix(wt, n_rows, k, 1);
+  const std::vector<uint8_t> x = matrix(at, n_cols, k, 2);
+  std::vector<float> y(static_cast<size_t>(n_rows * n_cols));
+  const size_t wb = row_size(wt, k), xb = row_size(at, k);
+  for (auto _ : state) {
+    for (int64_t r0 = 0; r0 < n_rows; r0 += tile_rows) {
+      for (int64_t c0 = 0; c0 < n_cols; c0 += tile_cols) {
+        const int64_t nr = n_rows - r0 < tile_rows ? n_rows - r0 : tile_rows;
+        gemm(wt, w.data() + r0 * wb, wb, nr, x.data() + c0 * xb, xb, tile_cols, k, y.data() + c0 * n_rows + r0,
+             n_rows);
+      }
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GOPS"] = benchmark::Counter(2.0 * k * n_rows * n_cols * state.iterations() / 1e9,
+                                              benchmark::Counter::kIsRate);
+}
+
 void bm_quantize(benchmark::State& state, DType t, Isa isa) {
   const int64_t n = 4864;
   const Isa saved = active_isa();
@@ -98,6 +124,10 @@ int register_all() {
     }
   }
   (void)set_active_isa(detected_isa());
+  for (DType t : {DType::kQ8_0, DType::kQ4_K}) {
+    const std::string name = "gemm_tiles/" + std::string(dtype_name(t)) + "/" + std::string(isa_name(detected_isa()));
+    benchmark::RegisterBenchmark(name.c_str(), bm_gemm_tiled, t)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond);
+  }
   return 0;
 }
 
