@@ -5,7 +5,11 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #ifdef MINFER_HAVE_SYSTEMD
@@ -124,5 +128,19 @@ void configure(Sink sink, Level lvl) {
   }
 #endif
 }
+
+Sink sink() { return g_sink.load(); }
+
+bool stderr_is_journal() {
+  const char* v = std::getenv("JOURNAL_STREAM");
+  if (v == nullptr) return false;
+  unsigned long long dev = 0, ino = 0;
+  if (std::sscanf(v, "%llu:%llu", &dev, &ino) != 2) return false;
+  struct stat st {};
+  if (::fstat(2, &st) != 0) return false;
+  return static_cast<unsigned long long>(st.st_dev) == dev && static_cast<unsigned long long>(st.st_ino) == ino;
+}
+
+void flush() { stderr_logger().flush(); }
 
 }  // namespace minfer::log

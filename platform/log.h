@@ -31,6 +31,13 @@ enum class Sink { kStderr, kJournald };
 // Chooses the destination. kJournald falls back to stderr, with a warning, when
 // the build has no systemd support.
 void configure(Sink sink, Level level);
+Sink sink();
+// True when stderr is a stream into the journal: JOURNAL_STREAM names the
+// device and inode of our stderr (systemd.exec(5)). A child that inherited the
+// variable but not the stream (redirected stderr) gets false.
+bool stderr_is_journal();
+// Flushes buffered lines (before a deliberate _exit).
+void flush();
 
 template <class... Args>
 void trace(fmt::format_string<Args...> f, Args&&... args) {
