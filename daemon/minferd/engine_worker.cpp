@@ -1,0 +1,341 @@
+#include "daemon/minferd/engine_worker.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "daemon/minferd/request_parse.h"
+#include "platform/log.h"
+
+namespace minfer::daemon {
+namespace {
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// An engine error caused by the request is the client's (400); anything else is ours (500).
+ApiError engine_error(const Error& e, const char* param) {
+  if (e.code == ErrorCode::kInvalidArgument || e.code == ErrorCode::kOutOfRange) {
+    return invalid_request(param, "invalid_value", e.message);
+  }
+  return server_error(500, "engine_error", e.message);
+}
+
+}  // namespace
+
+EngineWorker::EngineWorker(const DaemonConfig& config, Metrics& metrics, std::chrono::milliseconds heartbeat_timeout,
+                           Hooks hooks)
+    : config_(config),
+      metrics_(metrics),
+      heartbeat_timeout_(heartbeat_timeout),
+      // A few ticks per heartbeat timeout, so an idle engine never looks
+      // stalled; at most 4 wake-ups a second.
+      idle_tick_(std::clamp(heartbeat_timeout / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(250))),
+      hooks_(std::move(hooks)),
+      queue_(static_cast<size_t>(config.queue_size)) {
+  beat();
+}
+
+EngineWorker::~EngineWorker() {
+  stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EngineWorker::start() { thread_ = std::thread([this] { run(); }); }
+
+void EngineWorker::beat() {
+  heartbeat_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+}
+
+HealthInputs EngineWorker::health_inputs() const {
+  HealthInputs in;
+  in.phase = phase_.load();
+  Clock::time_point last{Clock::duration(heartbeat_ns_.load(std::memory_order_relaxed))};
+  if (loaded_.load(std::memory_order_acquire)) {
+    const EngineHealth h = engine_->health();
+    in.engine_phase = h.phase;
+    in.engine_reason = h.reason;
+    last = std::max(last, h.last_step);  // the engine's own steps count too (a long prefill)
+  }
+  if (in.phase == DaemonPhase::kFailed) in.engine_reason = failure();
+  in.heartbeat_age = Clock::now() - last;
+  in.heartbeat_timeout = heartbeat_timeout_;
+  return in;
+}
+
+std::string EngineWorker::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+void EngineWorker::fail(std::string error) {
+  {
+    std::lock_guard lock(mutex_);
+    failure_ = error;
+  }
+  phase_.store(DaemonPhase::kFailed);
+  log::error("{}", error);
+  if (hooks_.on_failed) hooks_.on_failed(error);
+}
+
+bool EngineWorker::load_and_warm_up() {
+  EngineConfig ec;
+  ec.model_path = config_.model;
+  parse_backend_choice(config_.backend, &ec.backend);  // checked by the configuration parser
+  ec.n_ctx = config_.ctx_size;
+  ec.n_batch = config_.batch_size;
+  ec.kv_type = config_.kv_type;
+  ec.n_threads = config_.threads;
+  ec.apply_environment();
+  if (hooks_.on_progress) hooks_.on_progress(fmt::format("loading model {}", config_.model));
+  if (config_.debug_load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(config_.debug_load_delay_ms));
+  const auto t0 = Clock::now();
+  auto loaded = Engine::load(ec);
+  if (!loaded) {
+    fail(fmt::format("cannot load model {}: {}", config_.model, loaded.error().message));
+    return false;
+  }
+  engine_ = std::move(*loaded);
+  info_ = engine_->info();
+  limits_ = ModelLimits{info_.n_ctx, info_.vocab_size};
+  loaded_.store(true, std::memory_order_release);
+  beat();
+  log::info("loaded {} ({}, {} layers, n_ctx {}) in {:.0f} ms on {} ({}){}", info_.name, info_.arch, info_.n_layers,
+            info_.n_ctx, ms_between(t0, Clock::now()), info_.backend, info_.backend_detail,
+            info_.backend_reason.empty() ? "" : ": " + info_.backend_reason);
+
+  // READY=1 promises a working engine: one short greedy generation must
+  // produce tokens (with CUDA, Engine::load has captured its graphs already).
+  phase_.store(DaemonPhase::kWarmingUp);
+  if (hooks_.on_progress) hooks_.on_progress(fmt::format("warming up on {}", info_.backend));
+  GenerationRequest warm;
+  warm.prompt = engine_->tokenize("Hello", engine_->default_add_bos(), false);
+  if (warm.prompt.empty()) warm.prompt.push_back(0);
+  warm.max_tokens = 4;
+  warm.sampling.temperature = 0.0f;
+  warm.ignore_eos = true;
+  const auto t1 = Clock::now();
+  const GenerationResult r = engine_->generate(warm, nullptr, nullptr);
+  beat();
+  if (r.finish == FinishReason::kError || r.n_generated == 0) {
+    fail(fmt::format("warm-up generation failed: {}", r.error ? r.error->message : "it produced no tokens"));
+    return false;
+  }
+  log::info("warm-up generated {} tokens in {:.1f} ms", r.n_generated, ms_between(t1, Clock::now()));
+  phase_.store(DaemonPhase::kReady);
+  if (hooks_.on_ready) hooks_.on_ready(info_);
+  return true;
+}
+
+void EngineWorker::run() {
+  if (load_and_warm_up()) {
+    while (!stop_.load()) {
+      std::shared_ptr<Job> job = queue_.pop_for(idle_tick_);
+      beat();
+      if (job) serve(job);
+    }
+  }
+  // Whatever still waits gets its outcome.
+  for (auto& job : queue_.take_all()) {
+    job->request_cancel(CancelReason::kShutdown);
+    finish_cancelled(job);
+  }
+  std::lock_guard lock(mutex_);
+  thread_done_ = true;
+  done_cv_.notify_all();
+}
+
+EngineWorker::Admit EngineWorker::submit(std::shared_ptr<Job> job) {
+  switch (phase_.load()) {
+    case DaemonPhase::kLoading:
+    case DaemonPhase::kWarmingUp: return Admit::kNotReady;
+    case DaemonPhase::kFailed: return Admit::kFailed;
+    case DaemonPhase::kStopping: return Admit::kStopping;
+    case DaemonPhase::kReady: break;
+  }
+  std::vector<std::shared_ptr<Job>> dropped;
+  const bool queued = queue_.try_push(std::move(job), &dropped);
+  for (auto& d : dropped) finish_cancelled(d);
+  return queued ? Admit::kQueued : Admit::kFull;
+}
+
+void EngineWorker::stop_accepting() {
+  if (phase_.load() == DaemonPhase::kReady) phase_.store(DaemonPhase::kStopping);
+}
+
+void EngineWorker::cancel_all(CancelReason reason) {
+  for (auto& job : queue_.take_all()) {
+    job->request_cancel(reason);
+    finish_cancelled(job);
+  }
+  std::lock_guard lock(mutex_);
+  if (running_) running_->request_cancel(reason);
+}
+
+void EngineWorker::stop() {
+  stop_.store(true);
+  queue_.close();
+}
+
+bool EngineWorker::join_for(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (!thread_.joinable()) return true;
+  if (!done_cv_.wait_for(lock, timeout, [&] { return thread_done_; })) return false;
+  lock.unlock();
+  thread_.join();
+  return true;
+}
+
+bool EngineWorker::idle() const {
+  std::lock_guard lock(mutex_);
+  return running_ == nullptr && queue_.depth() == 0;
+}
+
+void EngineWorker::finish_cancelled(const std::shared_ptr<Job>& job) {
+  JobOutcome out;
+  out.result.finish = FinishReason::kCancelled;
+  out.queue_ms = ms_between(job->received, Clock::now());
+  job->sink->finished(std::move(out));
+}
+
+void EngineWorker::serve(const std::shared_ptr<Job>& job) {
+  {
+    std::lock_guard lock(mutex_);
+    running_ = job;
+  }
+  JobOutcome out;
+  const auto now = Clock::now();
+  out.queue_ms = ms_between(job->received, now);
+  metrics_.queue_wait().observe(out.queue_ms / 1000.0);
+  if (job->cancelled()) {
+    out.result.finish = FinishReason::kCancelled;  // its client left while it waited
+  } else if (now >= job->deadline) {
+    out.error = server_error(504, "deadline_exceeded",
+                             fmt::format("the request waited {:.0f} ms for the engine, past its deadline of {} ms",
+                                         out.queue_ms, config_.request_timeout_ms));
+  } else {
+    switch (job->kind) {
+      case JobKind::kGenerate: run_generation(*job, out); break;
+      case JobKind::kTokenize: run_tokenize(*job, out); break;
+      case JobKind::kDetokenize: run_detokenize(*job, out); break;
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    running_.reset();
+  }
+  job->sink->finished(std::move(out));
+}
+
+void EngineWorker::run_tokenize(Job& job, JobOutcome& out) {
+  const auto t0 = Clock::now();
+  const TokenizeSpec& t = job.tokenize;
+  out.tokens = engine_->tokenize(t.content, t.add_special && engine_->default_add_bos(), t.parse_special);
+  if (t.with_pieces) {
+    for (const int32_t id : out.tokens) {
+      auto piece = engine_->detokenize({id});
+      out.pieces.push_back(piece ? std::move(*piece) : std::string());
+    }
+  }
+  out.engine_ms = ms_between(t0, Clock::now());
+}
+
+void EngineWorker::run_detokenize(Job& job, JobOutcome& out) {
+  const auto t0 = Clock::now();
+  auto text = engine_->detokenize(job.detokenize.tokens);
+  out.engine_ms = ms_between(t0, Clock::now());
+  if (!text) {
+    out.error = engine_error(text.error(), "tokens");
+    return;
+  }
+  out.content = std::move(*text);
+}
+
+void EngineWorker::run_generation(Job& job, JobOutcome& out) {
+  const GenerationSpec& spec = job.generation;
+  const auto t_prep = Clock::now();
+  std::vector<int32_t> prompt;
+  if (spec.kind == ApiKind::kChat) {
+    auto rendered = engine_->apply_chat_template(spec.messages, true);
+    if (!rendered) {
+      out.error = engine_error(rendered.error(), "messages");
+      return;
+    }
+    // The template writes control tokens as text: parse them as tokens.
+    prompt = engine_->tokenize(*rendered, engine_->default_add_bos(), true);
+  } else if (spec.prompt_is_tokens) {
+    prompt = spec.prompt_tokens;  // token prompts are taken exactly as given
+  } else {
+    prompt = engine_->tokenize(spec.prompt_text, engine_->default_add_bos(), false);
+  }
+  GenerationRequest req;
+  if (auto e = make_generation_request(spec, std::move(prompt), limits_, job.seed, &req)) {
+    out.error = std::move(*e);
+    return;
+  }
+  req.deadline = job.deadline;
+  const double prep_ms = ms_between(t_prep, Clock::now());
+  metrics_.count_prompt_tokens(static_cast<int>(req.prompt.size()));
+  job.sink->started(static_cast<int>(req.prompt.size()));
+
+  // The engine calls back once per token and, when text was still held back
+  // at the end (a partial character or stop string), once more with that
+  // tail. Only the result tells which, so each call's token is counted when
+  // the next call comes, and the last one from the result.
+  Clock::time_point last{};
+  int calls = 0;
+  std::optional<double> pending_latency_s;
+  auto account_previous = [&] {
+    metrics_.count_generated_token();
+    if (pending_latency_s) metrics_.token_latency().observe(*pending_latency_s);
+  };
+  const bool stream = spec.stream;
+  auto on_token = [&](const TokenEvent& ev) {
+    const auto now = Clock::now();
+    beat();
+    if (calls == 0) {
+      out.result.ttft_ms = ms_between(job.received, now);  // from receipt: what the client waits
+      metrics_.ttft().observe(out.result.ttft_ms / 1000.0);
+    } else {
+      account_previous();
+      pending_latency_s = std::chrono::duration<double>(now - last).count();
+    }
+    ++calls;
+    last = now;
+    on_generated_token();
+    if (stream && !ev.text.empty()) job.sink->text(ev.text);
+    return !job.cancelled();
+  };
+  const auto t_gen = Clock::now();
+  GenerationResult r = engine_->generate(req, on_token, &job.cancel);
+  out.engine_ms = ms_between(t_gen, Clock::now()) + prep_ms;
+  if (calls > 0 && calls == r.n_generated) account_previous();  // the last call was a token, not a tail
+  r.ttft_ms = out.result.ttft_ms;
+  out.result = std::move(r);
+  if (out.result.n_generated > 1) metrics_.set_decode_rate(out.result.decode_tokens_per_s());
+  if (out.result.finish == FinishReason::kError) {
+    out.error = engine_error(out.result.error.value_or(Error(ErrorCode::kInternal, "unknown engine error")),
+                             spec.kind == ApiKind::kChat ? "messages" : "prompt");
+  } else if (out.result.finish == FinishReason::kDeadline) {
+    out.error = server_error(504, "deadline_exceeded",
+                             fmt::format("the request passed its deadline of {} ms after {} generated tokens",
+                                         config_.request_timeout_ms, out.result.n_generated));
+  }
+}
+
+void EngineWorker::on_generated_token() {
+  ++tokens_generated_;
+  if (config_.debug_token_delay_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(config_.debug_token_delay_ms));  // test hook: a slow model
+    beat();
+  }
+  const int stall_after = config_.debug_stall_engine_after_tokens;
+  if (stall_after <= 0 || tokens_generated_ < static_cast<uint64_t>(stall_after)) return;
+  // Test hook: behave like a hung GPU. The heartbeat stops, /health turns
+  // 503 and the watchdog pings stop, which is what the tests prove.
+  log::warn("debug-stall-engine-after-tokens={}: the engine thread now hangs (test hook)", stall_after);
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+}  // namespace minfer::daemon

@@ -1,0 +1,254 @@
+// The fields /v1/completions and /v1/chat/completions share. Ranges follow
+// the OpenAI API where it defines one (temperature 0..2, penalties -2..2,
+// logit bias -100..100) and the sampler's otherwise (top_p, min_p, top_k).
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "daemon/minferd/json_fields.h"
+#include "daemon/minferd/request_parse.h"
+
+namespace minfer::daemon {
+namespace {
+
+std::optional<ApiError> out_of_range(const char* name, double v, const char* range) {
+  return invalid_request(name, "invalid_value", fmt::format("'{}' is {}; allowed {}", name, v, range));
+}
+
+std::optional<ApiError> read_stop(const Json& body, std::vector<std::string>* out) {
+  auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  std::vector<std::string> stops;
+  if (it->is_string()) {
+    stops.push_back(it->get<std::string>());
+  } else if (it->is_array()) {
+    if (it->size() > kMaxStopStrings) {
+      return invalid_request("stop", "invalid_value",
+                             fmt::format("'stop' has {} strings; at most {} are allowed", it->size(), kMaxStopStrings));
+    }
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_string()) {
+        return invalid_request("stop", "invalid_type",
+                               fmt::format("'stop'[{}] must be a string, got {}", i, json_type_phrase((*it)[i])));
+      }
+      stops.push_back((*it)[i].get<std::string>());
+    }
+  } else {
+    return invalid_request("stop", "invalid_type",
+                           fmt::format("'stop' must be a string or an array of strings, got {}", json_type_phrase(*it)));
+  }
+  for (const std::string& s : stops) {
+    if (s.empty()) return invalid_request("stop", "invalid_value", "'stop' strings must not be empty");
+    if (s.size() > kMaxStopBytes) {
+      return invalid_request("stop", "invalid_value",
+                             fmt::format("a 'stop' string has {} bytes; at most {} are allowed", s.size(), kMaxStopBytes));
+    }
+  }
+  *out = std::move(stops);
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_logit_bias(const Json& body, int vocab_size, SamplingParams* sp) {
+  auto it = body.find("logit_bias");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) {
+    return invalid_request("logit_bias", "invalid_type",
+                           fmt::format("'logit_bias' must be an object mapping token ids to numbers, got {}",
+                                       json_type_phrase(*it)));
+  }
+  for (const auto& [key, value] : it->items()) {
+    // Keys are decimal token ids, as in the OpenAI API.
+    char* end = nullptr;
+    errno = 0;
+    const long long id = std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || end != key.c_str() + key.size() || errno != 0 || id < 0 || id >= vocab_size) {
+      return invalid_request("logit_bias", "invalid_value",
+                             fmt::format("'logit_bias' key '{}' is not a token id in [0, {})", key, vocab_size));
+    }
+    if (!value.is_number()) {
+      return invalid_request("logit_bias", "invalid_type",
+                             fmt::format("'logit_bias'[\"{}\"] must be a number, got {}", key, json_type_phrase(value)));
+    }
+    const double bias = value.get<double>();
+    if (!(bias >= -100.0 && bias <= 100.0)) return out_of_range("logit_bias", bias, "[-100, 100]");
+    sp->logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(bias));
+  }
+  return std::nullopt;
+}
+
+// Features we do not implement are refused, not ignored: a client that asks
+// for log-probabilities or tools would otherwise silently get something else.
+std::optional<ApiError> refuse_unsupported(const Json& body) {
+  auto unsupported = [](const char* name, const std::string& why) {
+    return invalid_request(name, "unsupported_parameter", fmt::format("'{}' {}; minferd does not support it", name, why));
+  };
+  auto given = [&](const char* name) {
+    auto it = body.find(name);
+    return it != body.end() && !it->is_null();
+  };
+  if (given("logprobs")) {
+    const Json& v = body["logprobs"];
+    if (!(v.is_boolean() && !v.get<bool>()) && !(v.is_number_integer() && v.get<int64_t>() == 0)) {
+      return unsupported("logprobs", "asks for log-probabilities");
+    }
+  }
+  if (given("top_logprobs")) return unsupported("top_logprobs", "asks for log-probabilities");
+  if (given("echo") && !(body["echo"].is_boolean() && !body["echo"].get<bool>())) {
+    return unsupported("echo", "asks for the prompt to be echoed");
+  }
+  if (given("best_of") && !(body["best_of"].is_number_integer() && body["best_of"].get<int64_t>() == 1)) {
+    return unsupported("best_of", "asks for several candidates");
+  }
+  if (given("suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty())) {
+    return unsupported("suffix", "asks for insertion");
+  }
+  for (const char* name : {"tools", "functions"}) {
+    if (given(name) && !(body[name].is_array() && body[name].empty())) return unsupported(name, "declares tools");
+  }
+  if (given("tool_choice") && !(body["tool_choice"].is_string() && body["tool_choice"].get<std::string>() == "none")) {
+    return unsupported("tool_choice", "asks for tool calls");
+  }
+  if (given("response_format")) {
+    const Json& rf = body["response_format"];
+    if (!(rf.is_object() && rf.contains("type") && rf["type"] == "text")) {
+      return unsupported("response_format", "asks for structured output");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLimits& limits, GenerationSpec* out) {
+  if (auto e = refuse_unsupported(body)) return e;
+
+  std::optional<int64_t> n;
+  if (auto e = read_integer(body, "n", &n)) return e;
+  if (n && *n != 1) {
+    return invalid_request("n", "invalid_value", fmt::format("'n' is {}; only n=1 (one choice) is supported", *n));
+  }
+  std::optional<std::string> model;
+  if (auto e = read_string(body, "model", &model)) return e;  // any name: this appliance serves one model
+
+  // Chat's max_completion_tokens supersedes the deprecated max_tokens.
+  const char* max_name = "max_tokens";
+  std::optional<int64_t> max_tokens;
+  if (out->kind == ApiKind::kChat) {
+    if (auto e = read_integer(body, "max_completion_tokens", &max_tokens)) return e;
+    if (max_tokens) max_name = "max_completion_tokens";
+  }
+  if (!max_tokens) {
+    if (auto e = read_integer(body, "max_tokens", &max_tokens)) return e;
+  }
+  if (max_tokens) {
+    if (*max_tokens < 1) {
+      return invalid_request(max_name, "invalid_value", fmt::format("'{}' is {}; it must be at least 1", max_name, *max_tokens));
+    }
+    if (*max_tokens > limits.n_ctx - 1) {
+      return invalid_request(max_name, "context_length_exceeded",
+                             fmt::format("'{}' is {} but the context holds {} tokens, prompt included (at most {})",
+                                         max_name, *max_tokens, limits.n_ctx, limits.n_ctx - 1));
+    }
+    out->max_tokens = static_cast<int>(*max_tokens);
+  }
+
+  SamplingParams& sp = out->sampling;
+  // Float parameters: name, bounds (open or closed at each end), destination.
+  struct FloatField {
+    const char* name;
+    double lo, hi;
+    bool lo_open, hi_open;
+    const char* range;
+    float* dest;
+  };
+  const FloatField floats[] = {
+      {"temperature", 0.0, 2.0, false, false, "[0, 2]", &sp.temperature},
+      {"top_p", 0.0, 1.0, true, false, "(0, 1]", &sp.top_p},
+      {"min_p", 0.0, 1.0, false, true, "[0, 1)", &sp.min_p},
+      {"presence_penalty", -2.0, 2.0, false, false, "[-2, 2]", &sp.presence_penalty},
+      {"frequency_penalty", -2.0, 2.0, false, false, "[-2, 2]", &sp.frequency_penalty},
+      {"repeat_penalty", 0.0, 10.0, true, false, "(0, 10]", &sp.repeat_penalty},
+  };
+  for (const FloatField& f : floats) {
+    std::optional<double> d;
+    if (auto e = read_number(body, f.name, &d)) return e;
+    if (!d) continue;
+    const bool above = f.lo_open ? *d > f.lo : *d >= f.lo;
+    const bool below = f.hi_open ? *d < f.hi : *d <= f.hi;
+    if (!above || !below) return out_of_range(f.name, *d, f.range);
+    *f.dest = static_cast<float>(*d);
+  }
+  std::optional<int64_t> i;
+  if (auto e = read_integer(body, "top_k", &i)) return e;
+  if (i) {
+    if (*i < 0 || *i > limits.vocab_size) return out_of_range("top_k", static_cast<double>(*i), "[0, vocabulary size]");
+    sp.top_k = static_cast<int>(*i);
+  }
+  i.reset();
+  if (auto e = read_integer(body, "seed", &i)) return e;
+  if (i) out->seed = static_cast<uint64_t>(*i);  // negative seeds are seeds too
+  if (auto e = read_logit_bias(body, limits.vocab_size, &sp)) return e;
+  if (auto e = read_stop(body, &out->stop)) return e;
+
+  std::optional<bool> stream;
+  if (auto e = read_bool(body, "stream", &stream)) return e;
+  out->stream = stream.value_or(false);
+  auto so = body.find("stream_options");
+  if (so != body.end() && !so->is_null()) {
+    if (!so->is_object()) {
+      return invalid_request("stream_options", "invalid_type",
+                             fmt::format("'stream_options' must be an object, got {}", json_type_phrase(*so)));
+    }
+    if (!out->stream) {
+      return invalid_request("stream_options", "invalid_value", "'stream_options' is only allowed with \"stream\": true");
+    }
+    std::optional<bool> usage;
+    if (auto e = read_bool(*so, "include_usage", &usage)) {
+      e->param = "stream_options.include_usage";
+      return e;
+    }
+    out->include_usage = usage.value_or(false);
+  }
+  // The sampler's own check is the last word on ranges it owns.
+  if (Status st = sp.validate(limits.vocab_size); !st) return invalid_request("", "invalid_value", st.error().message);
+  return std::nullopt;
+}
+
+std::optional<ApiError> make_generation_request(const GenerationSpec& spec, std::vector<int32_t> prompt,
+                                                const ModelLimits& limits, uint64_t seed, GenerationRequest* out) {
+  const int n_prompt = static_cast<int>(prompt.size());
+  const char* prompt_param = spec.kind == ApiKind::kChat ? "messages" : "prompt";
+  if (n_prompt == 0) return invalid_request(prompt_param, "invalid_value", "the prompt is empty (no tokens)");
+  if (n_prompt >= limits.n_ctx) {
+    return invalid_request(prompt_param, "context_length_exceeded",
+                           fmt::format("the prompt has {} tokens but the context holds {} (the prompt must leave room "
+                                       "for at least one generated token)",
+                                       n_prompt, limits.n_ctx));
+  }
+  const int room = limits.n_ctx - n_prompt;
+  int max_tokens = 0;
+  if (spec.max_tokens) {
+    if (*spec.max_tokens > room) {
+      return invalid_request(spec.kind == ApiKind::kChat ? "max_completion_tokens" : "max_tokens",
+                             "context_length_exceeded",
+                             fmt::format("the prompt has {} tokens and max_tokens is {}: {} exceeds the context of {} "
+                                         "tokens",
+                                         n_prompt, *spec.max_tokens, n_prompt + *spec.max_tokens, limits.n_ctx));
+    }
+    max_tokens = *spec.max_tokens;
+  } else {
+    constexpr int kOpenAiCompletionDefault = 16;  // OpenAI's default for /v1/completions
+    max_tokens = spec.kind == ApiKind::kCompletion ? std::min(kOpenAiCompletionDefault, room) : room;
+  }
+  out->prompt = std::move(prompt);
+  out->max_tokens = max_tokens;
+  out->sampling = spec.sampling;
+  out->sampling.seed = spec.seed.value_or(seed);
+  out->stop = spec.stop;
+  out->ignore_eos = false;
+  return std::nullopt;
+}
+
+}  // namespace minfer::daemon

@@ -1,0 +1,55 @@
+// What a client asked for, parsed and validated from the request body with no
+// engine at hand: the prompt (text, token ids or chat messages), limits and
+// sampling. The engine thread later turns the prompt into tokens and calls
+// make_generation_request (request_parse.h) to check it against the context.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/chat/chat_template.h"
+#include "engine/sampling/sampler.h"
+
+namespace minfer::daemon {
+
+// The model's limits, as plain data (the parser never sees an Engine).
+struct ModelLimits {
+  int n_ctx = 0;
+  int vocab_size = 0;
+};
+
+enum class ApiKind { kCompletion, kChat };
+
+struct GenerationSpec {
+  ApiKind kind = ApiKind::kCompletion;
+  // Exactly one prompt form is set: text, token ids, or chat messages.
+  std::string prompt_text;
+  bool prompt_is_tokens = false;
+  std::vector<int32_t> prompt_tokens;
+  std::vector<ChatMessage> messages;
+
+  std::optional<int> max_tokens;          // absent: completion 16 (OpenAI), chat the rest of the context
+  SamplingParams sampling;                // seed filled below when given
+  std::optional<uint64_t> seed;           // absent: a random seed per request (OpenAI semantics)
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;             // stream_options.include_usage
+};
+
+// POST /tokenize: {"content", "add_special" (false), "parse_special" (true), "with_pieces" (false)}
+// as llama.cpp's server.
+struct TokenizeSpec {
+  std::string content;
+  bool add_special = false;
+  bool parse_special = true;
+  bool with_pieces = false;
+};
+
+// POST /detokenize: {"tokens": [ids]}.
+struct DetokenizeSpec {
+  std::vector<int32_t> tokens;
+};
+
+}  // namespace minfer::daemon

@@ -1,0 +1,73 @@
+// One accepted request on its way through the engine thread: what to do, its
+// deadline, its cancellation token, and the sink that carries results back to
+// the client's session. A job ends in exactly one JobSink::finished call.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/minferd/api_error.h"
+#include "daemon/minferd/generation_spec.h"
+#include "daemon/minferd/metrics.h"
+#include "engine/api.h"
+
+namespace minfer::daemon {
+
+using Clock = std::chrono::steady_clock;
+
+enum class JobKind { kGenerate, kTokenize, kDetokenize };
+
+struct JobOutcome {
+  std::optional<ApiError> error;  // rejected or failed: answered with this
+  GenerationResult result;        // kGenerate (finish says how it ended)
+  std::vector<int32_t> tokens;    // kTokenize
+  std::vector<std::string> pieces;  // kTokenize with_pieces: each token's text
+  std::string content;            // kDetokenize
+  double queue_ms = 0;            // receipt → the engine thread took it
+  double engine_ms = 0;           // inside Engine::generate / tokenize / detokenize
+};
+
+// Implemented by the session. Called on the engine thread: implementations
+// post to their strand and return at once (the engine never waits for a client).
+class JobSink {
+ public:
+  virtual ~JobSink() = default;
+  // The prompt passed every check and generation begins (a stream sends its head).
+  virtual void started(int n_prompt) = 0;
+  // Streamed text (streaming generations only; never empty).
+  virtual void text(std::string piece) = 0;
+  // The single outcome.
+  virtual void finished(JobOutcome outcome) = 0;
+};
+
+struct Job {
+  uint64_t id = 0;
+  JobKind kind = JobKind::kGenerate;
+  GenerationSpec generation;
+  TokenizeSpec tokenize;
+  DetokenizeSpec detokenize;
+  uint64_t seed = 0;  // used when the request gave none
+  Clock::time_point received{};
+  Clock::time_point deadline{};
+  std::shared_ptr<JobSink> sink;
+
+  // The cancellation token: set by the session (client gone, not reading,
+  // deadline) or the daemon (shutdown); the engine checks it every step.
+  std::atomic<bool> cancel{false};
+  std::atomic<CancelReason> cancel_reason{CancelReason::kNone};
+
+  // First reason wins; later ones do not overwrite it.
+  void request_cancel(CancelReason reason) {
+    CancelReason none = CancelReason::kNone;
+    cancel_reason.compare_exchange_strong(none, reason);
+    cancel.store(true, std::memory_order_release);
+  }
+  bool cancelled() const { return cancel.load(std::memory_order_acquire); }
+};
+
+}  // namespace minfer::daemon
