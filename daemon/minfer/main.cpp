@@ -11,6 +11,11 @@ namespace minfer::cli {
 // Subcommands, one file each (cmd_<name>.cpp).
 int cmd_gguf(const std::vector<std::string>& args);
 int cmd_synth(const std::vector<std::string>& args);
+// Clients of minferd over its socket.
+int cmd_complete(const std::vector<std::string>& args);
+int cmd_chat(const std::vector<std::string>& args);
+int cmd_health(const std::vector<std::string>& args);
+int cmd_metrics(const std::vector<std::string>& args);
 }  // namespace minfer::cli
 
 namespace {
@@ -20,6 +25,10 @@ using minfer::cli::Command;
 const Command kCommands[] = {
     {"gguf", "show what a GGUF file holds (gguf info FILE)", minfer::cli::cmd_gguf},
     {"synth", "write a synthetic model: real shapes, random weights", minfer::cli::cmd_synth},
+    {"complete", "stream a completion from minferd (over its socket)", minfer::cli::cmd_complete},
+    {"chat", "chat with minferd interactively", minfer::cli::cmd_chat},
+    {"health", "print minferd's health; exit 0 when it serves", minfer::cli::cmd_health},
+    {"metrics", "print minferd's Prometheus metrics", minfer::cli::cmd_metrics},
     {"version", "print the version", [](const std::vector<std::string>&) {
        std::printf("minfer %s\n", MINFER_VERSION);
        return 0;

@@ -1,0 +1,70 @@
+#include "daemon/minfer/generation_stream.h"
+
+#include <fmt/format.h>
+
+namespace minfer::cli {
+namespace po = boost::program_options;
+
+void SamplingOptions::add_to(po::options_description& desc) {
+  desc.add_options()
+      ("max-tokens,n", po::value(&max_tokens)->default_value(max_tokens), "most tokens to generate")
+      ("temperature", po::value(&temperature)->default_value(temperature), "temperature (0: greedy)")
+      ("top-p", po::value(&top_p)->default_value(top_p), "top-p (1: off)")
+      ("top-k", po::value(&top_k)->default_value(top_k), "top-k (0: off)")
+      ("min-p", po::value(&min_p)->default_value(min_p), "min-p (0: off)")
+      ("repeat-penalty", po::value(&repeat_penalty)->default_value(repeat_penalty), "repetition penalty (1: off)")
+      ("seed", po::value(&seed)->default_value(seed), "sampling seed (-1: the daemon picks one)")
+      ("stop", po::value(&stop)->composing(), "stop string (repeatable)");
+}
+
+void SamplingOptions::write(nlohmann::json& body) const {
+  body["max_tokens"] = max_tokens;
+  body["temperature"] = temperature;
+  body["top_p"] = top_p;
+  body["top_k"] = top_k;
+  body["min_p"] = min_p;
+  body["repeat_penalty"] = repeat_penalty;
+  if (seed >= 0) body["seed"] = seed;
+  if (!stop.empty()) body["stop"] = stop;
+}
+
+Expected<StreamSummary> stream_generation(SocketClient& client, std::string_view target, nlohmann::json body,
+                                          const std::function<void(const std::string& text)>& on_text) {
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  StreamSummary summary;
+  std::string stream_error;
+  auto r = client.stream(target, body.dump(), [&](std::string_view data) {
+    const nlohmann::json j = nlohmann::json::parse(data, nullptr, false);
+    if (!j.is_object()) return true;
+    if (j.contains("error")) {
+      stream_error = error_message(std::string(data));
+      return false;
+    }
+    if (j.contains("usage") && j["usage"].is_object()) {
+      summary.prompt_tokens = j["usage"].value("prompt_tokens", 0);
+      summary.completion_tokens = j["usage"].value("completion_tokens", 0);
+    }
+    if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return true;
+    const nlohmann::json& c = j["choices"][0];
+    std::string text;
+    if (c.contains("text") && c["text"].is_string()) text = c["text"].get<std::string>();
+    if (c.contains("delta") && c["delta"].is_object() && c["delta"].contains("content") &&
+        c["delta"]["content"].is_string()) {
+      text = c["delta"]["content"].get<std::string>();
+    }
+    if (!text.empty()) on_text(text);
+    if (c.contains("finish_reason") && c["finish_reason"].is_string()) {
+      summary.finish_reason = c["finish_reason"].get<std::string>();
+    }
+    return true;
+  });
+  if (!r) return r.error();
+  if (r->status != 200) {
+    return unexpected(ErrorCode::kInvalidArgument, fmt::format("minferd answered {}: {}", r->status, error_message(r->body)));
+  }
+  if (!stream_error.empty()) return unexpected(ErrorCode::kInternal, "minferd: " + stream_error);
+  return summary;
+}
+
+}  // namespace minfer::cli

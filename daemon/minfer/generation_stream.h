@@ -1,0 +1,42 @@
+// What `minfer complete` and `minfer chat` share: the sampling options they
+// send, and reading a streamed completion (text pieces as they come, then the
+// finish reason and token counts).
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "daemon/minfer/socket_client.h"
+
+namespace minfer::cli {
+
+struct SamplingOptions {
+  int max_tokens = 256;
+  float temperature = 0.8f;
+  float top_p = 0.95f;
+  int top_k = 40;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.0f;
+  long long seed = -1;  // -1: let the daemon pick
+  std::vector<std::string> stop;
+
+  void add_to(boost::program_options::options_description& desc);
+  // Adds the fields to a request body.
+  void write(nlohmann::json& body) const;
+};
+
+struct StreamSummary {
+  std::string finish_reason;
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+};
+
+// POSTs `body` (with "stream": true and usage asked for) to `target` and calls
+// on_text with each piece of text. Errors carry the daemon's message.
+Expected<StreamSummary> stream_generation(SocketClient& client, std::string_view target, nlohmann::json body,
+                                          const std::function<void(const std::string& text)>& on_text);
+
+}  // namespace minfer::cli
