@@ -1,0 +1,97 @@
+// minferd's configuration: defaults, the INI file, command line over file,
+// and errors that name the option and the value.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "daemon/minferd/config.h"
+
+namespace minfer::daemon {
+namespace {
+
+ConfigOutcome parse(std::vector<std::string> args, DaemonConfig* c, std::string* message) {
+  args.insert(args.begin(), "minferd");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return parse_daemon_config(static_cast<int>(argv.size()), argv.data(), c, message);
+}
+
+// A configuration file for one test, removed at the end of the process.
+std::string write_file(const std::string& text) {
+  static std::vector<std::string> written;
+  static struct Cleanup {
+    ~Cleanup() {
+      for (const auto& p : written) std::remove(p.c_str());
+    }
+  } cleanup;
+  char path[] = "/tmp/minferd-conf-XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+  std::ofstream(path) << text;
+  written.push_back(path);
+  return path;
+}
+
+TEST(Config, DefaultsAndCommandLine) {
+  DaemonConfig c;
+  std::string msg;
+  ASSERT_EQ(parse({"--config", write_file(""), "--ctx-size", "128", "--queue-size", "3"}, &c, &msg),
+            ConfigOutcome::kRun)
+      << msg;
+  EXPECT_EQ(c.ctx_size, 128);
+  EXPECT_EQ(c.queue_size, 3);
+  EXPECT_EQ(c.model, "/usr/share/minfer/models/stories260K.gguf");
+  EXPECT_EQ(c.socket, "/run/minfer/minferd.sock");
+  EXPECT_EQ(c.backend, "auto");
+  EXPECT_EQ(c.debug_stall_engine_after_tokens, 0);
+}
+
+TEST(Config, FileThenCommandLineWins) {
+  const std::string file = write_file("# comment\nsocket = /tmp/x.sock\nctx-size = 512\nlog-level = debug\n");
+  DaemonConfig c;
+  std::string msg;
+  ASSERT_EQ(parse({"--config", file, "--ctx-size", "64"}, &c, &msg), ConfigOutcome::kRun) << msg;
+  EXPECT_EQ(c.socket, "/tmp/x.sock");
+  EXPECT_EQ(c.ctx_size, 64);
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_EQ(c.config_file, file);
+}
+
+TEST(Config, ErrorsNameTheOptionAndValue) {
+  DaemonConfig c;
+  std::string msg;
+  EXPECT_EQ(parse({"--config", write_file("no-such-option = 1\n")}, &c, &msg), ConfigOutcome::kExitUsage);
+  EXPECT_NE(msg.find("no-such-option"), std::string::npos) << msg;
+  EXPECT_EQ(parse({"--config", "/nonexistent/minferd.conf"}, &c, &msg), ConfigOutcome::kExitUsage);
+  EXPECT_NE(msg.find("/nonexistent/minferd.conf"), std::string::npos) << msg;
+  const std::string empty = write_file("");
+  EXPECT_EQ(parse({"--config", empty, "--queue-size", "0"}, &c, &msg), ConfigOutcome::kExitUsage);
+  EXPECT_NE(msg.find("--queue-size is 0"), std::string::npos) << msg;
+  EXPECT_EQ(parse({"--config", empty, "--backend", "tpu"}, &c, &msg), ConfigOutcome::kExitUsage);
+  EXPECT_NE(msg.find("'tpu'"), std::string::npos) << msg;
+  EXPECT_EQ(parse({"--config", empty, "--log-level", "loud"}, &c, &msg), ConfigOutcome::kExitUsage);
+  EXPECT_NE(msg.find("'loud'"), std::string::npos) << msg;
+  EXPECT_EQ(parse({"--config", empty, "--ctx-size", "many"}, &c, &msg), ConfigOutcome::kExitUsage);
+}
+
+TEST(Config, HelpListsEveryOption) {
+  DaemonConfig c;
+  std::string msg;
+  ASSERT_EQ(parse({"--help"}, &c, &msg), ConfigOutcome::kExitOk);
+  for (const char* name : {"--config", "--model", "--socket", "--group", "--backend", "--ctx-size", "--kv-type",
+                           "--threads", "--batch-size", "--queue-size", "--max-connections", "--max-pipelined",
+                           "--body-limit-bytes", "--stream-buffer-bytes", "--send-buffer-bytes",
+                           "--request-timeout-ms", "--header-timeout-ms", "--idle-timeout-ms", "--shutdown-grace-ms",
+                           "--heartbeat-timeout-ms", "--http-threads", "--log-level", "--log-sink",
+                           "--debug-stall-engine-after-tokens", "--debug-token-delay-ms", "--debug-load-delay-ms"}) {
+    EXPECT_NE(msg.find(name), std::string::npos) << name;
+  }
+}
+
+}  // namespace
+}  // namespace minfer::daemon

@@ -1,0 +1,306 @@
+// A real minferd on a real socket in a temp dir, serving the shipped
+// stories260K model on the CPU: every endpoint's happy path, with bodies
+// asserted. Greedy outputs are checked against the reference continuation
+// (tests/engine/stories_e2e_test.cpp); chat is checked against the same
+// prompt tokenized by /tokenize and completed by /v1/completions, and streams
+// against the non-streamed answer for the same seed.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <ctime>
+
+#include "tests/daemon/daemon_process.h"
+#include "tests/daemon/daemon_suite.h"
+#include "tests/daemon/http_test_client.h"
+#include "tests/daemon/prometheus_text.h"
+
+namespace minfer::test {
+namespace {
+
+using Json = nlohmann::json;
+
+// What the model continues "Once upon a time" with in 27 greedy tokens.
+constexpr const char* kGreedy27 = ", there was a little girl named Lily. She loved to play outside in the park.";
+constexpr const char* kChatMlRendered = "<|im_start|>user\nOnce upon a time<|im_end|>\n<|im_start|>assistant\n";
+
+struct DefaultSpec {
+  static DaemonSpec spec() { return {}; }
+};
+
+class DaemonApi : public DaemonSuite<DefaultSpec> {
+ protected:
+  static Json post(const std::string& target, const Json& body, int expected_status = 200) {
+    const HttpResponse r = post_json(sock(), target, body);
+    EXPECT_EQ(r.status, expected_status) << r.body;
+    return r.json();
+  }
+};
+
+// Joins the streamed text and checks the chunk shapes on the way.
+struct Reassembled {
+  std::string text;
+  std::string finish_reason;
+  Json usage;
+  bool done = false;
+  size_t chunks = 0;
+};
+
+Reassembled reassemble(const std::string& body, const std::string& object, bool usage_expected) {
+  Reassembled out;
+  const std::vector<std::string> events = sse_data(body, &out.done);
+  std::string id;
+  for (const std::string& e : events) {
+    const Json j = Json::parse(e, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << e;
+    if (!j.is_object()) continue;
+    EXPECT_EQ(j["object"], object) << e;
+    if (id.empty()) id = j["id"].get<std::string>();
+    EXPECT_EQ(j["id"], id) << "every chunk of a stream has the stream's id";
+    EXPECT_EQ(j.contains("usage"), usage_expected) << e;
+    if (j["choices"].empty()) {
+      out.usage = j["usage"];
+      continue;
+    }
+    ++out.chunks;
+    EXPECT_TRUE(j.contains("usage") ? j["usage"].is_null() : true) << e;
+    const Json& c = j["choices"][0];
+    EXPECT_EQ(c["index"], 0);
+    EXPECT_TRUE(out.finish_reason.empty()) << "a chunk after the finish: " << e;
+    if (c.contains("text")) out.text += c["text"].get<std::string>();
+    if (c.contains("delta") && c["delta"].contains("content")) out.text += c["delta"]["content"].get<std::string>();
+    if (!c["finish_reason"].is_null()) out.finish_reason = c["finish_reason"].get<std::string>();
+  }
+  return out;
+}
+
+TEST_F(DaemonApi, HealthIsReadyWithBackendModelAndUptime) {
+  const HttpResponse r = http_request(sock(), "GET", "/health");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.header("content-type"), "application/json");
+  const Json j = r.json();
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["phase"], "ready");
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_TRUE(j["backend_reason"].is_string() && !j["backend_reason"].get<std::string>().empty()) << j;
+  EXPECT_EQ(j["model"], "stories260K.gguf");
+  EXPECT_EQ(j["chat_template"], "chatml (fallback)");
+  EXPECT_GE(j["uptime_s"].get<double>(), 0.0);
+  EXPECT_LT(j["uptime_s"].get<double>(), 600.0);
+  EXPECT_EQ(j["queue_capacity"], 16);
+}
+
+TEST_F(DaemonApi, ModelsListTheModelWithTemplateAndBackend) {
+  const HttpResponse r = http_request(sock(), "GET", "/v1/models");
+  ASSERT_EQ(r.status, 200);
+  const Json j = r.json();
+  EXPECT_EQ(j["object"], "list");
+  ASSERT_EQ(j["data"].size(), 1u);
+  const Json& m = j["data"][0];
+  EXPECT_EQ(m["id"], "stories260K.gguf");
+  EXPECT_EQ(m["object"], "model");
+  EXPECT_EQ(m["owned_by"], "minfer");
+  EXPECT_EQ(m["chat_template"], "chatml (fallback)");
+  EXPECT_EQ(m["backend"], "cpu");
+  EXPECT_EQ(m["arch"], "llama");
+  EXPECT_EQ(m["n_ctx"], 256);
+  EXPECT_EQ(m["vocab_size"], 512);
+  const HttpResponse one = http_request(sock(), "GET", "/v1/models/stories260K.gguf");
+  ASSERT_EQ(one.status, 200);
+  EXPECT_EQ(one.json()["id"], "stories260K.gguf");
+  const HttpResponse missing = http_request(sock(), "GET", "/v1/models/gpt-4");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.json()["error"]["code"], "model_not_found");
+}
+
+TEST_F(DaemonApi, GreedyCompletionIsTheReferenceContinuation) {
+  const HttpResponse r = post_json(sock(), "/v1/completions",
+                                   {{"model", "anything"}, {"prompt", "Once upon a time"}, {"max_tokens", 27},
+                                    {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json j = r.json();
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["id"].get<std::string>().rfind("cmpl-", 0), 0u);
+  EXPECT_EQ(j["model"], "stories260K.gguf");
+  EXPECT_NEAR(j["created"].get<double>(), static_cast<double>(std::time(nullptr)), 600);
+  ASSERT_EQ(j["choices"].size(), 1u);
+  EXPECT_EQ(j["choices"][0]["text"], kGreedy27);
+  EXPECT_EQ(j["choices"][0]["index"], 0);
+  EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"], Json::parse(R"({"prompt_tokens":5,"completion_tokens":27,"total_tokens":32})"));
+  EXPECT_NE(r.header("server-timing").find("engine;dur="), std::string::npos);
+  EXPECT_FALSE(r.header("x-request-id").empty());
+}
+
+TEST_F(DaemonApi, TokenPromptGivesTheSameText) {
+  const Json j = post("/v1/completions", {{"prompt", {1, 403, 407, 261, 378}}, {"max_tokens", 27}, {"temperature", 0}});
+  EXPECT_EQ(j["choices"][0]["text"], kGreedy27);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 5);
+}
+
+TEST_F(DaemonApi, StopStringEndsTheTextAndFinishesWithStop) {
+  const Json j = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0},
+                                          {"stop", {"Lily", "never"}}});
+  EXPECT_EQ(j["choices"][0]["text"], ", there was a little girl named ");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(DaemonApi, DefaultMaxTokensIsOpenAisSixteen) {
+  const Json j = post("/v1/completions", {{"prompt", "Once upon a time"}, {"temperature", 0}});
+  EXPECT_EQ(j["usage"]["completion_tokens"], 16);
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+}
+
+TEST_F(DaemonApi, ChatAppliesTheTemplateWithSpecialTokensAndBos) {
+  // The same prompt through /tokenize (special tokens parsed, BOS added) and
+  // /v1/completions must give what /v1/chat/completions gives.
+  const Json tokens = post("/tokenize", {{"content", kChatMlRendered}, {"add_special", true}})["tokens"];
+  ASSERT_GT(tokens.size(), 5u);
+  EXPECT_EQ(tokens[0], 1) << "BOS first";
+  const Json via_completion = post("/v1/completions", {{"prompt", tokens}, {"max_tokens", 12}, {"temperature", 0}});
+  const Json chat = post("/v1/chat/completions",
+                         {{"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}},
+                          {"max_tokens", 12},
+                          {"temperature", 0}});
+  EXPECT_EQ(chat["object"], "chat.completion");
+  EXPECT_EQ(chat["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  ASSERT_EQ(chat["choices"].size(), 1u);
+  EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(chat["choices"][0]["message"]["content"], via_completion["choices"][0]["text"]);
+  EXPECT_EQ(chat["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(chat["usage"]["prompt_tokens"], tokens.size());
+  EXPECT_EQ(chat["usage"]["completion_tokens"], 12);
+}
+
+TEST_F(DaemonApi, StreamReassemblesToTheNonStreamedTextForTheSameSeed) {
+  const Json req = {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 1.0}, {"top_k", 0},
+                    {"top_p", 1.0}, {"min_p", 0.0}, {"seed", 42}};
+  const Json whole = post("/v1/completions", req);
+  Json sreq = req;
+  sreq["stream"] = true;
+  sreq["stream_options"] = {{"include_usage", true}};
+  TestConnection c(sock());
+  ASSERT_TRUE(c.send(make_request("POST", "/v1/completions", sreq.dump())));
+  const auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->header("content-type"), "text/event-stream");
+  EXPECT_EQ(r->header("transfer-encoding"), "chunked");
+  EXPECT_EQ(r->body.substr(r->body.size() - 14), "data: [DONE]\n\n");
+  const Reassembled s = reassemble(r->body, "text_completion", true);
+  EXPECT_TRUE(s.done);
+  EXPECT_GT(s.chunks, 3u);
+  EXPECT_EQ(s.text, whole["choices"][0]["text"]);
+  EXPECT_EQ(s.finish_reason, whole["choices"][0]["finish_reason"]);
+  EXPECT_EQ(s.usage, whole["usage"]);
+  // And a second seed gives another text (the seed is honoured, not ignored).
+  Json other = req;
+  other["seed"] = 43;
+  EXPECT_NE(post("/v1/completions", other)["choices"][0]["text"], whole["choices"][0]["text"]);
+}
+
+TEST_F(DaemonApi, ChatStreamStartsWithTheRoleAndMatchesTheNonStreamedReply) {
+  const Json req = {{"messages", {{{"role", "system"}, {"content", "Tell a story."}}, {{"role", "user"}, {"content", "A dog"}}}},
+                    {"max_tokens", 20},
+                    {"seed", 7}};
+  const Json whole = post("/v1/chat/completions", req);
+  Json sreq = req;
+  sreq["stream"] = true;
+  const HttpResponse r = http_request(sock(), "POST", "/v1/chat/completions", sreq.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  bool done = false;
+  const std::vector<std::string> events = sse_data(r.body, &done);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(Json::parse(events[0])["choices"][0]["delta"], Json::parse(R"({"role":"assistant","content":""})"));
+  EXPECT_EQ(Json::parse(events.back())["choices"][0]["delta"], Json::object());
+  const Reassembled s = reassemble(r.body, "chat.completion.chunk", false);
+  EXPECT_TRUE(s.done);
+  EXPECT_EQ(s.text, whole["choices"][0]["message"]["content"]);
+  EXPECT_EQ(s.finish_reason, whole["choices"][0]["finish_reason"]);
+}
+
+TEST_F(DaemonApi, TokenizeAndDetokenizeLikeLlamaCppServer) {
+  EXPECT_EQ(post("/tokenize", {{"content", "Once upon a time"}})["tokens"], Json::parse("[403,407,261,378]"));
+  EXPECT_EQ(post("/tokenize", {{"content", "Once upon a time"}, {"add_special", true}})["tokens"],
+            Json::parse("[1,403,407,261,378]"));
+  EXPECT_EQ(post("/detokenize", {{"tokens", {403, 407, 261, 378}}})["content"], "Once upon a time");
+  const Json pieces = post("/tokenize", {{"content", "Once upon"}, {"with_pieces", true}})["tokens"];
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(pieces[0]["id"], 403);
+  EXPECT_EQ(pieces[0]["piece"], "Once");
+  EXPECT_EQ(pieces[1]["id"], 407);
+}
+
+TEST_F(DaemonApi, MetricsArePrometheusText) {
+  post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}});
+  const HttpResponse r = http_request(sock(), "GET", "/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_GE(metric_value(r.body, "minfer_requests_total{endpoint=\"/v1/completions\",status=\"200\"}"), 1);
+  EXPECT_EQ(metric_value(r.body, "minfer_engine_state{state=\"ready\"}"), 1);
+  EXPECT_EQ(metric_value(r.body, "minfer_queue_capacity"), 16);
+  EXPECT_EQ(metric_value(r.body, "minfer_queue_depth"), 0);
+  EXPECT_GE(metric_value(r.body, "minfer_generated_tokens_total"), 4);
+  EXPECT_GE(metric_value(r.body, "minfer_prompt_tokens_total"), 5);
+  EXPECT_GE(metric_value(r.body, "minfer_time_to_first_token_seconds_count"), 1);
+  EXPECT_GE(metric_value(r.body, "minfer_token_latency_seconds_count"), 3);
+  EXPECT_GE(metric_value(r.body, "minfer_request_overhead_seconds_count"), 1);
+  EXPECT_GT(metric_value(r.body, "minfer_decode_tokens_per_second"), 0);
+  EXPECT_EQ(metric_value(r.body, "minfer_cancellations_total{reason=\"client_gone\"}"), 0);
+  EXPECT_EQ(metric_value(r.body, "minfer_watchdog_trips_total"), 0);
+}
+
+TEST_F(DaemonApi, KeepAliveAndPipelinedRequestsAreAnsweredInOrder) {
+  TestConnection c(sock());
+  ASSERT_TRUE(c.send(make_request("GET", "/health", "", true) +
+                     make_request("POST", "/tokenize", R"({"content":"Once"})", true) +
+                     make_request("GET", "/v1/models", "", true)));
+  const auto a = c.read_response();
+  const auto b = c.read_response();
+  const auto m = c.read_response();
+  ASSERT_TRUE(a && b && m);
+  EXPECT_EQ(a->json()["phase"], "ready");
+  EXPECT_EQ(b->json()["tokens"], Json::parse("[403]"));
+  EXPECT_EQ(m->json()["object"], "list");
+  EXPECT_EQ(std::stoll(b->header("x-request-id")), std::stoll(a->header("x-request-id")) + 1);
+  EXPECT_TRUE(m->keep_alive);
+  ASSERT_TRUE(c.send(make_request("GET", "/health")));  // the same connection, again
+  const auto last = c.read_response();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->status, 200);
+  EXPECT_TRUE(c.wait_closed(5s)) << "Connection: close is honoured";
+}
+
+TEST_F(DaemonApi, Http10GetsAnAnswerAndAClose) {
+  TestConnection c(sock());
+  ASSERT_TRUE(c.send("GET /health HTTP/1.0\r\n\r\n"));
+  const auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(c.wait_closed(5s));
+}
+
+TEST_F(DaemonApi, EachRequestIsOneLogLineWithPeerCredentialsAndFields) {
+  // 23 tokens: no other test asks for that many, so the line is this request's.
+  post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 23}, {"temperature", 0}});
+  ASSERT_TRUE(eventually([] { return daemon_->log().find("GEN_TOKENS=23") != std::string::npos; }, 5s))
+      << daemon_->log();
+  const std::string log = daemon_->log();
+  const size_t end = log.find('\n', log.find("GEN_TOKENS=23"));
+  const size_t begin = log.rfind('\n', end - 1) + 1;
+  const std::string line = log.substr(begin, end - begin);
+  EXPECT_NE(line.find(" info request "), std::string::npos) << line;
+  EXPECT_NE(line.find("POST /v1/completions 200"), std::string::npos) << line;
+  for (const std::string& field :
+       {std::string("PEER_PID=") + std::to_string(::getpid()), std::string("PEER_UID=") + std::to_string(::getuid()),
+        std::string("PEER_GID="), std::string("REQUEST_ID="), std::string("PROMPT_TOKENS=5"),
+        std::string("GEN_TOKENS=23"), std::string("TTFT_MS="), std::string("TOKENS_PER_S="),
+        std::string("FINISH_REASON=length"), std::string("BACKEND=cpu")}) {
+    EXPECT_NE(line.find(field), std::string::npos) << field << " missing from: " << line;
+  }
+  // Nothing per token: the 27 tokens left no other line behind.
+  EXPECT_EQ(log.find("token 1 "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace minfer::test

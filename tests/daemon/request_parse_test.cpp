@@ -1,0 +1,241 @@
+// The engine-free request path: bodies → specs → GenerationRequest, against
+// model limits given as plain data (n_ctx 256, vocabulary 512, like the
+// shipped model). Each case checks the status, code, param and the values
+// named in the message.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/minferd/request_parse.h"
+
+namespace minfer::daemon {
+namespace {
+
+const ModelLimits kLimits{256, 512};
+
+std::optional<ApiError> completion(const std::string& body, GenerationSpec* spec = nullptr) {
+  GenerationSpec s;
+  auto e = parse_completion_request(body, kLimits, &s);
+  if (spec != nullptr) *spec = s;
+  return e;
+}
+
+std::optional<ApiError> chat(const std::string& body, GenerationSpec* spec = nullptr) {
+  GenerationSpec s;
+  auto e = parse_chat_request(body, kLimits, &s);
+  if (spec != nullptr) *spec = s;
+  return e;
+}
+
+void expect_error(const std::optional<ApiError>& e, const std::string& code, const std::string& param,
+                  const std::string& in_message = "") {
+  ASSERT_TRUE(e.has_value()) << "expected " << code;
+  EXPECT_EQ(e->status, 400);
+  EXPECT_EQ(e->type, "invalid_request_error");
+  EXPECT_EQ(e->code, code) << e->message;
+  EXPECT_EQ(e->param, param) << e->message;
+  if (!in_message.empty()) {
+    EXPECT_NE(e->message.find(in_message), std::string::npos) << e->message;
+  }
+}
+
+TEST(CompletionRequest, AcceptsTheOpenAiFields) {
+  GenerationSpec s;
+  ASSERT_FALSE(completion(R"({"model":"x","prompt":"Once","max_tokens":8,"temperature":0.5,"top_p":0.9,"top_k":7,
+    "min_p":0.1,"seed":-3,"stop":["a","b"],"presence_penalty":0.5,"frequency_penalty":-0.5,"repeat_penalty":1.1,
+    "logit_bias":{"5":-100,"6":2.5},"n":1,"stream":true,"stream_options":{"include_usage":true},"user":"u"})",
+                          &s));
+  EXPECT_EQ(s.kind, ApiKind::kCompletion);
+  EXPECT_EQ(s.prompt_text, "Once");
+  EXPECT_FALSE(s.prompt_is_tokens);
+  EXPECT_EQ(s.max_tokens, 8);
+  EXPECT_FLOAT_EQ(s.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(s.sampling.top_p, 0.9f);
+  EXPECT_EQ(s.sampling.top_k, 7);
+  EXPECT_FLOAT_EQ(s.sampling.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(s.sampling.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(s.sampling.frequency_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(s.sampling.repeat_penalty, 1.1f);
+  EXPECT_EQ(s.seed, static_cast<uint64_t>(-3));
+  EXPECT_EQ(s.stop, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(s.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(s.sampling.logit_bias[0], (std::pair<int32_t, float>{5, -100.0f}));
+  EXPECT_EQ(s.sampling.logit_bias[1], (std::pair<int32_t, float>{6, 2.5f}));
+  EXPECT_TRUE(s.stream);
+  EXPECT_TRUE(s.include_usage);
+}
+
+TEST(CompletionRequest, PromptForms) {
+  GenerationSpec s;
+  ASSERT_FALSE(completion(R"({"prompt":[1,403,407]})", &s));
+  EXPECT_TRUE(s.prompt_is_tokens);
+  EXPECT_EQ(s.prompt_tokens, (std::vector<int32_t>{1, 403, 407}));
+  ASSERT_FALSE(completion(R"({"prompt":["one prompt"]})", &s));
+  EXPECT_EQ(s.prompt_text, "one prompt");
+  ASSERT_FALSE(completion(R"({"prompt":[[1,2]]})", &s));
+  EXPECT_EQ(s.prompt_tokens, (std::vector<int32_t>{1, 2}));
+  ASSERT_FALSE(completion(R"({"prompt":"x","stop":"end"})", &s));
+  EXPECT_EQ(s.stop, std::vector<std::string>{"end"});
+  EXPECT_FALSE(s.max_tokens.has_value());  // the default is applied once the prompt length is known
+}
+
+TEST(CompletionRequest, MalformedAndNonObjectBodies) {
+  expect_error(completion("{"), "invalid_json", "");
+  expect_error(completion(""), "invalid_json", "", "empty");
+  expect_error(completion("[1,2]"), "invalid_json", "", "an array");
+  expect_error(completion("\"text\""), "invalid_json", "", "a string");
+  expect_error(completion("{\"prompt\":\"\xff\xfe\"}"), "invalid_json", "");  // not UTF-8
+  // Deep nesting is an error, not a stack overflow.
+  expect_error(completion(std::string(100000, '[') + std::string(100000, ']')), "invalid_json", "", "an array");
+}
+
+TEST(CompletionRequest, MissingAndMistypedFields) {
+  expect_error(completion("{}"), "missing_field", "prompt");
+  expect_error(completion(R"({"prompt":null})"), "missing_field", "prompt");
+  expect_error(completion(R"({"prompt":5})"), "invalid_type", "prompt", "an integer");
+  expect_error(completion(R"({"prompt":{}})"), "invalid_type", "prompt");
+  expect_error(completion(R"({"prompt":"x","max_tokens":"16"})"), "invalid_type", "max_tokens", "a string");
+  expect_error(completion(R"({"prompt":"x","max_tokens":16.5})"), "invalid_type", "max_tokens");
+  expect_error(completion(R"({"prompt":"x","temperature":"hot"})"), "invalid_type", "temperature");
+  expect_error(completion(R"({"prompt":"x","stream":"yes"})"), "invalid_type", "stream");
+  expect_error(completion(R"({"prompt":"x","stop":5})"), "invalid_type", "stop");
+  expect_error(completion(R"({"prompt":"x","stop":["a",1]})"), "invalid_type", "stop");
+  expect_error(completion(R"({"prompt":"x","seed":1.5})"), "invalid_type", "seed");
+  expect_error(completion(R"({"prompt":"x","model":7})"), "invalid_type", "model");
+  expect_error(completion(R"({"prompt":"x","logit_bias":[1]})"), "invalid_type", "logit_bias");
+  expect_error(completion(R"({"prompt":"x","logit_bias":{"5":"big"}})"), "invalid_type", "logit_bias");
+  expect_error(completion(R"({"prompt":"x","stream":true,"stream_options":3})"), "invalid_type", "stream_options");
+  expect_error(completion(R"({"prompt":"x","stream":true,"stream_options":{"include_usage":1}})"), "invalid_type",
+               "stream_options.include_usage");
+}
+
+TEST(CompletionRequest, ValuesOutOfRange) {
+  expect_error(completion(R"({"prompt":"x","max_tokens":0})"), "invalid_value", "max_tokens", "is 0");
+  expect_error(completion(R"({"prompt":"x","max_tokens":-5})"), "invalid_value", "max_tokens", "is -5");
+  expect_error(completion(R"({"prompt":"x","max_tokens":256})"), "context_length_exceeded", "max_tokens", "256");
+  expect_error(completion(R"({"prompt":"x","max_tokens":18446744073709551615})"), "context_length_exceeded",
+               "max_tokens");
+  expect_error(completion(R"({"prompt":"x","temperature":2.5})"), "invalid_value", "temperature", "[0, 2]");
+  expect_error(completion(R"({"prompt":"x","top_p":0})"), "invalid_value", "top_p", "(0, 1]");
+  expect_error(completion(R"({"prompt":"x","min_p":1})"), "invalid_value", "min_p");
+  expect_error(completion(R"({"prompt":"x","top_k":-1})"), "invalid_value", "top_k");
+  expect_error(completion(R"({"prompt":"x","presence_penalty":3})"), "invalid_value", "presence_penalty");
+  expect_error(completion(R"({"prompt":"x","frequency_penalty":-2.5})"), "invalid_value", "frequency_penalty");
+  expect_error(completion(R"({"prompt":"x","repeat_penalty":0})"), "invalid_value", "repeat_penalty");
+  expect_error(completion(R"({"prompt":"x","logit_bias":{"512":1}})"), "invalid_value", "logit_bias", "512");
+  expect_error(completion(R"({"prompt":"x","logit_bias":{"abc":1}})"), "invalid_value", "logit_bias");
+  expect_error(completion(R"({"prompt":"x","logit_bias":{"5":101}})"), "invalid_value", "logit_bias");
+  expect_error(completion(R"({"prompt":"x","stop":""})"), "invalid_value", "stop");
+  expect_error(completion(R"({"prompt":"x","stop":["1","2","3","4","5","6","7","8","9","10","11","12","13","14",
+    "15","16","17"]})"),
+               "invalid_value", "stop", "17");
+  expect_error(completion(R"({"prompt":"x","stream_options":{"include_usage":true}})"), "invalid_value",
+               "stream_options");
+  expect_error(completion(R"({"prompt":[1,512]})"), "invalid_value", "prompt", "512");
+  expect_error(completion(R"({"prompt":[1,-1]})"), "invalid_value", "prompt", "-1");
+  expect_error(completion(R"({"prompt":[]})"), "invalid_value", "prompt");
+  expect_error(completion(R"({"prompt":["a","b"]})"), "invalid_value", "prompt", "2 prompts");
+}
+
+TEST(CompletionRequest, OnlyOneChoice) {
+  for (const char* n : {"0", "2", "1000000000", "-1"}) {
+    expect_error(completion(std::string(R"({"prompt":"x","n":)") + n + "}"), "invalid_value", "n", "only n=1");
+  }
+  expect_error(completion(R"({"prompt":"x","n":"2"})"), "invalid_type", "n");
+  EXPECT_FALSE(completion(R"({"prompt":"x","n":1})"));
+}
+
+TEST(CompletionRequest, UnsupportedFeaturesAreRefused) {
+  expect_error(completion(R"({"prompt":"x","logprobs":2})"), "unsupported_parameter", "logprobs");
+  expect_error(completion(R"({"prompt":"x","echo":true})"), "unsupported_parameter", "echo");
+  expect_error(completion(R"({"prompt":"x","best_of":3})"), "unsupported_parameter", "best_of");
+  expect_error(completion(R"({"prompt":"x","suffix":"end"})"), "unsupported_parameter", "suffix");
+  // Their neutral values are fine.
+  EXPECT_FALSE(completion(R"({"prompt":"x","logprobs":null,"echo":false,"best_of":1,"suffix":""})"));
+}
+
+TEST(ChatRequest, Messages) {
+  GenerationSpec s;
+  ASSERT_FALSE(chat(R"({"messages":[{"role":"developer","content":"Be brief."},{"role":"user","content":
+    [{"type":"text","text":"Hello "},{"type":"text","text":"there"}]},{"role":"assistant","content":"Hi"}],
+    "max_completion_tokens":9,"max_tokens":3})",
+                    &s));
+  EXPECT_EQ(s.kind, ApiKind::kChat);
+  ASSERT_EQ(s.messages.size(), 3u);
+  EXPECT_EQ(s.messages[0].role, "system");  // developer is OpenAI's new name for it
+  EXPECT_EQ(s.messages[0].content, "Be brief.");
+  EXPECT_EQ(s.messages[1].content, "Hello there");
+  EXPECT_EQ(s.messages[2].role, "assistant");
+  EXPECT_EQ(s.max_tokens, 9);  // max_completion_tokens wins
+}
+
+TEST(ChatRequest, BadMessages) {
+  expect_error(chat("{}"), "missing_field", "messages");
+  expect_error(chat(R"({"messages":"hi"})"), "invalid_type", "messages");
+  expect_error(chat(R"({"messages":[]})"), "invalid_value", "messages");
+  expect_error(chat(R"({"messages":[5]})"), "invalid_type", "messages[0]");
+  expect_error(chat(R"({"messages":[{"content":"hi"}]})"), "missing_field", "messages[0].role");
+  expect_error(chat(R"({"messages":[{"role":"wizard","content":"hi"}]})"), "invalid_value", "messages[0].role",
+               "wizard");
+  expect_error(chat(R"({"messages":[{"role":"tool","content":"hi"}]})"), "invalid_value", "messages[0].role");
+  expect_error(chat(R"({"messages":[{"role":"user"}]})"), "missing_field", "messages[0].content");
+  expect_error(chat(R"({"messages":[{"role":"user","content":5}]})"), "invalid_type", "messages[0].content");
+  expect_error(chat(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})"),
+               "unsupported_parameter", "messages[0].content[0]", "image_url");
+  expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})"),
+               "unsupported_parameter", "tools");
+  expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})"),
+               "unsupported_parameter", "response_format");
+  expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0})"), "invalid_value",
+               "max_completion_tokens");
+}
+
+TEST(TokenRequests, ShapesAndDefaults) {
+  TokenizeSpec t;
+  ASSERT_FALSE(parse_tokenize_request(R"({"content":"Once"})", &t));
+  EXPECT_EQ(t.content, "Once");
+  EXPECT_FALSE(t.add_special);  // llama.cpp's defaults
+  EXPECT_TRUE(t.parse_special);
+  EXPECT_FALSE(t.with_pieces);
+  expect_error(parse_tokenize_request("{}", &t), "missing_field", "content");
+  expect_error(parse_tokenize_request(R"({"content":1})", &t), "invalid_type", "content");
+  DetokenizeSpec d;
+  ASSERT_FALSE(parse_detokenize_request(R"({"tokens":[403,407]})", kLimits, &d));
+  EXPECT_EQ(d.tokens, (std::vector<int32_t>{403, 407}));
+  expect_error(parse_detokenize_request(R"({"tokens":[600]})", kLimits, &d), "invalid_value", "tokens", "600");
+  expect_error(parse_detokenize_request(R"({"tokens":"abc"})", kLimits, &d), "invalid_type", "tokens");
+  expect_error(parse_detokenize_request(R"({"tokens":[1.5]})", kLimits, &d), "invalid_type", "tokens");
+}
+
+TEST(GenerationRequest, ContextRules) {
+  GenerationSpec s;
+  ASSERT_FALSE(completion(R"({"prompt":"x","max_tokens":100,"temperature":0,"stop":["."],"seed":9})", &s));
+  GenerationRequest r;
+  ASSERT_FALSE(make_generation_request(s, std::vector<int32_t>(156, 1), kLimits, 77, &r));  // 156 + 100 = 256: fits
+  EXPECT_EQ(r.prompt.size(), 156u);
+  EXPECT_EQ(r.max_tokens, 100);
+  EXPECT_EQ(r.sampling.temperature, 0.0f);
+  EXPECT_EQ(r.sampling.seed, 9u);  // the request's seed, not the fallback
+  EXPECT_EQ(r.stop, std::vector<std::string>{"."});
+  expect_error(make_generation_request(s, std::vector<int32_t>(157, 1), kLimits, 77, &r), "context_length_exceeded",
+               "max_tokens", "157");
+  expect_error(make_generation_request(s, std::vector<int32_t>(256, 1), kLimits, 77, &r), "context_length_exceeded",
+               "prompt", "256");
+  expect_error(make_generation_request(s, {}, kLimits, 77, &r), "invalid_value", "prompt", "empty");
+
+  // Defaults: 16 tokens for completions (OpenAI), the rest of the context for chat.
+  ASSERT_FALSE(completion(R"({"prompt":"x"})", &s));
+  ASSERT_FALSE(make_generation_request(s, std::vector<int32_t>(10, 1), kLimits, 77, &r));
+  EXPECT_EQ(r.max_tokens, 16);
+  EXPECT_EQ(r.sampling.seed, 77u);
+  ASSERT_FALSE(make_generation_request(s, std::vector<int32_t>(250, 1), kLimits, 77, &r));
+  EXPECT_EQ(r.max_tokens, 6);
+  ASSERT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}]})", &s));
+  ASSERT_FALSE(make_generation_request(s, std::vector<int32_t>(10, 1), kLimits, 77, &r));
+  EXPECT_EQ(r.max_tokens, 246);
+  expect_error(make_generation_request(s, std::vector<int32_t>(300, 1), kLimits, 77, &r), "context_length_exceeded",
+               "messages", "300");
+}
+
+}  // namespace
+}  // namespace minfer::daemon

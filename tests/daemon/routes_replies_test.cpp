@@ -1,0 +1,110 @@
+// Routes (404/405 with Allow), HTTP reply framing and the OpenAI response
+// shapes, without a daemon.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/minferd/http_reply.h"
+#include "daemon/minferd/openai_response.h"
+#include "daemon/minferd/routes.h"
+
+namespace minfer::daemon {
+namespace {
+
+using Json = nlohmann::json;
+
+TEST(Routes, KnownPathsMethodsAndQueries) {
+  auto r = route("POST", "/v1/completions?x=1");
+  ASSERT_TRUE(std::holds_alternative<Route>(r));
+  EXPECT_EQ(std::get<Route>(r).endpoint, Endpoint::kCompletions);
+  EXPECT_EQ(std::get<Route>(route("GET", "/metrics")).endpoint, Endpoint::kMetrics);
+  auto m = route("GET", "/v1/models/stories260K.gguf");
+  EXPECT_EQ(std::get<Route>(m).endpoint, Endpoint::kModel);
+  EXPECT_EQ(std::get<Route>(m).model_id, "stories260K.gguf");
+}
+
+TEST(Routes, UnknownPathIs404AndWrongMethodIs405WithAllow) {
+  auto r = route("GET", "/v2/nothing");
+  ASSERT_TRUE(std::holds_alternative<ApiError>(r));
+  EXPECT_EQ(std::get<ApiError>(r).status, 404);
+  EXPECT_EQ(std::get<ApiError>(r).code, "not_found");
+  EXPECT_EQ(std::get<ApiError>(r).message, "Invalid URL (GET /v2/nothing)");
+  auto w = route("GET", "/v1/chat/completions");
+  ASSERT_TRUE(std::holds_alternative<ApiError>(w));
+  EXPECT_EQ(std::get<ApiError>(w).status, 405);
+  EXPECT_EQ(std::get<ApiError>(w).allow, "POST");
+  EXPECT_EQ(std::get<ApiError>(route("DELETE", "/health")).allow, "GET");
+  EXPECT_EQ(std::get<ApiError>(route("POST", "/v1/models/x")).allow, "GET");
+}
+
+TEST(HttpReply, ErrorReplyCarriesTheOpenAiBodyAndHeaders) {
+  ApiError e = server_error(503, "queue_full", "full", 1);
+  const std::string bytes = serialize_reply(error_reply(e), 11, true);
+  EXPECT_EQ(bytes.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << bytes;
+  EXPECT_NE(bytes.find("Retry-After: 1\r\n"), std::string::npos) << bytes;
+  const std::string body = bytes.substr(bytes.find("\r\n\r\n") + 4);
+  EXPECT_NE(bytes.find("Content-Length: " + std::to_string(body.size()) + "\r\n"), std::string::npos);
+  const Json j = Json::parse(body);
+  EXPECT_EQ(j, Json::parse(R"({"error":{"message":"full","type":"server_error","param":null,"code":"queue_full"}})"));
+  EXPECT_NE(serialize_reply(error_reply(e), 11, false).find("Connection: close\r\n"), std::string::npos);
+}
+
+TEST(HttpReply, StreamFraming) {
+  const std::string head = stream_head(11, true, "7");
+  EXPECT_NE(head.find("Transfer-Encoding: chunked\r\n"), std::string::npos);
+  EXPECT_NE(head.find("Content-Type: text/event-stream\r\n"), std::string::npos);
+  EXPECT_NE(head.find("X-Request-Id: 7\r\n"), std::string::npos);
+  EXPECT_EQ(stream_piece("data: x\n\n", 11), "9\r\ndata: x\n\n\r\n");
+  EXPECT_EQ(stream_piece("", 11), "");  // an empty chunk would end the body
+  EXPECT_EQ(stream_end(11), "0\r\n\r\n");
+  // HTTP/1.0 has no chunks: the body runs to the end of the connection.
+  EXPECT_NE(stream_head(10, true, "7").find("Connection: close\r\n"), std::string::npos);
+  EXPECT_EQ(stream_piece("abc", 10), "abc");
+  EXPECT_EQ(stream_end(10), "");
+}
+
+TEST(OpenAiResponse, CompletionAndChatObjects) {
+  ResponseIdentity id{ApiKind::kCompletion, "cmpl-1", 123, "m.gguf"};
+  const Json c = Json::parse(completion_body(id, "hi", "length", Usage{5, 2}));
+  EXPECT_EQ(c, Json::parse(R"({"id":"cmpl-1","object":"text_completion","created":123,"model":"m.gguf",
+    "system_fingerprint":null,"choices":[{"index":0,"text":"hi","logprobs":null,"finish_reason":"length"}],
+    "usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}})"));
+  id.kind = ApiKind::kChat;
+  const Json ch = Json::parse(completion_body(id, "yo", "stop", Usage{1, 1}));
+  EXPECT_EQ(ch["object"], "chat.completion");
+  EXPECT_EQ(ch["choices"][0]["message"], Json::parse(R"({"role":"assistant","content":"yo"})"));
+}
+
+TEST(OpenAiResponse, StreamChunks) {
+  ResponseIdentity id{ApiKind::kChat, "chatcmpl-1", 5, "m"};
+  EXPECT_EQ(Json::parse(role_chunk(id, false))["choices"][0]["delta"], Json::parse(R"({"role":"assistant","content":""})"));
+  const Json t = Json::parse(text_chunk(id, "abc", true));
+  EXPECT_EQ(t["object"], "chat.completion.chunk");
+  EXPECT_EQ(t["choices"][0]["delta"]["content"], "abc");
+  EXPECT_TRUE(t["choices"][0]["finish_reason"].is_null());
+  EXPECT_TRUE(t.contains("usage") && t["usage"].is_null());
+  EXPECT_FALSE(Json::parse(text_chunk(id, "abc", false)).contains("usage"));
+  EXPECT_EQ(Json::parse(finish_chunk(id, "stop", false))["choices"][0]["finish_reason"], "stop");
+  const Json u = Json::parse(usage_chunk(id, Usage{3, 4}));
+  EXPECT_TRUE(u["choices"].empty());
+  EXPECT_EQ(u["usage"]["total_tokens"], 7);
+  id.kind = ApiKind::kCompletion;
+  EXPECT_EQ(Json::parse(text_chunk(id, "abc", false))["choices"][0]["text"], "abc");
+  EXPECT_EQ(sse_event("{}"), "data: {}\n\n");
+}
+
+TEST(OpenAiResponse, FinishReasons) {
+  EXPECT_STREQ(openai_finish_reason(FinishReason::kLength), "length");
+  EXPECT_STREQ(openai_finish_reason(FinishReason::kEos), "stop");
+  EXPECT_STREQ(openai_finish_reason(FinishReason::kStop), "stop");
+  EXPECT_EQ(openai_finish_reason(FinishReason::kCancelled), nullptr);
+}
+
+TEST(OpenAiResponse, InvalidUtf8IsReplacedNotThrown) {
+  ResponseIdentity id{ApiKind::kCompletion, "c", 1, "m"};
+  const Json j = Json::parse(text_chunk(id, "a\xff", false));
+  EXPECT_EQ(j["choices"][0]["text"], "a\xEF\xBF\xBD");
+}
+
+}  // namespace
+}  // namespace minfer::daemon
