@@ -275,7 +275,7 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     return;
   }
   req.deadline = job.deadline;
-  const double prep_ms = ms_between(t_prep, Clock::now());
+  out.prep_ms = ms_between(t_prep, Clock::now());
   metrics_.count_prompt_tokens(static_cast<int>(req.prompt.size()));
   job.sink->started(static_cast<int>(req.prompt.size()));
 
@@ -309,7 +309,7 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   };
   const auto t_gen = Clock::now();
   GenerationResult r = engine_->generate(req, on_token, &job.cancel);
-  out.engine_ms = ms_between(t_gen, Clock::now()) + prep_ms;
+  out.engine_ms = ms_between(t_gen, Clock::now());
   if (calls > 0 && calls == r.n_generated) account_previous();  // the last call was a token, not a tail
   r.ttft_ms = out.result.ttft_ms;
   out.result = std::move(r);

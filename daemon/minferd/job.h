@@ -29,7 +29,8 @@ struct JobOutcome {
   std::vector<std::string> pieces;  // kTokenize with_pieces: each token's text
   std::string content;            // kDetokenize
   double queue_ms = 0;            // receipt → the engine thread took it
-  double engine_ms = 0;           // inside Engine::generate / tokenize / detokenize
+  double prep_ms = 0;             // generation: chat template and tokenization (Engine calls)
+  double engine_ms = 0;           // inside Engine::generate (tokenize / detokenize for those endpoints)
 };
 
 // Implemented by the session. Called on the engine thread: implementations

@@ -57,7 +57,10 @@ void Listener::on_accept(boost::system::error_code ec, stream_protocol::socket s
     reject(std::move(socket));
   } else {
     ctx_.metrics.count_connection(true);
-    std::make_shared<Session>(std::move(socket), ctx_)->start();
+    // Registered here, on the listener's strand, so the cap check above is exact.
+    auto session = std::make_shared<Session>(std::move(socket), ctx_);
+    ctx_.sessions.add(session.get(), session);
+    session->start();
   }
   accept();
 }

@@ -125,7 +125,7 @@ std::string Metrics::render(const MetricsGauges& g) const {
   request_duration_.render(&out, "minfer_request_duration_seconds",
                            "Generation requests, receipt to the last byte written.");
   overhead_.render(&out, "minfer_request_overhead_seconds",
-                   "Daemon time per generation request outside Engine::generate and the queue.");
+                   "Daemon time per generation request: neither queued nor in an Engine call.");
   return out;
 }
 

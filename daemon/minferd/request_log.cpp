@@ -27,6 +27,7 @@ void log_request(const RequestRecord& r) {
     f.emplace_back("PEER_GID", std::to_string(r.peer.gid));
   }
   if (r.queue_ms >= 0) f.emplace_back("QUEUE_MS", fmt::format("{:.3f}", r.queue_ms));
+  if (r.prep_ms >= 0) f.emplace_back("PREP_MS", fmt::format("{:.3f}", r.prep_ms));
   if (r.engine_ms >= 0) f.emplace_back("ENGINE_MS", fmt::format("{:.3f}", r.engine_ms));
   if (r.prompt_tokens >= 0) f.emplace_back("PROMPT_TOKENS", std::to_string(r.prompt_tokens));
   if (r.gen_tokens >= 0) f.emplace_back("GEN_TOKENS", std::to_string(r.gen_tokens));

@@ -18,7 +18,7 @@ struct RequestRecord {
   Endpoint endpoint = Endpoint::kNone;
   int status = 0;  // 499: the client went away before an answer
   platform::PeerCredentials peer;
-  double total_ms = 0, queue_ms = -1, engine_ms = -1;
+  double total_ms = 0, queue_ms = -1, prep_ms = -1, engine_ms = -1;
   int prompt_tokens = -1, gen_tokens = -1;
   double ttft_ms = -1, tokens_per_s = -1;
   std::string finish_reason;  // stop | length | cancelled | deadline | error

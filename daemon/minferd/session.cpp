@@ -88,7 +88,6 @@ Session::~Session() { ctx_.sessions.remove(this); }
 
 void Session::start() {
   net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
-    self->ctx_.sessions.add(self.get(), self);
     self->peer_ = platform::peer_credentials(self->socket_.native_handle());
     if (const int sndbuf = self->ctx_.config.send_buffer_bytes; sndbuf > 0) {
       ::setsockopt(self->socket_.native_handle(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
@@ -441,7 +440,8 @@ void Session::complete_generation(JobOutcome& o) {
   reply.body = completion_body(a.identity, r.text, finish, usage);
   // Where the time went, for clients and the load tool (Server-Timing, W3C).
   reply.headers.emplace_back("Server-Timing",
-                             fmt::format("queue;dur={:.3f}, engine;dur={:.3f}", o.queue_ms, o.engine_ms));
+                             fmt::format("queue;dur={:.3f}, prep;dur={:.3f}, engine;dur={:.3f}", o.queue_ms,
+                                         o.prep_ms, o.engine_ms));
   answer(reply);
 }
 
@@ -492,6 +492,7 @@ void Session::after_response() {
   if (ran) {
     rec.queue_ms = a.outcome.queue_ms;
     rec.engine_ms = a.outcome.engine_ms;
+    if (a.job->kind == JobKind::kGenerate) rec.prep_ms = a.outcome.prep_ms;
   }
   if (a.job && a.job->kind == JobKind::kGenerate && ran) {
     const GenerationResult& r = a.outcome.result;
@@ -504,7 +505,10 @@ void Session::after_response() {
                                                                           : finish_reason_name(r.finish));
     if (rec.status == 200) {
       ctx_.metrics.request_duration().observe(rec.total_ms / 1000.0);
-      ctx_.metrics.overhead().observe(std::max(0.0, rec.total_ms - rec.queue_ms - rec.engine_ms) / 1000.0);
+      // The daemon's own time: neither waiting for the engine thread nor in an
+      // Engine call (template, tokenize, generate).
+      const double own_ms = rec.total_ms - rec.queue_ms - a.outcome.prep_ms - rec.engine_ms;
+      ctx_.metrics.overhead().observe(std::max(0.0, own_ms) / 1000.0);
     }
   }
   ctx_.metrics.count_request(rec.endpoint, rec.status);

@@ -1,6 +1,6 @@
 // The open sessions: counted for the connection cap and /metrics, and reached
-// at shutdown to drain or close them. Holds weak references only; a session
-// registers itself on construction and leaves in its destructor.
+// at shutdown to drain or close them. Holds weak references only; the listener
+// registers a session when it accepts it, the session leaves in its destructor.
 #pragma once
 
 #include <functional>
