@@ -5,7 +5,8 @@
 #
 #   dev.sh deps    install missing Debian/Ubuntu packages (needs root or sudo)
 #   dev.sh build   configure and build into build/ (Release)
-#   dev.sh demo    build, then generate text with the shipped small model
+#   dev.sh demo    build, start minferd with the shipped small model on a temp
+#                  socket, query it with curl and `minfer complete`, stop it
 #   dev.sh test    build with warnings as errors, then run every test (ctest)
 #
 # Environment: BUILD_DIR (default build), JOBS (default nproc),
@@ -19,7 +20,7 @@ jobs=${JOBS:-$(nproc)}
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libboost-dev libboost-program-options-dev
+  libboost-dev libboost-program-options-dev   # Boost.Asio, Boost.Beast (headers), ProgramOptions
   libspdlog-dev libfmt-dev nlohmann-json3-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl
@@ -50,6 +51,41 @@ build() {
   cmake --build "$build_dir" -j "$jobs"
 }
 
+# Starts minferd with the shipped model on a socket in a temp dir, waits for
+# /health, asks for a completion with curl and with `minfer complete`, then
+# stops the daemon with SIGTERM (it drains and exits 0).
+demo() {
+  local model=$root/tests/data/models/stories260K.gguf
+  local dir
+  dir=$(mktemp -d /tmp/minfer-demo.XXXXXX)
+  local sock=$dir/minferd.sock
+  echo "dev.sh: minferd --model $model --socket $sock" >&2
+  "$build_dir/daemon/minferd/minferd" --model "$model" --socket "$sock" --ctx-size 256 "$@" 2>"$dir/minferd.log" &
+  local pid=$!
+  trap 'kill -TERM '"$pid"' 2>/dev/null; wait '"$pid"' 2>/dev/null; rm -rf '"$dir" EXIT
+  local i
+  for i in $(seq 100); do
+    curl -sf --unix-socket "$sock" http://minferd/health >/dev/null 2>&1 && break
+    if ! kill -0 "$pid" 2>/dev/null; then cat "$dir/minferd.log" >&2; echo "dev.sh: minferd did not start" >&2; exit 1; fi
+    sleep 0.1
+  done
+  echo "dev.sh: GET /health" >&2
+  curl -sS --unix-socket "$sock" http://minferd/health; echo
+  local body='{"prompt": "Once upon a time", "max_tokens": 48, "temperature": 0}'
+  echo "dev.sh: curl --unix-socket $sock http://minferd/v1/completions -d '$body'" >&2
+  curl -sS --unix-socket "$sock" http://minferd/v1/completions -H 'Content-Type: application/json' -d "$body"; echo
+  echo "dev.sh: minfer complete --socket $sock -n 48 'Once upon a time'  (streamed)" >&2
+  "$build_dir/daemon/minfer" complete --socket "$sock" -n 48 --temperature 0.8 --seed 7 "Once upon a time"
+  echo "dev.sh: stopping minferd (SIGTERM)" >&2
+  kill -TERM "$pid"
+  local status=0
+  wait "$pid" || status=$?
+  trap 'rm -rf '"$dir" EXIT
+  echo "dev.sh: minferd exited with status $status; its log:" >&2
+  cat "$dir/minferd.log" >&2
+  return "$status"
+}
+
 cmd=${1:-}
 shift || true
 case "$cmd" in
@@ -58,10 +94,7 @@ case "$cmd" in
   demo)
     deps
     build
-    model=$root/tests/data/models/stories260K.gguf
-    echo "dev.sh: minfer generate -m $model -p 'Once upon a time' -n 64" >&2
-    "$build_dir/daemon/minfer" generate -m "$model" -p "Once upon a time" -n 64 "$@"
-    echo
+    demo "$@"
     ;;
   test)
     deps
@@ -70,7 +103,7 @@ case "$cmd" in
     ctest --output-on-failure -j "$jobs" "$@"
     ;;
   *)
-    sed -n '2,16p' "$0" >&2
+    sed -n '2,14p' "$0" >&2
     exit 2
     ;;
 esac

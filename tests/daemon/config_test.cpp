@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -77,6 +78,50 @@ TEST(Config, ErrorsNameTheOptionAndValue) {
   EXPECT_EQ(parse({"--config", empty, "--log-level", "loud"}, &c, &msg), ConfigOutcome::kExitUsage);
   EXPECT_NE(msg.find("'loud'"), std::string::npos) << msg;
   EXPECT_EQ(parse({"--config", empty, "--ctx-size", "many"}, &c, &msg), ConfigOutcome::kExitUsage);
+}
+
+TEST(Config, TheShippedFileDocumentsTheDefaults) {
+  // packaging/minferd.conf lists every setting, commented out, with its
+  // default: uncommented, it must parse and change nothing.
+  std::ifstream in(std::string(MINFER_TEST_DATA_DIR) + "/../../packaging/minferd.conf");
+  ASSERT_TRUE(in.good());
+  std::string line, uncommented;
+  int settings = 0;
+  while (std::getline(in, line)) {
+    if (line.size() > 1 && line[0] == '#' && std::islower(static_cast<unsigned char>(line[1])) &&
+        line.find(" =") != std::string::npos) {
+      uncommented += line.substr(1) + "\n";
+      ++settings;
+    }
+  }
+  EXPECT_EQ(settings, 22);
+  DaemonConfig c;
+  std::string msg;
+  ASSERT_EQ(parse({"--config", write_file(uncommented)}, &c, &msg), ConfigOutcome::kRun) << msg << "\n" << uncommented;
+  const DaemonConfig d;
+  EXPECT_EQ(c.model, d.model);
+  EXPECT_EQ(c.backend, d.backend);
+  EXPECT_EQ(c.ctx_size, d.ctx_size);
+  EXPECT_EQ(c.batch_size, d.batch_size);
+  EXPECT_EQ(c.kv_type, d.kv_type);
+  EXPECT_EQ(c.threads, d.threads);
+  EXPECT_EQ(c.socket, d.socket);
+  EXPECT_EQ(c.group, d.group);
+  EXPECT_EQ(c.queue_size, d.queue_size);
+  EXPECT_EQ(c.max_connections, d.max_connections);
+  EXPECT_EQ(c.max_pipelined, d.max_pipelined);
+  EXPECT_EQ(c.body_limit_bytes, d.body_limit_bytes);
+  EXPECT_EQ(c.stream_buffer_bytes, d.stream_buffer_bytes);
+  EXPECT_EQ(c.send_buffer_bytes, d.send_buffer_bytes);
+  EXPECT_EQ(c.request_timeout_ms, d.request_timeout_ms);
+  EXPECT_EQ(c.header_timeout_ms, d.header_timeout_ms);
+  EXPECT_EQ(c.idle_timeout_ms, d.idle_timeout_ms);
+  EXPECT_EQ(c.shutdown_grace_ms, d.shutdown_grace_ms);
+  EXPECT_EQ(c.heartbeat_timeout_ms, d.heartbeat_timeout_ms);
+  EXPECT_EQ(c.http_threads, d.http_threads);
+  EXPECT_EQ(c.log_level, d.log_level);
+  EXPECT_EQ(c.log_sink, d.log_sink);
+  EXPECT_EQ(c.debug_stall_engine_after_tokens, 0);
 }
 
 TEST(Config, HelpListsEveryOption) {
