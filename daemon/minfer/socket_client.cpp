@@ -7,6 +7,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <cstdlib>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace minfer::cli {
@@ -87,7 +88,9 @@ Expected<HttpResult> SocketClient::stream(std::string_view target, const std::st
 
   beast::flat_buffer buffer;
   http::response_parser<http::buffer_body> parser;
-  parser.body_limit(boost::none);  // a stream is as long as the generation
+  // A stream is as long as the generation. (Not boost::none: Beast 1.74 compares
+  // a Content-Length against an empty limit as exceeding it.)
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   http::read_header(*socket, buffer, parser, ec);
   if (ec) return io_error(ec, "reading the response");
   HttpResult result{static_cast<int>(parser.get().result_int()), {}};

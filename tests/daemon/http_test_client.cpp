@@ -9,6 +9,7 @@
 #include <boost/asio/buffer.hpp>
 #include <cctype>
 #include <cstring>
+#include <limits>
 
 namespace minfer::test {
 namespace http = boost::beast::http;
@@ -78,7 +79,7 @@ TestConnection::Recv TestConnection::recv_some(Clock::time_point deadline) {
 bool TestConnection::pump(Clock::time_point deadline, bool* done) {
   if (!parser_) {
     parser_.emplace();
-    parser_->body_limit(boost::none);
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());  // not boost::none: see socket_client.cpp
     parser_->eager(true);
   }
   for (;;) {

@@ -1,0 +1,91 @@
+// The `minfer` client commands against a real daemon: complete streams the
+// reference text, chat keeps the conversation, health and metrics print and
+// set the exit status, and a missing daemon is a clear error.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "tests/daemon/daemon_process.h"
+#include "tests/daemon/daemon_suite.h"
+
+namespace minfer::test {
+namespace {
+
+struct CommandRun {
+  int status = -1;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs `command` under sh, with `input` on stdin; bounded by timeout(1).
+CommandRun run(const std::string& command, const std::string& input = "") {
+  TempDir dir;
+  std::ofstream(dir.file("in")) << input;
+  const std::string full = "timeout 60 " + command + " < " + dir.file("in") + " 2>&1";
+  CommandRun r;
+  FILE* p = ::popen(full.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+struct DefaultSpec {
+  static DaemonSpec spec() { return {}; }
+};
+
+class MinferClient : public DaemonSuite<DefaultSpec> {
+ protected:
+  static std::string minfer(const std::string& args) { return std::string(MINFER_PATH) + " " + args; }
+};
+
+TEST_F(MinferClient, CompleteStreamsTheText) {
+  const CommandRun r = run(minfer("complete --socket " + sock() + " --temperature 0 -n 27 \"Once upon a time\""));
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find(", there was a little girl named Lily. She loved to play outside in the park.\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("5 prompt tokens, 27 generated; finish: length"), std::string::npos) << r.out;
+}
+
+TEST_F(MinferClient, ChatKeepsTheConversation) {
+  const CommandRun r = run(minfer("chat --socket " + sock() + " --temperature 0 -n 6 --system \"Be kind.\""),
+                    "Hello\nTell me more\n/quit\n");
+  EXPECT_EQ(r.status, 0) << r.out;
+  // Two replies, and the daemon saw the second turn with the first in it.
+  const std::string log = daemon_->log();
+  const size_t first = log.find("POST /v1/chat/completions 200");
+  ASSERT_NE(first, std::string::npos) << log;
+  const size_t second = log.find("POST /v1/chat/completions 200", first + 1);
+  ASSERT_NE(second, std::string::npos) << log;
+  auto prompt_tokens = [&](size_t at) {
+    const size_t p = log.find("PROMPT_TOKENS=", at);
+    return std::stoi(log.substr(p + 14));
+  };
+  EXPECT_GT(prompt_tokens(second), prompt_tokens(first) + 6) << "the second turn carries the first";
+}
+
+TEST_F(MinferClient, HealthAndMetrics) {
+  const CommandRun h = run(minfer("health --socket " + sock()));
+  EXPECT_EQ(h.status, 0) << h.out;
+  EXPECT_NE(h.out.find("\"phase\": \"ready\""), std::string::npos) << h.out;
+  const CommandRun m = run(minfer("metrics --socket " + sock()));
+  EXPECT_EQ(m.status, 0) << m.out;
+  EXPECT_NE(m.out.find("# TYPE minfer_requests_total counter"), std::string::npos) << m.out;
+}
+
+TEST_F(MinferClient, NoDaemonIsAClearError) {
+  const CommandRun r = run(minfer("health --socket /nonexistent/minferd.sock"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("cannot connect to /nonexistent/minferd.sock"), std::string::npos) << r.out;
+  const CommandRun e = run(minfer("complete --socket " + sock() + " -n 0 x"));
+  EXPECT_EQ(e.status, 1);
+  EXPECT_NE(e.out.find("minferd answered 400: 'max_tokens' is 0"), std::string::npos) << e.out;
+}
+
+}  // namespace
+}  // namespace minfer::test
