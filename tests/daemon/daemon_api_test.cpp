@@ -271,6 +271,21 @@ TEST_F(DaemonApi, KeepAliveAndPipelinedRequestsAreAnsweredInOrder) {
   EXPECT_TRUE(c.wait_closed(5s)) << "Connection: close is honoured";
 }
 
+TEST_F(DaemonApi, ExpectContinueGetsAnInterimAnswerBeforeTheBody) {
+  const std::string body = R"({"content":"Once"})";
+  TestConnection c(sock());
+  ASSERT_TRUE(c.send("POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+                     "Content-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n"));
+  const auto interim = c.read_response(10s);
+  ASSERT_TRUE(interim.has_value());
+  EXPECT_EQ(interim->status, 100);
+  ASSERT_TRUE(c.send(body));
+  const auto r = c.read_response(10s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->json()["tokens"], Json::parse("[403]"));
+}
+
 TEST_F(DaemonApi, Http10GetsAnAnswerAndAClose) {
   TestConnection c(sock());
   ASSERT_TRUE(c.send("GET /health HTTP/1.0\r\n\r\n"));

@@ -171,6 +171,25 @@ TEST(DaemonFlow, ConnectionsBeyondTheCapGet503AndAreClosed) {
   EXPECT_TRUE(eventually([&] { return scrape(d.sock(), "minfer_connections_rejected_total") >= 1; }));
 }
 
+TEST(DaemonFlow, PipelinedRequestsBeyondTheCapWaitAndAreAllAnsweredInOrder) {
+  // Reading pauses at 2 requests in hand and resumes as answers go out.
+  Daemon d({"--max-pipelined", "2"});
+  ASSERT_TRUE(d.ready) << d.process.log();
+  TestConnection c(d.sock());
+  std::string burst;
+  for (int i = 0; i < 6; ++i) {
+    burst += make_request("POST", "/v1/completions",
+                          Json{{"prompt", "Once upon a time"}, {"max_tokens", 1 + i}, {"temperature", 0}}.dump(), true);
+  }
+  ASSERT_TRUE(c.send(burst));
+  for (int i = 0; i < 6; ++i) {
+    const auto r = c.read_response();
+    ASSERT_TRUE(r.has_value()) << i;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->json()["usage"]["completion_tokens"], 1 + i) << "answers come in request order";
+  }
+}
+
 TEST(DaemonFlow, IdleKeepAliveConnectionsAreClosed) {
   Daemon d({"--idle-timeout-ms", "300"});
   ASSERT_TRUE(d.ready) << d.process.log();
