@@ -98,7 +98,10 @@ TEST(DaemonLifecycle, NotifiesReadyStatusWatchdogAndStoppingAndStopsPingingWhenS
   ASSERT_TRUE(notify.ok());
   DaemonSpec spec;
   // Loading takes 3 s (test hook) so /health can be seen answering 503 first.
-  spec.args = {"--debug-load-delay-ms", "3000", "--debug-stall-engine-after-tokens", "3", "--shutdown-grace-ms", "300"};
+  // The heartbeat may be 1 s old before the engine counts as stalled: far
+  // above any scheduling hiccup of a busy machine, so only the hook stalls it.
+  spec.args = {"--debug-load-delay-ms", "3000", "--debug-stall-engine-after-tokens", "3", "--shutdown-grace-ms", "300",
+               "--heartbeat-timeout-ms", "1000"};
   spec.env = {{"NOTIFY_SOCKET", notify.path()}, {"WATCHDOG_USEC", "300000"}, {"WATCHDOG_PID", "$PID"}};
   DaemonProcess d(dir, spec);
 
