@@ -42,10 +42,17 @@ struct EngineConfig {
   double step_timeout_ms = 10000.0;          // CUDA bounded wait per step: base ...
   double step_timeout_per_token_ms = 20.0;   // ... plus this per token of the step
   bool prefix_cache = true;  // reuse the KV of the previous request's common prefix
+  bool warmup = true;        // run a short generation at load (captures the CUDA decode graphs)
+  std::string trace_path;    // MINFER_TRACE: Chrome trace of every node of every step (debugging; slow)
+  // Fault injection for tests; the service never sets it. The CUDA backend
+  // makes the decode step with this index (counted from load) spin on the
+  // GPU until debug_release_gpu_stall() or 30 s, so that a test can watch the
+  // bounded wait expire and the engine turn wedged.
+  int debug_gpu_stall_at_step = -1;
 
   // Applies the MINFER_* environment switches (MINFER_NO_FUSE_QKV,
   // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_CUDA_GRAPH,
-  // MINFER_CACHE_TYPE) on top of the configured values.
+  // MINFER_CACHE_TYPE, MINFER_TRACE) on top of the configured values.
   void apply_environment();
 };
 
@@ -58,11 +65,17 @@ struct ModelInfo {
   int n_ctx = 0;             // the engine's context (KV cells)
   int n_ctx_train = 0;
   uint64_t weight_bytes = 0;
+  uint64_t decode_bytes_per_token = 0;  // weight bytes one decode step reads (layers + output head)
   std::string weight_types;  // "q8_0 ×169, f32 ×49"
   std::string chat_template; // "chatml", "llama3", "chatml (fallback)"
   std::string backend;       // cpu | cuda
   std::string backend_reason;  // why this backend (e.g. the weight that failed the CUDA gate)
   std::string backend_detail;  // "2 threads, avx512" / the GPU's name
+  // Start-up, split (ms): open and parse the file, prepare the backend
+  // (upload weights), the warm-up generation (includes graph capture), and
+  // the graph capture alone.
+  double load_file_ms = 0, load_backend_ms = 0, load_warmup_ms = 0, load_capture_ms = 0;
+  int decode_launches = 0;  // kernel launches per decode step (CUDA)
 };
 
 enum class EnginePhase { kLoading, kReady, kWedged, kFailed };
@@ -115,6 +128,11 @@ using TokenCallback = std::function<bool(const TokenEvent&)>;
 
 class EngineImpl;
 
+// Device-to-device copy bandwidth of the first CUDA device in GB/s (bytes
+// read + bytes written per second, median of repeats): the ceiling decode
+// speed is judged against. An error when the build or machine has no GPU.
+Expected<double> measure_device_copy_bandwidth_gbps();
+
 class Engine {
  public:
   static Expected<std::unique_ptr<Engine>> load(const EngineConfig& config);
@@ -139,6 +157,9 @@ class Engine {
   // Time per op kind (benchmarks): op name → (ms, calls), accumulated while on.
   void set_profiling(bool on);
   std::vector<std::tuple<std::string, double, int64_t>> profile() const;
+
+  // Ends a debug_gpu_stall_at_step stall (tests).
+  void debug_release_gpu_stall();
 
   // Teacher-forced evaluation for tests and benchmarks: evaluates `tokens`
   // from an empty context and returns every token's logits ([n][vocab]).

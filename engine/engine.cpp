@@ -19,6 +19,10 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "platform/log.h"
 
+#ifdef MINFER_HAVE_CUDA_BACKEND
+#include "engine/backend/cuda/cuda_util.h"
+#endif
+
 namespace minfer {
 
 const char* backend_choice_name(BackendChoice b) {
@@ -78,6 +82,7 @@ void EngineConfig::apply_environment() {
   if (flag("MINFER_NO_FA_PREFILL")) fa_prefill = false;
   if (flag("MINFER_NO_CUDA_GRAPH")) cuda_graphs = false;
   if (const char* v = std::getenv("MINFER_CACHE_TYPE"); v != nullptr && *v != '\0') kv_type = v;
+  if (const char* v = std::getenv("MINFER_TRACE"); v != nullptr && *v != '\0') trace_path = v;
 }
 
 namespace {
@@ -112,6 +117,19 @@ class EngineImpl {
   ModelInfo info;
   mutable std::mutex health_mutex;
   EngineHealth health;
+  std::unique_ptr<TraceWriter> trace;
+
+  // After a failed step: a backend that can no longer run marks the engine
+  // wedged (health, and through it the daemon's /health and watchdog).
+  void check_wedged() {
+    const std::string why = backend->wedged_reason();
+    if (why.empty()) return;
+    std::lock_guard lock(health_mutex);
+    if (health.phase == EnginePhase::kWedged) return;
+    health.phase = EnginePhase::kWedged;
+    health.reason = why;
+    health.since = std::chrono::system_clock::now();
+  }
 
   void record_step() {
     std::lock_guard lock(health_mutex);
@@ -152,6 +170,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     r.finish = FinishReason::kError;
     r.error = std::move(e);
     runner->cells().truncate(seq, 0);  // the cache may be half-written: forget it
+    check_wedged();
     return r;
   };
   if (Status st = validate(req); !st) return fail(st.error());
@@ -228,6 +247,14 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   return r;
 }
 
+Expected<double> measure_device_copy_bandwidth_gbps() {
+#ifdef MINFER_HAVE_CUDA_BACKEND
+  return cuda::measure_copy_bandwidth_gbps();
+#else
+  return unexpected(ErrorCode::kUnsupported, "this build has no CUDA backend");
+#endif
+}
+
 Engine::Engine(std::unique_ptr<EngineImpl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
@@ -239,6 +266,8 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
     impl->health.phase = EnginePhase::kLoading;
     impl->health.since = std::chrono::system_clock::now();
   }
+  using Clock = std::chrono::steady_clock;
+  const auto t_file = Clock::now();
   MINFER_ASSIGN_OR_RETURN(impl->file, gguf::File::open(config.model_path));
   const gguf::File& f = *impl->file;
   MINFER_ASSIGN_OR_RETURN(impl->model, ModelConfig::from_gguf(f));
@@ -246,6 +275,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   MINFER_ASSIGN_OR_RETURN(impl->tokenizer, Tokenizer::from_gguf(f));
   impl->chat = ChatTemplate::from_gguf(f);
   const ModelConfig& m = impl->model;
+  const double file_ms = ms_since(t_file);
 
   const std::optional<DType> kv_type = dtype_from_name(config.kv_type);
   if (!kv_type || (*kv_type != DType::kF16 && *kv_type != DType::kF32)) {
@@ -266,6 +296,8 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   bo.fa_prefill = config.fa_prefill;
   bo.step_timeout_ms = config.step_timeout_ms;
   bo.step_timeout_per_token_ms = config.step_timeout_per_token_ms;
+  bo.debug_gpu_stall_at_step = config.debug_gpu_stall_at_step;
+  const auto t_backend = Clock::now();
   MINFER_ASSIGN_OR_RETURN(BackendSelection sel, select_backend(config.backend, m, *impl->weights));
   impl->backend = std::move(sel.backend);
   if (Status st = impl->backend->prepare(m, *impl->weights, bo); !st) {
@@ -279,6 +311,34 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   }
   impl->runner = std::make_unique<Runner>(m, *impl->weights, *impl->backend, n_ctx, bo.max_tokens,
                                           FusionOptions{config.fuse_qkv, config.fuse_ffn});
+  const double backend_ms = ms_since(t_backend);
+  if (!config.trace_path.empty()) {
+    MINFER_ASSIGN_OR_RETURN(impl->trace, TraceWriter::open(config.trace_path));
+    impl->backend->set_trace(impl->trace.get());
+    log::warn("tracing every node to {}: steps run eagerly (no CUDA graph replay) and read every output back",
+              config.trace_path);
+  }
+  // Warm-up: a short greedy and a short sampled generation, so that both
+  // decode graphs (device argmax, and logits for sampling) are captured
+  // before the engine reports ready.
+  const auto t_warmup = Clock::now();
+  if (config.warmup && !config.trace_path.empty()) {
+    log::info("warm-up skipped while tracing");
+  } else if (config.warmup) {
+    GenerationRequest w;
+    w.prompt = {impl->tokenizer->special().bos.value_or(0)};
+    w.max_tokens = std::min(4, n_ctx - 2);
+    w.ignore_eos = true;
+    w.sampling.temperature = 0.0f;
+    for (int pass = 0; pass < 2 && w.max_tokens > 0; ++pass) {
+      GenerationResult r = impl->generate(w, nullptr, nullptr);
+      if (r.finish == FinishReason::kError) {
+        return unexpected(r.error->code, "warm-up generation failed: " + r.error->message);
+      }
+      w.sampling.temperature = 0.8f;  // the second pass takes the logits path
+    }
+    impl->runner->cells().truncate(impl->seq, 0);
+  }
 
   ModelInfo& info = impl->info;
   info.path = config.model_path;
@@ -294,11 +354,20 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   info.n_ctx = n_ctx;
   info.n_ctx_train = m.n_ctx_train;
   info.weight_bytes = impl->weights->total_bytes();
+  for (const LayerWeights& l : impl->weights->layers) {
+    for (const Weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) info.decode_bytes_per_token += w->size_bytes();
+  }
+  info.decode_bytes_per_token += impl->weights->output.size_bytes();
   info.weight_types = describe_weight_types(*impl->weights);
   info.chat_template = std::string(impl->chat->name());
   info.backend = std::string(impl->backend->name());
   info.backend_reason = sel.reason;
   info.backend_detail = impl->backend->description();
+  info.load_file_ms = file_ms;
+  info.load_backend_ms = backend_ms;
+  info.load_warmup_ms = ms_since(t_warmup);
+  info.load_capture_ms = impl->backend->capture_ms();
+  info.decode_launches = impl->backend->decode_launches();
   {
     std::lock_guard lock(impl->health_mutex);
     impl->health.phase = EnginePhase::kReady;
@@ -325,6 +394,8 @@ std::vector<TokenId> Engine::tokenize(std::string_view text, bool add_bos, bool 
   if (add_bos && bos && (ids.empty() || ids.front() != *bos)) ids.insert(ids.begin(), *bos);
   return ids;
 }
+
+void Engine::debug_release_gpu_stall() { impl_->backend->debug_release_stall(); }
 
 void Engine::set_profiling(bool on) {
   impl_->backend->set_profiling(on);

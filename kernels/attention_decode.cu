@@ -7,6 +7,7 @@
 // context) stays fixed across steps and a captured graph can be replayed.
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
+#include "kernels/launch.cuh"
 
 namespace minfer::kernels {
 namespace {
@@ -21,59 +22,85 @@ __device__ __forceinline__ float load_kv(const void* cache, bool f16, size_t i) 
 }
 
 // partials: [split][head][head_dim + 2]: the output sum, then max and sum of exp.
-__global__ void attention_split_kernel(AttentionArgs a) {
+//
+// Block (KV head, split) takes kSplitCells cells; its 4 warps take every 4th
+// cell. Lanes split the head dimension (lane holds dims lane + 32 i), so each
+// K and V row is read coalesced, once for the whole query group; a cell's
+// scores are warp sums. kDims = ceil(head_dim / 32).
+constexpr int kSplitWarps = 4;
+constexpr int kSplitCells = 64;
+// Cells a warp loads before it computes: their K (or V) rows are in flight
+// together, so a warp waits for memory once per batch, not once per cell.
+constexpr int kCellBatch = 4;
+
+template <int kDims>
+__global__ void __launch_bounds__(kSplitWarps * kWarp) attention_split_kernel(AttentionArgs a) {
+  pdl_begin();
   extern __shared__ float smem[];
   const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = blockIdx.x, split = blockIdx.y;
-  const int chunk = blockDim.x, t = threadIdx.x;
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int n_seq = *a.n_seq;
-  const int j0 = split * chunk;
+  const int j0 = split * kSplitCells;
   if (j0 >= n_seq) return;  // past the sequence: the combine reads only used chunks
-  float* q = smem;                  // [group][hd]
-  float* p = q + group * hd;        // [group][chunk]
+  const int n_here = min(kSplitCells, n_seq - j0);
+  float* p = smem;                         // [group][kSplitCells] scores, then weights
+  float* stats = p + group * kSplitCells;  // [group][2]
+  float* red = stats + 2 * group;          // [kSplitWarps][group][hd] partial outputs
   const int kv_dim = a.n_kv_heads * hd;
   const float scale = rsqrtf(static_cast<float>(hd));
-  for (int i = t; i < group * hd; i += blockDim.x) q[i] = a.q[static_cast<size_t>(kvh) * group * hd + i];
-  __syncthreads();
-
-  // Scores: thread t takes cell j0 + t.
-  const int j = j0 + t;
   const int qpos = a.q_pos[0];
-  float s[kMaxGroup];
-  bool valid = false;
-  int cell = 0;
-  if (j < n_seq) {
-    cell = a.seq_cells[j];
-    valid = a.cell_pos[cell] <= qpos;
-  }
+
+  // This lane's query values for the group, scaled once.
+  float q[kMaxGroup][kDims];
+  const float* qbase = a.q + static_cast<size_t>(kvh) * group * hd;
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) s[g] = 0.0f;
-  if (valid) {
-    const size_t base = static_cast<size_t>(cell) * kv_dim + static_cast<size_t>(kvh) * hd;
-    for (int d = 0; d < hd; ++d) {
-      const float kd = load_kv(a.k_cache, a.cache_f16, base + d);
+  for (int g = 0; g < kMaxGroup; ++g)
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) {
-        if (g < group) s[g] += q[g * hd + d] * kd;
+    for (int i = 0; i < kDims; ++i) {
+      const int d = lane + 32 * i;
+      q[g][i] = (g < group && d < hd) ? qbase[g * hd + d] * scale : 0.0f;
+    }
+
+  // Scores: warp w takes batches of kCellBatch cells, w-th of every 4.
+  for (int jb = warp * kCellBatch; jb < n_here; jb += kSplitWarps * kCellBatch) {
+    float k[kCellBatch][kDims];
+    bool visible[kCellBatch];
+#pragma unroll
+    for (int c = 0; c < kCellBatch; ++c) {
+      const int jj = jb + c;
+      const int cell = jj < n_here ? a.seq_cells[j0 + jj] : 0;
+      visible[c] = jj < n_here && a.cell_pos[cell] <= qpos;
+      const size_t base = static_cast<size_t>(cell) * kv_dim + static_cast<size_t>(kvh) * hd;
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) {
+        const int d = lane + 32 * i;
+        k[c][i] = (visible[c] && d < hd) ? load_kv(a.k_cache, a.cache_f16, base + d) : 0.0f;
       }
     }
-  }
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    if (g < group) p[g * chunk + t] = valid ? s[g] * scale : -INFINITY;
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g >= group) break;
+#pragma unroll
+      for (int c = 0; c < kCellBatch; ++c) {
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kDims; ++i) s += q[g][i] * k[c][i];
+        s = warp_sum(s);
+        if (lane == 0 && jb + c < n_here) p[g * kSplitCells + jb + c] = visible[c] ? s : -INFINITY;
+      }
+    }
   }
   __syncthreads();
 
   // Softmax statistics of the chunk, one warp per query head.
-  const int lane = t % kWarp, warp = t / kWarp, n_warps = blockDim.x / kWarp;
-  float* stats = p + group * chunk;  // [group][2]
-  for (int g = warp; g < group; g += n_warps) {
+  for (int g = warp; g < group; g += kSplitWarps) {
     float m = -INFINITY;
-    for (int i = lane; i < chunk; i += kWarp) m = fmaxf(m, p[g * chunk + i]);
+    for (int i = lane; i < n_here; i += kWarp) m = fmaxf(m, p[g * kSplitCells + i]);
     m = warp_max(m);
     float l = 0.0f;
-    for (int i = lane; i < chunk; i += kWarp) {
-      const float e = m == -INFINITY ? 0.0f : expf(p[g * chunk + i] - m);
-      p[g * chunk + i] = e;
+    for (int i = lane; i < n_here; i += kWarp) {
+      const float e = m == -INFINITY ? 0.0f : expf(p[g * kSplitCells + i] - m);
+      p[g * kSplitCells + i] = e;
       l += e;
     }
     l = warp_sum(l);
@@ -84,34 +111,65 @@ __global__ void attention_split_kernel(AttentionArgs a) {
   }
   __syncthreads();
 
-  // Weighted V sum: thread t takes dimensions t, t + blockDim, ... for every head of the group.
-  const int n_here = min(chunk, n_seq - j0);
-  for (int d = t; d < hd; d += blockDim.x) {
-    float acc[kMaxGroup];
+  // Weighted V sum: the same cell split as the scores, lanes over dims.
+  float acc[kMaxGroup][kDims];
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) acc[g] = 0.0f;
-    for (int i = 0; i < n_here; ++i) {
-      const int c = a.seq_cells[j0 + i];
-      const float vd = load_kv(a.v_cache, a.cache_f16, static_cast<size_t>(c) * kv_dim + static_cast<size_t>(kvh) * hd + d);
+  for (int g = 0; g < kMaxGroup; ++g)
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) {
-        if (g < group) acc[g] += p[g * chunk + i] * vd;
+    for (int i = 0; i < kDims; ++i) acc[g][i] = 0.0f;
+  for (int jb = warp * kCellBatch; jb < n_here; jb += kSplitWarps * kCellBatch) {
+    float v[kCellBatch][kDims];
+#pragma unroll
+    for (int c = 0; c < kCellBatch; ++c) {
+      const int jj = jb + c;
+      const int cell = jj < n_here ? a.seq_cells[j0 + jj] : 0;
+      const size_t base = static_cast<size_t>(cell) * kv_dim + static_cast<size_t>(kvh) * hd;
+#pragma unroll
+      for (int i = 0; i < kDims; ++i) {
+        const int d = lane + 32 * i;
+        v[c][i] = (jj < n_here && d < hd) ? load_kv(a.v_cache, a.cache_f16, base + d) : 0.0f;
       }
     }
-    for (int g = 0; g < group; ++g) {
-      const int h = kvh * group + g;
-      a.partials[(static_cast<size_t>(split) * a.n_heads + h) * (hd + 2) + d] = acc[g];
+#pragma unroll
+    for (int c = 0; c < kCellBatch; ++c) {
+      if (jb + c >= n_here) break;
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) {
+        if (g >= group) break;
+        const float w = p[g * kSplitCells + jb + c];
+#pragma unroll
+        for (int i = 0; i < kDims; ++i) acc[g][i] += w * v[c][i];
+      }
     }
   }
-  if (t < group) {
-    const int h = kvh * group + t;
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g >= group) break;
+#pragma unroll
+    for (int i = 0; i < kDims; ++i) {
+      const int d = lane + 32 * i;
+      if (d < hd) red[(warp * group + g) * hd + d] = acc[g][i];
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < group * hd; idx += blockDim.x) {
+    const int g = idx / hd, d = idx % hd;
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kSplitWarps; ++w) sum += red[(w * group + g) * hd + d];
+    const int h = kvh * group + g;
+    a.partials[(static_cast<size_t>(split) * a.n_heads + h) * (hd + 2) + d] = sum;
+  }
+  if (threadIdx.x < group) {
+    const int h = kvh * group + threadIdx.x;
     float* st = a.partials + (static_cast<size_t>(split) * a.n_heads + h) * (hd + 2) + hd;
-    st[0] = stats[2 * t];
-    st[1] = stats[2 * t + 1];
+    st[0] = stats[2 * threadIdx.x];
+    st[1] = stats[2 * threadIdx.x + 1];
   }
 }
 
 __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quantize) {
+  pdl_begin();
   const int h = blockIdx.x, hd = a.head_dim;
   const int n_splits = (*a.n_seq + chunk - 1) / chunk;
   float m = -INFINITY;
@@ -143,6 +201,7 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 // Generic attention: block (KV head, token) walks the history in chunks of
 // blockDim cells with an online softmax, for the whole query group.
 __global__ void attention_generic_kernel(AttentionArgs a) {
+  pdl_begin();
   extern __shared__ float smem[];
   const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = blockIdx.x, tok = blockIdx.y;
   const int chunk = blockDim.x, t = threadIdx.x;
@@ -257,15 +316,13 @@ cudaError_t launch_attention_generic(const AttentionArgs& a, cudaStream_t stream
   }
   constexpr int chunk = 64;  // cells per pass and threads; each thread keeps dims t, t + 64, ... (≤ 4)
   const size_t smem = sizeof(float) * (static_cast<size_t>(group) * a.head_dim + static_cast<size_t>(group) * chunk + 3 * group);
-  attention_generic_kernel<<<dim3(a.n_kv_heads, a.n_tokens), chunk, smem, stream>>>(a);
-  cudaError_t e = cudaGetLastError();
+  cudaError_t e = launch_kernel(attention_generic_kernel, dim3(a.n_kv_heads, a.n_tokens), dim3(chunk), smem, stream, a);
   if (e != cudaSuccess || a.out_q.q == nullptr) return e;
   return launch_quantize_q8(a.out, a.n_tokens, a.n_heads * a.head_dim, a.out_q, stream);
 }
 
 size_t attention_partials_floats(int n_heads, int head_dim, int max_cells) {
-  const int chunk = block_threads(head_dim);
-  const size_t n_splits = static_cast<size_t>((max_cells + chunk - 1) / chunk);
+  const size_t n_splits = static_cast<size_t>((max_cells + kSplitCells - 1) / kSplitCells);
   return n_splits * static_cast<size_t>(n_heads) * static_cast<size_t>(head_dim + 2);
 }
 
@@ -275,15 +332,24 @@ cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream)
       a.head_dim > kMaxHeadDim || a.max_cells < 1) {
     return cudaErrorInvalidValue;
   }
-  const int chunk = block_threads(a.head_dim);
+  const int chunk = kSplitCells;
   const int n_splits = (a.max_cells + chunk - 1) / chunk;
-  const size_t smem = sizeof(float) * (static_cast<size_t>(group) * a.head_dim + static_cast<size_t>(group) * chunk + 2 * group);
-  attention_split_kernel<<<dim3(a.n_kv_heads, n_splits), chunk, smem, stream>>>(a);
-  cudaError_t e = cudaGetLastError();
+  const size_t smem = sizeof(float) * (static_cast<size_t>(group) * kSplitCells + 2 * group +
+                                       static_cast<size_t>(kSplitWarps) * group * a.head_dim);
+  const dim3 grid(a.n_kv_heads, n_splits);
+  const int dims = (a.head_dim + kWarp - 1) / kWarp;
+  auto launch = [&](auto kernel) {
+    if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    return launch_kernel(kernel, grid, dim3(kSplitWarps * kWarp), smem, stream, a);
+  };
+  cudaError_t e = dims <= 1   ? launch(attention_split_kernel<1>)
+                  : dims <= 2 ? launch(attention_split_kernel<2>)
+                  : dims <= 4 ? launch(attention_split_kernel<4>)
+                              : launch(attention_split_kernel<8>);
   if (e != cudaSuccess) return e;
   const bool fused_q = a.out_q.q != nullptr && a.head_dim % 32 == 0;
-  attention_combine_kernel<<<a.n_heads, fused_q ? a.head_dim : block_threads(a.head_dim), 0, stream>>>(a, chunk, fused_q);
-  e = cudaGetLastError();
+  e = launch_kernel(attention_combine_kernel, dim3(a.n_heads), dim3(fused_q ? a.head_dim : block_threads(a.head_dim)), 0, stream, a,
+                    chunk, fused_q);
   if (e != cudaSuccess || a.out_q.q == nullptr || fused_q) return e;
   return launch_quantize_q8(a.out, 1, a.n_heads * a.head_dim, a.out_q, stream);
 }

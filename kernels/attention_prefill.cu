@@ -11,6 +11,7 @@
 
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
+#include "kernels/launch.cuh"
 
 namespace minfer::kernels {
 namespace {
@@ -65,6 +66,7 @@ __device__ __forceinline__ void load_tile(__half* dst, const void* src, bool src
 
 template <int HD>
 __global__ void __launch_bounds__(kWarps * kWarp) attention_prefill_kernel(AttentionArgs a) {
+  pdl_begin();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   constexpr int kStride = HD + kPad;
   __half* sq = reinterpret_cast<__half*>(smem_raw);  // [kTileQ][kStride]
@@ -236,8 +238,7 @@ cudaError_t launch_hd(const AttentionArgs& a, cudaStream_t stream) {
       cudaFuncSetAttribute(attention_prefill_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (attr != cudaSuccess) return attr;
   dim3 grid((a.n_tokens + kTileQ - 1) / kTileQ, a.n_heads);
-  attention_prefill_kernel<HD><<<grid, kWarps * kWarp, smem, stream>>>(a);
-  return cudaGetLastError();
+  return launch_kernel(attention_prefill_kernel<HD>, grid, dim3(kWarps * kWarp), smem, stream, a);
 }
 
 }  // namespace

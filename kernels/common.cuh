@@ -12,6 +12,28 @@ namespace minfer::kernels {
 
 constexpr int kWarp = 32;
 
+// Programmatic dependent launch (Hopper): kernels are launched with
+// programmatic stream serialization (launch.cuh), so the next kernel's launch
+// and block scheduling overlap this one's run. Every kernel calls pdl_wait()
+// before it reads anything a predecessor wrote (it returns once the previous
+// kernel has completed and its writes are visible), then pdl_trigger() to let
+// its successor start launching. Both are no-ops before sm_90 and when the
+// kernel was launched without the attribute.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+__device__ __forceinline__ void pdl_begin() {
+  pdl_wait();
+  pdl_trigger();
+}
+
 __device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 __device__ __forceinline__ float bf2f(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
 
@@ -44,6 +66,15 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   float total = 0.0f;
   for (int w = 0; w < n_warps; ++w) total += scratch[w];
   return total;
+}
+
+// Σ x[i]² of one row, by one warp in a fixed order (lane-strided partial
+// sums, then the warp tree). Every kernel that RMS-normalises a row (the norm
+// kernel, the norm-fused matvec prologue) calls this, so they agree to the bit.
+__device__ __forceinline__ float row_sum_squares(const float* x, int n, int lane) {
+  float ss = 0.0f;
+  for (int i = lane; i < n; i += kWarp) ss += x[i] * x[i];
+  return warp_sum(ss);
 }
 
 __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }

@@ -17,8 +17,13 @@ struct DotInput {
   const float2* ds;  // [k/32] Q8 scales and sums
 };
 
+// Weights: read-only global memory, through the non-coherent cache.
 __device__ __forceinline__ int4 ld16(const void* p) { return __ldg(reinterpret_cast<const int4*>(p)); }
 __device__ __forceinline__ float4 ld16f(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
+// Activations: generic loads, since the norm-fused matvec keeps them in
+// shared memory (ld.global.nc on a shared address is an error).
+__device__ __forceinline__ int4 ld16a(const void* p) { return *reinterpret_cast<const int4*>(p); }
+__device__ __forceinline__ float4 ld16fa(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
 __device__ __forceinline__ int dot_q8x16(int4 w, int4 x, int acc) {
   acc = __dp4a(w.x, x.x, acc);
@@ -60,6 +65,26 @@ __device__ __forceinline__ int dot_nibbles5(int4 w, uint32_t qh, int4 x0, int4 x
   return __dp4a(((w.w >> 4) & kLo) | spread_bits4(qh >> 28), x1.w, acc);
 }
 
+// Byte i (run-time) of 16 bytes held in registers, without spilling them to
+// local memory (taking their address would).
+__device__ __forceinline__ int byte_at(const int4& v, int i) {
+  const int w = i < 8 ? (i < 4 ? v.x : v.y) : (i < 12 ? v.z : v.w);
+  return (w >> (8 * (i & 3))) & 0xFF;
+}
+
+// ggml's get_scale_min_k4 on the 12 scale bytes at offset 4 of a K-quant
+// meta block held in registers.
+__device__ __forceinline__ void scale_min_k4_reg(int j, const int4& meta, int* sc, int* m) {
+  auto s = [&](int i) { return byte_at(meta, 4 + i); };
+  if (j < 4) {
+    *sc = s(j) & 63;
+    *m = s(j + 4) & 63;
+  } else {
+    *sc = (s(j + 4) & 0xF) | ((s(j - 4) >> 6) << 4);
+    *m = (s(j + 4) >> 4) | ((s(j) >> 6) << 4);
+  }
+}
+
 // ggml's get_scale_min_k4: the 6-bit scale and min of sub-block j (0..7).
 __device__ __forceinline__ void scale_min_k4(int j, const uint8_t* s, int* sc, int* m) {
   if (j < 4) {
@@ -80,7 +105,7 @@ struct Unit<WType::kQ8_0> {
   static constexpr int kElems = 32;
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
     const int8_t* q = static_cast<const int8_t*>(w.q) + static_cast<size_t>(r) * w.k + u * 32;
-    const int sumi = dot_q8x16(ld16(q), ld16(in.q + u * 32), dot_q8x16(ld16(q + 16), ld16(in.q + u * 32 + 16), 0));
+    const int sumi = dot_q8x16(ld16(q), ld16a(in.q + u * 32), dot_q8x16(ld16(q + 16), ld16a(in.q + u * 32 + 16), 0));
     const float d = h2f(static_cast<const uint16_t*>(w.meta)[static_cast<size_t>(r) * (w.k / 32) + u]);
     return d * in.ds[u].x * static_cast<float>(sumi);
   }
@@ -91,7 +116,7 @@ struct Unit<WType::kQ4_0> {
   static constexpr int kElems = 32;
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
     const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + u * 16;
-    const int sumi = dot_nibbles(ld16(q), ld16(in.q + u * 32), ld16(in.q + u * 32 + 16), 0);
+    const int sumi = dot_nibbles(ld16(q), ld16a(in.q + u * 32), ld16a(in.q + u * 32 + 16), 0);
     const float d = h2f(static_cast<const uint16_t*>(w.meta)[static_cast<size_t>(r) * (w.k / 32) + u]);
     const float2 ds = in.ds[u];
     return d * (ds.x * static_cast<float>(sumi) - 8.0f * ds.y);  // values are (nibble - 8) * d
@@ -103,7 +128,7 @@ struct Unit<WType::kQ4_1> {
   static constexpr int kElems = 32;
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
     const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + u * 16;
-    const int sumi = dot_nibbles(ld16(q), ld16(in.q + u * 32), ld16(in.q + u * 32 + 16), 0);
+    const int sumi = dot_nibbles(ld16(q), ld16a(in.q + u * 32), ld16a(in.q + u * 32 + 16), 0);
     const uint32_t dm = static_cast<const uint32_t*>(w.meta)[static_cast<size_t>(r) * (w.k / 32) + u];
     const float2 ds = in.ds[u];
     return h2f(dm & 0xFFFF) * ds.x * static_cast<float>(sumi) + h2f(dm >> 16) * ds.y;  // nibble * d + m
@@ -117,7 +142,7 @@ struct Unit<WType::kQ5_0> {
     const size_t blk = static_cast<size_t>(r) * (w.k / 32) + u;
     const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + u * 16;
     const uint32_t qh = static_cast<const uint32_t*>(w.qh)[blk];
-    const int sumi = dot_nibbles5(ld16(q), qh, ld16(in.q + u * 32), ld16(in.q + u * 32 + 16), 0);
+    const int sumi = dot_nibbles5(ld16(q), qh, ld16a(in.q + u * 32), ld16a(in.q + u * 32 + 16), 0);
     const float d = h2f(static_cast<const uint16_t*>(w.meta)[blk]);
     const float2 ds = in.ds[u];
     return d * (ds.x * static_cast<float>(sumi) - 16.0f * ds.y);  // values are (q5 - 16) * d
@@ -131,7 +156,7 @@ struct Unit<WType::kQ5_1> {
     const size_t blk = static_cast<size_t>(r) * (w.k / 32) + u;
     const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + u * 16;
     const uint32_t qh = static_cast<const uint32_t*>(w.qh)[blk];
-    const int sumi = dot_nibbles5(ld16(q), qh, ld16(in.q + u * 32), ld16(in.q + u * 32 + 16), 0);
+    const int sumi = dot_nibbles5(ld16(q), qh, ld16a(in.q + u * 32), ld16a(in.q + u * 32 + 16), 0);
     const uint32_t dm = static_cast<const uint32_t*>(w.meta)[blk];
     const float2 ds = in.ds[u];
     return h2f(dm & 0xFFFF) * ds.x * static_cast<float>(sumi) + h2f(dm >> 16) * ds.y;
@@ -147,12 +172,11 @@ __device__ __forceinline__ float dot_qk45(const DeviceWeight& w, int r, int u, c
   const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + sb * 128 + p * 32;
   const uint8_t* meta = static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16;
   const int4 meta4 = ld16(meta);
-  const uint8_t* mb = reinterpret_cast<const uint8_t*>(&meta4);
   const float d = h2f(static_cast<uint16_t>(meta4.x & 0xFFFF));
   const float dmin = h2f(static_cast<uint16_t>(static_cast<uint32_t>(meta4.x) >> 16));
   int sc0, m0, sc1, m1;
-  scale_min_k4(2 * p, mb + 4, &sc0, &m0);
-  scale_min_k4(2 * p + 1, mb + 4, &sc1, &m1);
+  scale_min_k4_reg(2 * p, meta4, &sc0, &m0);
+  scale_min_k4_reg(2 * p + 1, meta4, &sc1, &m1);
   const int xb = sb * 8 + 2 * p;  // Q8 block of sub-block 2p
   const int8_t* x0 = in.q + xb * 32;
   const int4 w0 = ld16(q), w1 = ld16(q + 16);
@@ -173,7 +197,7 @@ __device__ __forceinline__ float dot_qk45(const DeviceWeight& w, int r, int u, c
     hi0 |= bits(h0.x, s1); hi1 |= bits(h0.y, s1); hi2 |= bits(h0.z, s1); hi3 |= bits(h0.w, s1);
     hi4 |= bits(h1.x, s1); hi5 |= bits(h1.y, s1); hi6 |= bits(h1.z, s1); hi7 |= bits(h1.w, s1);
   }
-  const int4 xa = ld16(x0), xb4 = ld16(x0 + 16), xc = ld16(x0 + 32), xd = ld16(x0 + 48);
+  const int4 xa = ld16a(x0), xb4 = ld16a(x0 + 16), xc = ld16a(x0 + 32), xd = ld16a(x0 + 48);
   int slo = __dp4a(lo0, xa.x, 0);
   slo = __dp4a(lo1, xa.y, slo); slo = __dp4a(lo2, xa.z, slo); slo = __dp4a(lo3, xa.w, slo);
   slo = __dp4a(lo4, xb4.x, slo); slo = __dp4a(lo5, xb4.y, slo); slo = __dp4a(lo6, xb4.z, slo); slo = __dp4a(lo7, xb4.w, slo);
@@ -210,7 +234,7 @@ struct Unit<WType::kQ6_K> {
     const uint8_t* ql = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + sb * 128 + n * 64;
     const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 4) + sb * 64 + n * 32;
     const int4 sc4 = ld16(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(&sc4) + 8 * n;
+    auto sc = [&](int i) { return static_cast<int>(static_cast<int8_t>(byte_at(sc4, 8 * n + i))); };
     const float d = h2f(static_cast<const uint16_t*>(w.d)[static_cast<size_t>(r) * (w.k / 256) + sb]);
     const int8_t* x = in.q + (sb * 256 + n * 128);
     const float2* ds = in.ds + (sb * 8 + n * 4);
@@ -226,7 +250,7 @@ struct Unit<WType::kQ6_K> {
       int s[4] = {0, 0, 0, 0};
 #pragma unroll
       for (int g = 0; g < 4; ++g) {  // the four element groups 0, 32, 64, 96
-        const int4 xv = ld16(x + 32 * g + 16 * half);
+        const int4 xv = ld16a(x + 32 * g + 16 * half);
         const int xs[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
@@ -238,7 +262,7 @@ struct Unit<WType::kQ6_K> {
         }
       }
 #pragma unroll
-      for (int g = 0; g < 4; ++g) acc += static_cast<float>(sc[half + 2 * g]) * ds[g].x * static_cast<float>(s[g]);
+      for (int g = 0; g < 4; ++g) acc += static_cast<float>(sc(half + 2 * g)) * ds[g].x * static_cast<float>(s[g]);
     }
     return d * acc;
   }
@@ -250,7 +274,7 @@ struct Unit<WType::kF16> {
   static constexpr int kElems = 8;
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
     const int4 v = ld16(static_cast<const uint16_t*>(w.q) + static_cast<size_t>(r) * w.k + u * 8);
-    const float4 a = ld16f(in.x + u * 8), b = ld16f(in.x + u * 8 + 4);
+    const float4 a = ld16fa(in.x + u * 8), b = ld16fa(in.x + u * 8 + 4);
     const __half2* h = reinterpret_cast<const __half2*>(&v);
     const float2 f0 = __half22float2(h[0]), f1 = __half22float2(h[1]), f2 = __half22float2(h[2]), f3 = __half22float2(h[3]);
     return f0.x * a.x + f0.y * a.y + f1.x * a.z + f1.y * a.w + f2.x * b.x + f2.y * b.y + f3.x * b.z + f3.y * b.w;
@@ -261,7 +285,7 @@ struct Unit<WType::kBF16> {
   static constexpr int kElems = 8;
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
     const int4 v = ld16(static_cast<const uint16_t*>(w.q) + static_cast<size_t>(r) * w.k + u * 8);
-    const float4 a = ld16f(in.x + u * 8), b = ld16f(in.x + u * 8 + 4);
+    const float4 a = ld16fa(in.x + u * 8), b = ld16fa(in.x + u * 8 + 4);
     const uint32_t p[4] = {static_cast<uint32_t>(v.x), static_cast<uint32_t>(v.y), static_cast<uint32_t>(v.z), static_cast<uint32_t>(v.w)};
     auto lo = [](uint32_t x) { return __uint_as_float(x << 16); };
     auto hi = [](uint32_t x) { return __uint_as_float(x & 0xFFFF0000u); };
@@ -274,7 +298,7 @@ struct Unit<WType::kF32> {
   static constexpr int kElems = 4;
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
     const float4 v = ld16f(static_cast<const float*>(w.q) + static_cast<size_t>(r) * w.k + u * 4);
-    const float4 a = ld16f(in.x + u * 4);
+    const float4 a = ld16fa(in.x + u * 4);
     return v.x * a.x + v.y * a.y + v.z * a.z + v.w * a.w;
   }
 };
@@ -286,8 +310,25 @@ template <WType T>
 __device__ __forceinline__ float row_dot_t(const DeviceWeight& w, int r, const DotInput& in, int lane) {
   float acc = 0.0f;
   const int n_units = w.k / Unit<T>::kElems;
+  // Unrolled so that the next units' loads are in flight while one is summed.
+#pragma unroll 4
   for (int u = lane; u < n_units; u += kWarp) acc += Unit<T>::dot(w, r, u, in);
   return warp_sum(acc);
+}
+
+// Two rows of the same shape and type in one pass (gate and up): both rows'
+// loads are issued together, halving the round trips of a warp.
+template <WType T>
+__device__ __forceinline__ float2 row_dot_pair_t(const DeviceWeight& a, const DeviceWeight& b, int r, const DotInput& in,
+                                                 int lane) {
+  float acc_a = 0.0f, acc_b = 0.0f;
+  const int n_units = a.k / Unit<T>::kElems;
+#pragma unroll 2
+  for (int u = lane; u < n_units; u += kWarp) {
+    acc_a += Unit<T>::dot(a, r, u, in);
+    acc_b += Unit<T>::dot(b, r, u, in);
+  }
+  return make_float2(warp_sum(acc_a), warp_sum(acc_b));
 }
 
 __device__ __forceinline__ float row_dot_float_scalar(const DeviceWeight& w, int r, const DotInput& in, int lane) {
@@ -322,6 +363,25 @@ __device__ __forceinline__ float row_dot(const DeviceWeight& w, int r, const Dot
     case WType::kF32: return float_rows_aligned(w) ? row_dot_t<WType::kF32>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
   }
   return 0.0f;
+}
+
+// row_dot of two weights for the same row; one pass when their types match.
+__device__ __forceinline__ float2 row_dot_pair(const DeviceWeight& a, const DeviceWeight& b, int r, const DotInput& in,
+                                               int lane) {
+  if (a.type == b.type) {
+    switch (a.type) {
+      case WType::kQ8_0: return row_dot_pair_t<WType::kQ8_0>(a, b, r, in, lane);
+      case WType::kQ4_0: return row_dot_pair_t<WType::kQ4_0>(a, b, r, in, lane);
+      case WType::kQ4_1: return row_dot_pair_t<WType::kQ4_1>(a, b, r, in, lane);
+      case WType::kQ5_0: return row_dot_pair_t<WType::kQ5_0>(a, b, r, in, lane);
+      case WType::kQ5_1: return row_dot_pair_t<WType::kQ5_1>(a, b, r, in, lane);
+      case WType::kQ4_K: return row_dot_pair_t<WType::kQ4_K>(a, b, r, in, lane);
+      case WType::kQ5_K: return row_dot_pair_t<WType::kQ5_K>(a, b, r, in, lane);
+      case WType::kQ6_K: return row_dot_pair_t<WType::kQ6_K>(a, b, r, in, lane);
+      default: break;
+    }
+  }
+  return make_float2(row_dot(a, r, in, lane), row_dot(b, r, in, lane));
 }
 
 __device__ __host__ inline bool wtype_is_quantized(WType t) {

@@ -3,6 +3,7 @@
 #include "kernels/common.cuh"
 #include "kernels/dequant.cuh"
 #include "kernels/kernels.h"
+#include "kernels/launch.cuh"
 
 namespace minfer::kernels {
 namespace {
@@ -13,6 +14,7 @@ int grid_for(int64_t n, int threads) {
 }
 
 __global__ void swiglu_kernel(const float* g, const float* u, int64_t n, float* y, __half* y16) {
+  pdl_begin();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float v = silu(g[i]) * u[i];
     y[i] = v;
@@ -21,12 +23,14 @@ __global__ void swiglu_kernel(const float* g, const float* u, int64_t n, float* 
 }
 
 __global__ void add_kernel(float* y, const float* x, int64_t n) {
+  pdl_begin();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     y[i] += x[i];
   }
 }
 
 __global__ void add_bias_kernel(float* y, const float* b, int rows, int n) {
+  pdl_begin();
   const int64_t total = static_cast<int64_t>(rows) * n;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     y[i] += b[i % n];
@@ -34,6 +38,7 @@ __global__ void add_bias_kernel(float* y, const float* b, int rows, int n) {
 }
 
 __global__ void embed_kernel(DeviceWeight table, const int32_t* tokens, float* x) {
+  pdl_begin();
   const int t = blockIdx.y;
   const int token = tokens[t];
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < table.k; i += gridDim.x * blockDim.x) {
@@ -42,6 +47,7 @@ __global__ void embed_kernel(DeviceWeight table, const int32_t* tokens, float* x
 }
 
 __global__ void dequantize_f16_kernel(DeviceWeight w, __half* out) {
+  pdl_begin();
   const int64_t total = static_cast<int64_t>(w.n_rows) * w.k;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total; idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int r = static_cast<int>(idx / w.k), i = static_cast<int>(idx % w.k);
@@ -51,6 +57,7 @@ __global__ void dequantize_f16_kernel(DeviceWeight w, __half* out) {
 
 // One block per row; ties go to the lowest index (like the CPU reference).
 __global__ void argmax_kernel(const float* x, int n, int32_t* out) {
+  pdl_begin();
   __shared__ float best_v[32];
   __shared__ int best_i[32];
   const float* row = x + static_cast<size_t>(blockIdx.x) * n;
@@ -95,42 +102,36 @@ __global__ void argmax_kernel(const float* x, int n, int32_t* out) {
 cudaError_t launch_swiglu(const float* g, const float* u, int64_t n, float* y, void* y_f16, Q8Rows hq, int row_n,
                           cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  swiglu_kernel<<<grid_for(n, 256), 256, 0, stream>>>(g, u, n, y, static_cast<__half*>(y_f16));
-  cudaError_t e = cudaGetLastError();
+  cudaError_t e = launch_kernel(swiglu_kernel, dim3(grid_for(n, 256)), dim3(256), 0, stream, g, u, n, y, static_cast<__half*>(y_f16));
   if (e != cudaSuccess || hq.q == nullptr) return e;
   return launch_quantize_q8(y, static_cast<int>(n / row_n), row_n, hq, stream);
 }
 
 cudaError_t launch_add(float* y, const float* x, int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  add_kernel<<<grid_for(n, 256), 256, 0, stream>>>(y, x, n);
-  return cudaGetLastError();
+  return launch_kernel(add_kernel, dim3(grid_for(n, 256)), dim3(256), 0, stream, y, x, n);
 }
 
 cudaError_t launch_add_bias(float* y, const float* b, int rows, int n, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
-  add_bias_kernel<<<grid_for(static_cast<int64_t>(rows) * n, 256), 256, 0, stream>>>(y, b, rows, n);
-  return cudaGetLastError();
+  return launch_kernel(add_bias_kernel, dim3(grid_for(static_cast<int64_t>(rows) * n, 256)), dim3(256), 0, stream, y, b, rows, n);
 }
 
 cudaError_t launch_argmax(const float* x, int rows, int n, int32_t* out, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
-  argmax_kernel<<<rows, 1024, 0, stream>>>(x, n, out);
-  return cudaGetLastError();
+  return launch_kernel(argmax_kernel, dim3(rows), dim3(1024), 0, stream, x, n, out);
 }
 
 cudaError_t launch_embed(const DeviceWeight& table, const int32_t* tokens, int n_tokens, float* x, cudaStream_t stream) {
   if (n_tokens <= 0) return cudaSuccess;
   dim3 grid((table.k + 255) / 256, n_tokens);
-  embed_kernel<<<grid, 256, 0, stream>>>(table, tokens, x);
-  return cudaGetLastError();
+  return launch_kernel(embed_kernel, grid, dim3(256), 0, stream, table, tokens, x);
 }
 
 cudaError_t launch_dequantize_f16(const DeviceWeight& w, void* out, cudaStream_t stream) {
   const int64_t total = static_cast<int64_t>(w.n_rows) * w.k;
   if (total <= 0) return cudaSuccess;
-  dequantize_f16_kernel<<<grid_for(total, 256), 256, 0, stream>>>(w, static_cast<__half*>(out));
-  return cudaGetLastError();
+  return launch_kernel(dequantize_f16_kernel, dim3(grid_for(total, 256)), dim3(256), 0, stream, w, static_cast<__half*>(out));
 }
 
 }  // namespace minfer::kernels

@@ -38,11 +38,25 @@ struct MatvecTask {
   float* y = nullptr;
   const float* bias = nullptr;  // [n_rows] or null
   bool accumulate = false;      // y += (the residual add)
+  // Greedy decoding: also fold every row's value into *argmax as
+  // argmax_pack(value, row) with atomicMax (zero it first); the largest value
+  // wins, the lowest row on ties, NaN never. Decode with argmax_unpack.
+  unsigned long long* argmax = nullptr;
 };
+inline int32_t argmax_unpack(unsigned long long key) { return static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(key & 0xFFFFFFFFu)); }
 struct MatvecInput {
   const float* x = nullptr;     // [k] f32, for float weights
   Q8Rows xq;                    // [k] Q8, for quantized weights
+  // RMS norm fused into the input (decode): when norm_w is set, every block
+  // normalises norm_x (the residual stream, [k]) with norm_w into shared memory
+  // (f32 and Q8) and ignores x/xq. Bit-identical to launch_rms_norm followed
+  // by the plain matvec. Needs matvec_norm_fits(k).
+  const float* norm_x = nullptr;
+  const float* norm_w = nullptr;
+  float norm_eps = 0.0f;
 };
+// Shared memory of the norm prologue fits a block (k f32 + k int8 + scales).
+bool matvec_norm_fits(int k);
 constexpr int kMaxMatvecTasks = 3;
 // Up to three weights sharing one input in one launch (q, k, v).
 cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, cudaStream_t stream);
@@ -77,6 +91,9 @@ struct RopeArgs {
   float base = 10000.0f;
   float scale = 1.0f;
   const float* freq_factors = nullptr;  // [n_rot / 2] or null (device)
+  // [n_rot / 2] base^(-2i / n_rot) in double, computed once by the host with
+  // the same expression as the CPU backend (device); null: computed per call.
+  const double* inv_freq = nullptr;
 };
 
 // The decode/prefill tail of q, k, v for `n_tokens` rows (one launch): adds
@@ -152,6 +169,12 @@ cudaError_t launch_attention_prefill(const AttentionArgs& a, cudaStream_t stream
 // for head dims the flash kernel lacks, and the A/B reference for it
 // (MINFER_NO_FA_PREFILL).
 cudaError_t launch_attention_generic(const AttentionArgs& a, cudaStream_t stream);
+
+// ---- launch ------------------------------------------------------------------
+
+// Programmatic dependent launch for every kernel launched from now on (only
+// on sm_90+ devices: the caller checks). Off by default.
+void set_pdl(bool on);
 
 // ---- faults (tests only) ---------------------------------------------------
 

@@ -1,8 +1,9 @@
 // RMSNorm and Q8 activation quantization, one block per row. The sum of
-// squares uses block_sum's fixed order, so the fused form (norm + quantize)
-// and the chain (norm, then quantize) give the same bits.
+// squares is row_sum_squares (one warp, fixed order), so this kernel, the
+// norm-fused matvec prologue and the chain norm-then-quantize give the same bits.
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
+#include "kernels/launch.cuh"
 
 namespace minfer::kernels {
 namespace {
@@ -11,11 +12,14 @@ constexpr int kThreads = 256;
 
 __global__ void __launch_bounds__(kThreads) rms_norm_kernel(const float* x, const float* w, int n, float eps,
                                                             float* y32, __half* y16, int8_t* q, float2* ds) {
-  __shared__ float scratch[kThreads / kWarp];
+  pdl_begin();
+  __shared__ float total;
   const float* xr = x + static_cast<size_t>(blockIdx.x) * n;
-  float ss = 0.0f;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
-  const float total = block_sum(ss, scratch);
+  if (threadIdx.x < kWarp) {
+    const float ss = row_sum_squares(xr, n, static_cast<int>(threadIdx.x));
+    if (threadIdx.x == 0) total = ss;
+  }
+  __syncthreads();
   const float scale = rsqrtf(total / static_cast<float>(n) + eps);
   if (q != nullptr) {
     // Each warp quantizes whole 32-element blocks.
@@ -37,6 +41,7 @@ __global__ void __launch_bounds__(kThreads) rms_norm_kernel(const float* x, cons
 }
 
 __global__ void __launch_bounds__(kThreads) quantize_kernel(const float* x, int n, int8_t* q, float2* ds) {
+  pdl_begin();
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const float* xr = x + static_cast<size_t>(blockIdx.x) * n;
   for (int blk = warp; blk < n / 32; blk += blockDim.x / kWarp) {
@@ -46,6 +51,7 @@ __global__ void __launch_bounds__(kThreads) quantize_kernel(const float* x, int 
 }
 
 __global__ void to_f16_kernel(const float* x, __half* y, int64_t n) {
+  pdl_begin();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     y[i] = __float2half_rn(x[i]);
   }
@@ -62,22 +68,19 @@ cudaError_t launch_rms_norm(const float* x, const float* w, int rows, int n, flo
                             Q8Rows yq, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   if (yq.q != nullptr && n % 32 != 0) return cudaErrorInvalidValue;
-  rms_norm_kernel<<<rows, kThreads, 0, stream>>>(x, w, n, eps, y_f32, static_cast<__half*>(y_f16), yq.q,
-                                                  static_cast<float2*>(yq.ds));
-  return cudaGetLastError();
+  return launch_kernel(rms_norm_kernel, dim3(rows), dim3(kThreads), 0, stream, x, w, n, eps, y_f32, static_cast<__half*>(y_f16),
+                       yq.q, static_cast<float2*>(yq.ds));
 }
 
 cudaError_t launch_quantize_q8(const float* x, int rows, int n, Q8Rows yq, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   if (n % 32 != 0) return cudaErrorInvalidValue;
-  quantize_kernel<<<rows, kThreads, 0, stream>>>(x, n, yq.q, static_cast<float2*>(yq.ds));
-  return cudaGetLastError();
+  return launch_kernel(quantize_kernel, dim3(rows), dim3(kThreads), 0, stream, x, n, yq.q, static_cast<float2*>(yq.ds));
 }
 
 cudaError_t launch_to_f16(const float* x, void* y, int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  to_f16_kernel<<<grid_for(n, 256), 256, 0, stream>>>(x, static_cast<__half*>(y), n);
-  return cudaGetLastError();
+  return launch_kernel(to_f16_kernel, dim3(grid_for(n, 256)), dim3(256), 0, stream, x, static_cast<__half*>(y), n);
 }
 
 }  // namespace minfer::kernels

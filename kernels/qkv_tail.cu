@@ -6,6 +6,7 @@
 // memory: a captured decode graph stays valid as the sequence grows.
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
+#include "kernels/launch.cuh"
 
 namespace minfer::kernels {
 namespace {
@@ -31,7 +32,8 @@ int threads_for(int head_dim) { return (head_dim / 2 + kWarp - 1) / kWarp * kWar
 __device__ __forceinline__ void rope_pair(float* s, int t, int pos, const RopeArgs& r) {
   const int half_rot = r.n_rot / 2;
   if (t >= half_rot) return;
-  double theta = static_cast<double>(pos) * r.scale * pow(static_cast<double>(r.base), -2.0 * t / r.n_rot);
+  const double inv = r.inv_freq != nullptr ? r.inv_freq[t] : pow(static_cast<double>(r.base), -2.0 * t / r.n_rot);
+  double theta = static_cast<double>(pos) * r.scale * inv;
   if (r.freq_factors != nullptr) theta /= r.freq_factors[t];
   double sn, cs;
   sincos(theta, &sn, &cs);
@@ -53,6 +55,7 @@ __device__ __forceinline__ void store_cache(void* cache, bool f16, size_t offset
 // warps (the reductions shuffle across full warps); threads t >= head_dim/2
 // only take part in the reductions and barriers.
 __global__ void qkv_tail_kernel(QkvTailArgs a) {
+  pdl_begin();
   __shared__ float s[kMaxHeadDim];
   __shared__ float scratch[kMaxHeadDim / 2 / kWarp + 1];
   const int slot = blockIdx.x, tok = blockIdx.y, t = threadIdx.x;
@@ -107,6 +110,7 @@ __global__ void qkv_tail_kernel(QkvTailArgs a) {
 // ---- the unfused chain (same device functions, same mapping) -------------
 
 __global__ void head_norm_kernel(float* x, int n_heads, int hd, const float* w, float eps) {
+  pdl_begin();
   __shared__ float scratch[kMaxHeadDim / 2 / kWarp + 1];
   const int h = blockIdx.x, tok = blockIdx.y, t = threadIdx.x, half = hd / 2;
   float* row = x + (static_cast<size_t>(tok) * n_heads + h) * hd;
@@ -119,6 +123,7 @@ __global__ void head_norm_kernel(float* x, int n_heads, int hd, const float* w, 
 }
 
 __global__ void rope_kernel(float* x, int n_heads, RopeArgs r, const int32_t* positions) {
+  pdl_begin();
   __shared__ float s[kMaxHeadDim];
   const int h = blockIdx.x, tok = blockIdx.y, t = threadIdx.x, half = r.head_dim / 2;
   float* row = x + (static_cast<size_t>(tok) * n_heads + h) * r.head_dim;
@@ -133,6 +138,7 @@ __global__ void rope_kernel(float* x, int n_heads, RopeArgs r, const int32_t* po
 }
 
 __global__ void kv_store_kernel(QkvTailArgs a) {
+  pdl_begin();
   const int h = blockIdx.x, tok = blockIdx.y, t = threadIdx.x;
   const int hd = a.rope.head_dim, half = hd / 2, kv_dim = a.n_kv_heads * hd;
   if (t >= half) return;
@@ -157,15 +163,13 @@ bool valid(const QkvTailArgs& a) {
 cudaError_t launch_qkv_tail(const QkvTailArgs& a, cudaStream_t stream) {
   if (!valid(a)) return cudaErrorInvalidValue;
   dim3 grid(a.n_heads + 2 * a.n_kv_heads, a.n_tokens);
-  qkv_tail_kernel<<<grid, threads_for(a.rope.head_dim), 0, stream>>>(a);
-  return cudaGetLastError();
+  return launch_kernel(qkv_tail_kernel, grid, dim3(threads_for(a.rope.head_dim)), 0, stream, a);
 }
 
 cudaError_t launch_head_norm(float* x, int n_tokens, int n_heads, int head_dim, const float* w, float eps,
                              cudaStream_t stream) {
   if (head_dim < 2 || head_dim % 2 != 0 || head_dim > kMaxHeadDim || n_tokens <= 0) return cudaErrorInvalidValue;
-  head_norm_kernel<<<dim3(n_heads, n_tokens), threads_for(head_dim), 0, stream>>>(x, n_heads, head_dim, w, eps);
-  return cudaGetLastError();
+  return launch_kernel(head_norm_kernel, dim3(n_heads, n_tokens), dim3(threads_for(head_dim)), 0, stream, x, n_heads, head_dim, w, eps);
 }
 
 cudaError_t launch_rope(float* x, int n_tokens, int n_heads, const RopeArgs& rope, const int32_t* positions,
@@ -174,14 +178,12 @@ cudaError_t launch_rope(float* x, int n_tokens, int n_heads, const RopeArgs& rop
       n_tokens <= 0) {
     return cudaErrorInvalidValue;
   }
-  rope_kernel<<<dim3(n_heads, n_tokens), rope.head_dim / 2, 0, stream>>>(x, n_heads, rope, positions);
-  return cudaGetLastError();
+  return launch_kernel(rope_kernel, dim3(n_heads, n_tokens), dim3(rope.head_dim / 2), 0, stream, x, n_heads, rope, positions);
 }
 
 cudaError_t launch_kv_store(const QkvTailArgs& a, cudaStream_t stream) {
   if (!valid(a)) return cudaErrorInvalidValue;
-  kv_store_kernel<<<dim3(a.n_kv_heads, a.n_tokens), a.rope.head_dim / 2, 0, stream>>>(a);
-  return cudaGetLastError();
+  return launch_kernel(kv_store_kernel, dim3(a.n_kv_heads, a.n_tokens), dim3(a.rope.head_dim / 2), 0, stream, a);
 }
 
 }  // namespace minfer::kernels

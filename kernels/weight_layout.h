@@ -43,6 +43,9 @@ enum class WType : uint32_t {
   kBF16 = 30,
 };
 
+// Quantized types take Q8 activations; float types take f32.
+inline bool wtype_is_quantized_host(WType t) { return t != WType::kF32 && t != WType::kF16 && t != WType::kBF16; }
+
 // True when `ggml_type_id` is a WType and rows of k elements fit its blocks.
 bool wtype_supported(uint32_t ggml_type_id, int64_t k);
 

@@ -9,6 +9,9 @@
 
 namespace minfer::cli {
 // Subcommands, one file each (cmd_<name>.cpp).
+int cmd_generate(const std::vector<std::string>& args);
+int cmd_tokenize(const std::vector<std::string>& args);
+int cmd_bench(const std::vector<std::string>& args);
 int cmd_gguf(const std::vector<std::string>& args);
 int cmd_synth(const std::vector<std::string>& args);
 // Clients of minferd over its socket.
@@ -23,6 +26,9 @@ namespace {
 using minfer::cli::Command;
 
 const Command kCommands[] = {
+    {"generate", "generate text from a prompt with a local model", minfer::cli::cmd_generate},
+    {"tokenize", "print the token ids of a text", minfer::cli::cmd_tokenize},
+    {"bench", "measure prefill and decode speed (like llama-bench)", minfer::cli::cmd_bench},
     {"gguf", "show what a GGUF file holds (gguf info FILE)", minfer::cli::cmd_gguf},
     {"synth", "write a synthetic model: real shapes, random weights", minfer::cli::cmd_synth},
     {"complete", "stream a completion from minferd (over its socket)", minfer::cli::cmd_complete},

@@ -15,6 +15,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/quant/dtype.h"
+#include "engine/trace/trace.h"
 
 namespace minfer {
 
@@ -29,6 +30,7 @@ struct BackendOptions {
   bool fa_prefill = true;
   double step_timeout_ms = 10000.0;
   double step_timeout_per_token_ms = 20.0;
+  int debug_gpu_stall_at_step = -1;  // fault injection (tests only), see EngineConfig
 };
 
 // What a step hands back: logits rows (rows × vocab_size, row-major) or, for a
@@ -63,6 +65,15 @@ class Backend {
   // Set once the backend can no longer run steps (a GPU wait missed its
   // deadline, or a sticky CUDA error): why. Empty while healthy.
   virtual std::string wedged_reason() const { return {}; }
+  // Time spent capturing and instantiating graphs so far, and the kernel
+  // launches of the last decode step (0 where not applicable).
+  virtual double capture_ms() const { return 0.0; }
+  virtual int decode_launches() const { return 0; }
+  virtual void debug_release_stall() {}
+
+  // Writes a trace event per node (MINFER_TRACE); null stops tracing. A
+  // tracing backend runs eagerly (no graph replay) and reads outputs back.
+  virtual void set_trace(TraceWriter* trace) { trace_ = trace; }
 
   // Per-op-kind timing for benchmarks ("where does a step's time go"). Off by
   // default: measuring costs a clock read (CPU) or an event pair (CUDA) per node.
@@ -73,6 +84,8 @@ class Backend {
  protected:
   bool profiling_ = false;
   OpProfile profile_;
+  TraceWriter* trace_ = nullptr;
+  int trace_step_ = 0;
 };
 
 }  // namespace minfer

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
 #include <random>
 
 #include "engine/backend/cpu/cpu_kernels.h"
@@ -42,8 +43,11 @@ TEST_P(CpuAttention, MatchesReference) {
   // The sequence's cells in a scattered order; cell j holds position j, the
   // queries are the last n_tokens positions, so the mask is causal.
   std::vector<int32_t> seq_cells(static_cast<size_t>(c.n_cells)), cell_pos(static_cast<size_t>(n_ctx), 1 << 30);
+  // A stride coprime with n_ctx: every cell once (a permutation).
+  int stride = 7;
+  while (std::gcd(stride, n_ctx) != 1) ++stride;
   for (int j = 0; j < c.n_cells; ++j) {
-    seq_cells[static_cast<size_t>(j)] = (j * 7 + 3) % n_ctx;
+    seq_cells[static_cast<size_t>(j)] = (j * stride + 3) % n_ctx;
     cell_pos[static_cast<size_t>(seq_cells[static_cast<size_t>(j)])] = j;
   }
   std::vector<int32_t> q_pos(static_cast<size_t>(c.n_tokens));

@@ -98,7 +98,20 @@ Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out)
   argmax_.clear();
   for (const Node& n : graph.nodes) {
     const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const double trace_t0 = trace_ != nullptr ? trace_->now_us() : 0.0;
     Status st = run_node(n, in);
+    if (trace_ != nullptr && st) {
+      const double dur = trace_->now_us() - trace_t0;
+      TensorStats stats;
+      int rows = 0, width = 0;
+      if (n.dst != Buf::kNone) {
+        const Activation& d = buf(n.dst);
+        rows = d.rows;
+        width = d.width;
+        stats = TensorStats::of(d.data.data(), static_cast<int64_t>(rows) * width);
+      }
+      trace_->node(n.name, op_name(n.op), "cpu", trace_step_, rows, width, trace_t0, dur, stats);
+    }
     if (profiling_) {
       const size_t op = static_cast<size_t>(n.op);
       profile_.ms[op] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -109,6 +122,7 @@ Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out)
                                                      st.error().message));
     }
   }
+  ++trace_step_;
   const Activation& logits = buf(Buf::kLogits);
   if (graph.options.logits == Logits::kNone) {
     out->rows = 0;

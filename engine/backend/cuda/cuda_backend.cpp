@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/backend/cuda/bounded_wait.h"
@@ -39,6 +41,9 @@ CudaBackend::~CudaBackend() {
   if (h_seq_cells_) cudaFreeHost(h_seq_cells_);
   if (h_logits_) cudaFreeHost(h_logits_);
   if (h_argmax_) cudaFreeHost(h_argmax_);
+  if (h_argmax_key_) cudaFreeHost(h_argmax_key_);
+  // A stall left unreleased would keep the device busy for its 30 s.
+  debug_release_stall();
   if (done_) cudaEventDestroy(done_);
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -53,11 +58,11 @@ bool CudaBackend::supports_weight_type(DType type) const {
   return kernels::wtype_supported(static_cast<uint32_t>(type), dtype_traits(type).block_elems);
 }
 
-kernels::DeviceWeight CudaBackend::dw(const Weight& w) const { return dweights_.at(&w); }
+kernels::DeviceWeight CudaBackend::dw(const Weight& w) const { return dweights_.at(w.data); }
 
 const float* CudaBackend::dv(const Weight* w) const {
   if (w == nullptr) return nullptr;
-  return dvectors_.at(w);
+  return dvectors_.at(w->data);
 }
 
 kernels::RopeArgs CudaBackend::rope_args() const {
@@ -68,6 +73,7 @@ kernels::RopeArgs CudaBackend::rope_args() const {
   r.base = config_.rope_base;
   r.scale = config_.rope_scale;
   r.freq_factors = weights_->rope_freqs.present() ? dv(&weights_->rope_freqs) : nullptr;
+  r.inv_freq = inv_freq_;
   return r;
 }
 
@@ -98,6 +104,16 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   weights_ = &weights;
   options_ = options;
   graphs_enabled_ = options.cuda_graphs;
+  // Programmatic dependent launch overlaps each kernel's launch with its
+  // predecessor's run (Hopper and newer); MINFER_NO_PDL=1 turns it off.
+  const char* no_pdl = std::getenv("MINFER_NO_PDL");
+  kernels::set_pdl(facts_.cc_major >= 9 && (no_pdl == nullptr || std::string_view(no_pdl) == "0"));
+  // Folding the one-row RMS norm into the next matvec saves 2 launches a
+  // layer but makes every block of that matvec redo the norm: on the H200 it
+  // lost (0.5B Q8_0 tg128 567 vs 633 tok/s, same run), so it is opt-in
+  // (MINFER_FUSE_NORM=1) until the prologue is cheaper.
+  const char* fuse_norm = std::getenv("MINFER_FUSE_NORM");
+  fuse_norm_ = fuse_norm != nullptr && std::string_view(fuse_norm) != "0";
   CUDA_TRY(cudaSetDevice(facts_.device));
   CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUDA_TRY(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
@@ -106,6 +122,10 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   cublas_ = handle;
   CUBLAS_TRY(cublasSetStream(handle, stream_));
   MINFER_TRY(upload_weights());
+  // Every weight a graph names must be on the device: dw()/dv() rely on it.
+  if (!dweights_.count(weights.output.data) || !dweights_.count(weights.token_embd.data)) {
+    return unexpected(ErrorCode::kInternal, "cuda backend: the output head or the embedding table was not uploaded");
+  }
   MINFER_TRY(alloc_buffers());
   if (!options.fa_prefill || !kernels::attention_prefill_supported(config.head_dim)) {
     log::warn("cuda backend: prefill attention uses the generic kernel ({})",
@@ -137,7 +157,7 @@ Status CudaBackend::upload_weights() {
   int slot = 0;
   Status result = ok_status();
   for (const Weight* w : weights_->matrices()) {
-    if (dweights_.count(w)) continue;
+    if (dweights_.count(w->data)) continue;
     const auto wt = static_cast<kernels::WType>(static_cast<uint32_t>(w->type));
     if (!kernels::wtype_supported(static_cast<uint32_t>(w->type), w->n_in)) {
       result = unexpected(ErrorCode::kUnsupported,
@@ -201,7 +221,7 @@ Status CudaBackend::upload_weights() {
       slot ^= 1;
     }
     if (!result) break;
-    dweights_[w] = d;
+    dweights_[w->data] = d;
   }
   if (result) {
     Status ws = cuda::wait_bounded(stream_, done_, deadline());
@@ -218,12 +238,13 @@ Status CudaBackend::upload_weights() {
     }
   }
   for (const Weight* v : vectors) {
+    if (dvectors_.count(v->data)) continue;
     void* mem = nullptr;
     CUDA_TRY(cudaMalloc(&mem, v->row_bytes));
     weight_mem_.push_back(mem);
     weight_bytes_ += v->row_bytes;
     CUDA_TRY(cudaMemcpyAsync(mem, v->data, v->row_bytes, cudaMemcpyHostToDevice, stream_));
-    dvectors_[v] = static_cast<const float*>(mem);
+    dvectors_[v->data] = static_cast<const float*>(mem);
   }
   return cuda::wait_bounded(stream_, done_, deadline());
 }
@@ -258,6 +279,17 @@ Status CudaBackend::alloc_buffers() {
     k_cache_.push_back(k);
     v_cache_.push_back(v);
   }
+  {
+    // The same expression as the CPU backend's RopeTable (and the same libm).
+    std::vector<double> inv(static_cast<size_t>(config_.n_rot / 2));
+    for (size_t i = 0; i < inv.size(); ++i) {
+      inv[i] = std::pow(static_cast<double>(config_.rope_base), -2.0 * static_cast<double>(i) / config_.n_rot);
+    }
+    MINFER_ASSIGN_OR_RETURN(void* f, pool_.acquire(sizeof(double) * inv.size()));
+    inv_freq_ = static_cast<double*>(f);
+    CUDA_TRY(cudaMemcpyAsync(inv_freq_, inv.data(), sizeof(double) * inv.size(), cudaMemcpyHostToDevice, stream_));
+    MINFER_TRY(cuda::wait_bounded(stream_, done_, Clock::now() + std::chrono::seconds(60)));  // `inv` is about to go away
+  }
   MINFER_ASSIGN_OR_RETURN(void* cp, pool_.acquire(sizeof(int32_t) * options_.n_ctx));
   cell_pos_ = static_cast<int32_t*>(cp);
   // Empty cells are never visible: their position is INT_MAX (0x7f7f7f7f by memset: large enough).
@@ -271,6 +303,9 @@ Status CudaBackend::alloc_buffers() {
   d_seq_cells_ = static_cast<int32_t*>(sc);
   MINFER_ASSIGN_OR_RETURN(void* am, pool_.acquire(sizeof(int32_t) * max_t));
   d_argmax_ = static_cast<int32_t*>(am);
+  MINFER_ASSIGN_OR_RETURN(void* ak, pool_.acquire(sizeof(unsigned long long)));
+  d_argmax_key_ = static_cast<unsigned long long*>(ak);
+  CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_argmax_key_), sizeof(unsigned long long)));
   const size_t partial_floats = kernels::attention_partials_floats(config_.n_heads, config_.head_dim, options_.n_ctx);
   MINFER_ASSIGN_OR_RETURN(void* pp, pool_.acquire(sizeof(float) * partial_floats));
   partials_ = static_cast<float*>(pp);
@@ -377,7 +412,16 @@ Status CudaBackend::gemm(const Weight& w, const Act& src, int first_row, int row
   return ok_status();
 }
 
-Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const Node* residual_add) {
+void CudaBackend::take_pending_norm(Buf src, kernels::MatvecInput& in) {
+  if (pending_norm_.buf != src || src == Buf::kNone) return;
+  in.norm_x = pending_norm_.x;
+  in.norm_w = pending_norm_.w;
+  in.norm_eps = config_.rms_eps;
+  pending_norm_ = PendingNorm{};
+}
+
+Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const Node* residual_add,
+                                 unsigned long long* argmax) {
   Act& src = act(nodes.front()->src);
   const int first = nodes.front()->rows == Rows::kLast ? src.rows - 1 : 0;
   bool any_quantized = false;
@@ -388,7 +432,8 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
     kernels::MatvecTask& t = tasks[i];
     t.w = dw(*n.w);
     t.bias = dv(n.bias);
-    any_quantized |= kernels::WType::kF32 != t.w.type && kernels::WType::kF16 != t.w.type && kernels::WType::kBF16 != t.w.type;
+    t.argmax = argmax;
+    any_quantized |= kernels::wtype_is_quantized_host(t.w.type);
     if (residual_add != nullptr) {
       t.y = act(residual_add->dst).f32;
       t.accumulate = true;
@@ -401,6 +446,10 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
   }
   kernels::MatvecInput in;
   in.x = src.f32 + static_cast<size_t>(first) * src.width;
+  take_pending_norm(nodes.front()->src, in);
+  if (in.norm_w != nullptr) {
+    return launched(kernels::launch_matvec(tasks, static_cast<int>(nodes.size()), in, stream_), *nodes.front());
+  }
   if (any_quantized) {
     if (first != 0 && !src.q8_ok) {
       return unexpected(ErrorCode::kInternal, "cuda backend: last-row matvec needs the Q8 row its producer writes");
@@ -414,6 +463,17 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
 
 Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
   const Node& n = g.nodes[i];
+  if (pending_norm_.buf != Buf::kNone && n.src != pending_norm_.buf) {
+    // Only a matvec of the normalised buffer may take a pending norm; anyone
+    // else gets the norm computed now.
+    Act& dst = act(pending_norm_.buf);
+    const PendingNorm p = pending_norm_;
+    pending_norm_ = PendingNorm{};
+    dst.q8_ok = dst.q8.q != nullptr;
+    ++launches_;
+    CUDA_TRY(kernels::launch_rms_norm(p.x, p.w, 1, dst.width, config_.rms_eps, dst.f32, nullptr,
+                                      dst.q8.q ? dst.q8 : kernels::Q8Rows{}, stream_));
+  }
   const Node* next = i + 1 < g.nodes.size() ? &g.nodes[i + 1] : nullptr;
   const ModelConfig& c = config_;
   switch (n.op) {
@@ -429,6 +489,15 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       const int first = n.rows == Rows::kLast ? src.rows - 1 : 0;
       const int rows = n.rows == Rows::kLast ? 1 : src.rows;
       dst.rows = rows;
+      // One row feeding a matvec: the matvec's blocks normalise it themselves
+      // (one launch fewer, bit-identical). Not while tracing, which reads
+      // every node's output.
+      if (rows == 1 && fuse_norm_ && trace_ == nullptr && next != nullptr && next->src == n.dst &&
+          (next->op == Op::kMatmul || next->op == Op::kGateUpSwiglu) && kernels::matvec_norm_fits(src.width)) {
+        pending_norm_ = PendingNorm{n.dst, src.f32 + static_cast<size_t>(first) * src.width, dv(n.w)};
+        dst.q8_ok = dst.f16_ok = false;
+        return ok_status();
+      }
       // Write every copy a consumer may read: Q8 for matvecs, f16 for GEMMs.
       kernels::Q8Rows q8 = rows == 1 && dst.q8.q ? dst.q8 : kernels::Q8Rows{};
       void* f16 = rows > 1 ? dst.f16 : nullptr;
@@ -454,8 +523,15 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
           }
           group.push_back(&m);
         }
-        MINFER_TRY(matvec_group(group, residual ? next : nullptr));
-        i += group.size() - 1 + (residual ? 1 : 0);
+        // A one-row output head followed by argmax: fold the argmax into the
+        // matvec (atomicMax over packed keys), one launch fewer per step.
+        const bool fuse_argmax = group.size() == 1 && next != nullptr && next->op == Op::kArgmax && !residual;
+        if (fuse_argmax) {
+          CUDA_TRY(cudaMemsetAsync(d_argmax_key_, 0, sizeof(unsigned long long), stream_));
+          argmax_fused_ = true;
+        }
+        MINFER_TRY(matvec_group(group, residual ? next : nullptr, fuse_argmax ? d_argmax_key_ : nullptr));
+        i += group.size() - 1 + (residual || fuse_argmax ? 1 : 0);
         return ok_status();
       }
       // Many rows: tensor-core GEMM, residual folded in as beta = 1.
@@ -559,15 +635,39 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
         h.rows = 1;
         kernels::MatvecInput in;
         in.x = src.f32;
-        MINFER_TRY(ensure_q8(src));
-        in.xq = src.q8;
+        take_pending_norm(n.src, in);
+        if (in.norm_w == nullptr) {
+          MINFER_TRY(ensure_q8(src));
+          in.xq = src.q8;
+        }
         h.q8_ok = h.q8.q != nullptr;
         h.f16_ok = false;
         return launched(kernels::launch_gate_up_swiglu(dw(*n.w), dw(*n.w2), in, h.f32, h.q8, stream_), n);
       }
+      Act& up = act(Buf::kUp);
+      if (src.rows == 1) {
+        // Decode with d_ff not a multiple of 32 (no Q8 blocks of h): gate
+        // and up in one matvec launch, then SwiGLU.
+        kernels::MatvecTask tasks[2];
+        tasks[0].w = dw(*n.w);
+        tasks[0].y = h.f32;
+        tasks[1].w = dw(*n.w2);
+        tasks[1].y = up.f32;
+        kernels::MatvecInput in;
+        in.x = src.f32;
+        take_pending_norm(n.src, in);
+        if (in.norm_w == nullptr &&
+            (kernels::wtype_is_quantized_host(tasks[0].w.type) || kernels::wtype_is_quantized_host(tasks[1].w.type))) {
+          MINFER_TRY(ensure_q8(src));
+          in.xq = src.q8;
+        }
+        h.rows = up.rows = 1;
+        h.q8_ok = h.f16_ok = false;
+        MINFER_TRY(launched(kernels::launch_matvec(tasks, 2, in, stream_), n));
+        return launched(kernels::launch_swiglu(h.f32, up.f32, h.width, h.f32, nullptr, kernels::Q8Rows{}, h.width, stream_), n);
+      }
       // Prefill: two GEMMs, then SwiGLU.
       MINFER_TRY(ensure_f16(src));
-      Act& up = act(Buf::kUp);
       h.rows = up.rows = src.rows;
       MINFER_TRY(gemm(*n.w, src, 0, src.rows, h.f32, h.width, false));
       MINFER_TRY(gemm(*n.w2, src, 0, src.rows, up.f32, up.width, false));
@@ -592,6 +692,15 @@ Status CudaBackend::ensure_logits(const Graph& g, int n_tokens) {
   if (g.options.logits == Logits::kNone) return ok_status();
   // One row unless every token's logits are wanted (tests, scoring).
   const int rows = g.options.logits == Logits::kAll ? n_tokens : 1;
+  // The pinned host copy too: nothing may be allocated inside a capture.
+  const size_t floats = static_cast<size_t>(rows) * act(Buf::kLogits).width;
+  if (floats > h_logits_floats_) {
+    if (h_logits_) cudaFreeHost(h_logits_);
+    h_logits_ = nullptr;
+    h_logits_floats_ = 0;
+    CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_logits_), sizeof(float) * floats));
+    h_logits_floats_ = floats;
+  }
   if (rows <= logits_capacity_rows_) return ok_status();
   Act& logits = act(Buf::kLogits);
   if (logits.f32) pool_.release(logits.f32);
@@ -602,12 +711,47 @@ Status CudaBackend::ensure_logits(const Graph& g, int n_tokens) {
   return ok_status();
 }
 
+Status CudaBackend::record_profile_event(size_t k) {
+  while (profile_events_.size() <= k) {
+    cudaEvent_t e = nullptr;
+    CUDA_TRY(cudaEventCreate(&e));
+    profile_events_.push_back(e);
+  }
+  // Inside a capture, an external record becomes an event-record node that
+  // timestamps every replay; outside, a plain record.
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  CUDA_TRY(cudaStreamIsCapturing(stream_, &capturing));
+  if (capturing == cudaStreamCaptureStatusActive) {
+    CUDA_TRY(cudaEventRecordWithFlags(profile_events_[k], stream_, cudaEventRecordExternal));
+  } else {
+    CUDA_TRY(cudaEventRecord(profile_events_[k], stream_));
+  }
+  return ok_status();
+}
+
+void CudaBackend::accumulate_profile() {
+  for (size_t j = 0; j < profile_ops_.size(); ++j) {
+    float ms = 0.0f;
+    if (cudaEventElapsedTime(&ms, profile_events_[j], profile_events_[j + 1]) != cudaSuccess) continue;
+    profile_.ms[static_cast<size_t>(profile_ops_[j])] += ms;
+    ++profile_.calls[static_cast<size_t>(profile_ops_[j])];
+  }
+}
+
 Status CudaBackend::enqueue(const Graph& g, int n_tokens) {
   launches_ = 0;
+  argmax_fused_ = false;
+  pending_norm_ = PendingNorm{};
+  if (profiling_) profile_ops_.clear();
   for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (profiling_) {
+      MINFER_TRY(record_profile_event(profile_ops_.size()));
+      profile_ops_.push_back(g.nodes[i].op);
+    }
     Status st = run_node(g, i, n_tokens);
     if (!st) return st;
   }
+  if (profiling_) MINFER_TRY(record_profile_event(profile_ops_.size()));
   return ok_status();
 }
 
@@ -617,15 +761,17 @@ Status CudaBackend::enqueue_output_copy(const Graph& g) {
   const Act& logits = act(Buf::kLogits);
   out_rows_ = g.options.logits == Logits::kAll ? act(Buf::kX).rows : 1;
   if (g.options.argmax) {
-    CUDA_TRY(cudaMemcpyAsync(h_argmax_, d_argmax_, sizeof(int32_t) * out_rows_, cudaMemcpyDeviceToHost, stream_));
+    if (argmax_fused_) {
+      CUDA_TRY(cudaMemcpyAsync(h_argmax_key_, d_argmax_key_, sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_));
+    } else {
+      CUDA_TRY(cudaMemcpyAsync(h_argmax_, d_argmax_, sizeof(int32_t) * out_rows_, cudaMemcpyDeviceToHost, stream_));
+    }
     return ok_status();
   }
   const size_t floats = static_cast<size_t>(out_rows_) * logits.width;
   if (floats > h_logits_floats_) {
-    if (h_logits_) cudaFreeHost(h_logits_);
-    h_logits_ = nullptr;
-    CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_logits_), sizeof(float) * floats));
-    h_logits_floats_ = floats;
+    return unexpected(ErrorCode::kInternal, fmt::format("cuda backend: logits copy of {} floats exceeds the staged {}",
+                                                        floats, h_logits_floats_));
   }
   CUDA_TRY(cudaMemcpyAsync(h_logits_, logits.f32, sizeof(float) * floats, cudaMemcpyDeviceToHost, stream_));
   return ok_status();
@@ -633,7 +779,7 @@ Status CudaBackend::enqueue_output_copy(const Graph& g) {
 
 Status CudaBackend::step_graph(const Graph& g) {
   MINFER_TRY(ensure_logits(g, 1));  // allocate before capture: no cudaMalloc inside it
-  Captured& cap = captured_[&g];
+  Captured& cap = captured_[{&g, profiling_}];
   if (cap.exec != nullptr && cap.generation != pool_.generation()) {
     // A buffer moved since the capture: the graph's pointers are stale.
     cudaGraphExecDestroy(cap.exec);
@@ -642,6 +788,7 @@ Status CudaBackend::step_graph(const Graph& g) {
   if (cap.exec == nullptr) {
     const uint64_t gen_before = pool_.generation();
     cudaGraph_t graph = nullptr;
+    const auto t_capture = Clock::now();
     CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     Status st = enqueue(g, 1);
     if (st) st = enqueue_output_copy(g);
@@ -671,11 +818,59 @@ Status CudaBackend::step_graph(const Graph& g) {
     }
     cap.generation = pool_.generation();
     cap.launches = launches_;
+    cap.argmax_fused = argmax_fused_;
+    cap.out_rows = out_rows_;
+    cap.profile_ops = profile_ops_;
     ++captures_;
+    capture_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - t_capture).count();
   }
+  // What the captured enqueue decided, as if it had just run.
   launches_ = cap.launches;
+  decode_launches_ = cap.launches;
+  argmax_fused_ = cap.argmax_fused;
+  out_rows_ = cap.out_rows;
+  if (profiling_) profile_ops_ = cap.profile_ops;
   CUDA_TRY(cudaGraphLaunch(cap.exec, stream_));
   return ok_status();
+}
+
+void CudaBackend::debug_release_stall() {
+  if (stall_flag_ != nullptr) *reinterpret_cast<volatile int32_t*>(stall_flag_) = 1;
+}
+
+Status CudaBackend::run_traced(const Graph& g, int n_tokens) {
+  launches_ = 0;
+  argmax_fused_ = false;
+  MINFER_TRY(record_profile_event(0));
+  MINFER_TRY(record_profile_event(1));
+  std::vector<float> host;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const double t0 = trace_->now_us();
+    CUDA_TRY(cudaEventRecord(profile_events_[0], stream_));
+    MINFER_TRY(run_node(g, i, n_tokens));
+    CUDA_TRY(cudaEventRecord(profile_events_[1], stream_));
+    MINFER_TRY(cuda::wait_bounded(stream_, done_, Clock::now() + std::chrono::seconds(60)));
+    float ms = 0.0f;
+    CUDA_TRY(cudaEventElapsedTime(&ms, profile_events_[0], profile_events_[1]));
+    TensorStats stats;
+    int rows = 0, width = 0;
+    // A node folded into the one before (residual add, argmax) is reported
+    // with it: the output is the last node's destination.
+    const Node& last = g.nodes[i];
+    if (last.dst != Buf::kNone) {
+      const Act& a = act(last.dst);
+      rows = a.rows;
+      width = a.width;
+      host.resize(static_cast<size_t>(rows) * width);
+      CUDA_TRY(cudaMemcpyAsync(host.data(), a.f32, sizeof(float) * host.size(), cudaMemcpyDeviceToHost, stream_));
+      MINFER_TRY(cuda::wait_bounded(stream_, done_, Clock::now() + std::chrono::seconds(60)));
+      stats = TensorStats::of(host.data(), static_cast<int64_t>(host.size()));
+    }
+    trace_->node(n.name, op_name(n.op), "cuda", trace_step_, rows, width, t0, 1000.0 * ms, stats);
+  }
+  ++trace_step_;
+  return enqueue_output_copy(g);
 }
 
 Status CudaBackend::finish_step(int n_tokens) {
@@ -697,30 +892,19 @@ Status CudaBackend::run(const Graph& graph, const StepInput& in, StepOutput* out
   MINFER_TRY(check_input(in));
   MINFER_TRY(upload_inputs(in));
   MINFER_TRY(ensure_logits(graph, in.n_tokens));
+  if (steps_++ == options_.debug_gpu_stall_at_step) {
+    // Fault injection (tests only): the step's work queues behind a kernel
+    // that spins until released, so its bounded wait must expire.
+    if (stall_flag_ == nullptr) CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&stall_flag_), sizeof(int32_t)));
+    *stall_flag_ = 0;
+    log::warn("cuda backend: fault injection: step {} spins on the GPU until released", steps_ - 1);
+    CUDA_TRY(kernels::launch_spin(stall_flag_, 30'000'000'000LL, stream_));
+  }
   Status st = ok_status();
-  if (in.n_tokens == 1 && graphs_enabled_ && !profiling_) {
+  if (trace_ != nullptr) {
+    st = run_traced(graph, in.n_tokens);
+  } else if (in.n_tokens == 1 && graphs_enabled_) {
     st = step_graph(graph);
-  } else if (profiling_) {
-    // Per-node device time with event pairs (eager: no graph).
-    cudaEvent_t ev[2];
-    CUDA_TRY(cudaEventCreate(&ev[0]));
-    CUDA_TRY(cudaEventCreate(&ev[1]));
-    launches_ = 0;
-    for (size_t i = 0; i < graph.nodes.size() && st; ++i) {
-      const Op op = graph.nodes[i].op;
-      cudaEventRecord(ev[0], stream_);
-      st = run_node(graph, i, in.n_tokens);
-      cudaEventRecord(ev[1], stream_);
-      Status w = cuda::wait_bounded(stream_, done_, Clock::now() + std::chrono::seconds(60));
-      if (!w) st = w;
-      float ms = 0.0f;
-      cudaEventElapsedTime(&ms, ev[0], ev[1]);
-      profile_.ms[static_cast<size_t>(op)] += ms;
-      ++profile_.calls[static_cast<size_t>(op)];
-    }
-    cudaEventDestroy(ev[0]);
-    cudaEventDestroy(ev[1]);
-    if (st) st = enqueue_output_copy(graph);
   } else {
     st = enqueue(graph, in.n_tokens);
     if (st) st = enqueue_output_copy(graph);
@@ -732,12 +916,17 @@ Status CudaBackend::run(const Graph& graph, const StepInput& in, StepOutput* out
     return st;
   }
   MINFER_TRY(finish_step(in.n_tokens));
+  if (profiling_) accumulate_profile();
   out->rows = out_rows_;
   if (graph.options.logits == Logits::kNone) {
     out->logits.clear();
     out->argmax.clear();
   } else if (graph.options.argmax) {
-    out->argmax.assign(h_argmax_, h_argmax_ + out_rows_);
+    if (argmax_fused_) {
+      out->argmax.assign(1, kernels::argmax_unpack(*h_argmax_key_));
+    } else {
+      out->argmax.assign(h_argmax_, h_argmax_ + out_rows_);
+    }
     out->logits.clear();
   } else {
     out->logits.assign(h_logits_, h_logits_ + static_cast<size_t>(out_rows_) * act(Buf::kLogits).width);

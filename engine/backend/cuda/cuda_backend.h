@@ -33,6 +33,9 @@ class CudaBackend final : public Backend {
   Status prepare(const ModelConfig& config, const ModelWeights& weights, const BackendOptions& options) override;
   Status run(const Graph& graph, const StepInput& input, StepOutput* output) override;
   std::string wedged_reason() const override { return wedged_; }
+  double capture_ms() const override { return capture_ms_; }
+  int decode_launches() const override { return decode_launches_; }
+  void debug_release_stall() override;
 
   const cuda::DeviceFacts& facts() const { return facts_; }
   uint64_t weight_bytes_on_device() const { return weight_bytes_; }
@@ -56,6 +59,9 @@ class CudaBackend final : public Backend {
     cudaGraphExec_t exec = nullptr;
     uint64_t generation = 0;
     int launches = 0;
+    bool argmax_fused = false;
+    int out_rows = 0;
+    std::vector<Op> profile_ops;  // node kinds between the captured profile events
   };
 
   Status upload_weights();
@@ -68,12 +74,15 @@ class CudaBackend final : public Backend {
   Status ensure_logits(const Graph& g, int n_tokens);
   Status run_node(const Graph& g, size_t& i, int n_tokens);
   Status matmul(const Node& n, const Node* residual_add, float* dst_override);
-  Status matvec_group(const std::vector<const Node*>& nodes, const Node* residual_add);
+  Status matvec_group(const std::vector<const Node*>& nodes, const Node* residual_add,
+                      unsigned long long* argmax = nullptr);
   Status gemm(const Weight& w, const Act& src, int first_row, int rows, float* y, int ldy, bool accumulate);
   Status ensure_q8(Act& a);
   Status ensure_f16(Act& a);
   Status launched(cudaError_t st, const Node& n);
   Status step_graph(const Graph& g);
+  // Eager, one node at a time, each waited for and its output read back.
+  Status run_traced(const Graph& g, int n_tokens);
   Status finish_step(int n_tokens);
   void wedge(const std::string& why);
   kernels::DeviceWeight dw(const Weight& w) const;
@@ -90,20 +99,26 @@ class CudaBackend final : public Backend {
   void* cublas_ = nullptr;  // cublasHandle_t
   cuda::BufferPool pool_;
 
-  std::unordered_map<const Weight*, kernels::DeviceWeight> dweights_;
-  std::unordered_map<const Weight*, const float*> dvectors_;
+  // Keyed by the weight's host data: a tied output head and the embedding
+  // table are one matrix, uploaded once.
+  std::unordered_map<const uint8_t*, kernels::DeviceWeight> dweights_;
+  std::unordered_map<const uint8_t*, const float*> dvectors_;
   std::vector<void*> weight_mem_;
   uint64_t weight_bytes_ = 0;
 
   std::array<Act, static_cast<size_t>(Buf::kCount)> acts_;
   std::vector<void*> k_cache_, v_cache_;
   int32_t* cell_pos_ = nullptr;
+  double* inv_freq_ = nullptr;  // RoPE frequencies, [n_rot / 2]
   int32_t* d_tokens_ = nullptr;
   int32_t* d_positions_ = nullptr;
   int32_t* d_kv_cells_ = nullptr;
   int32_t* d_seq_cells_ = nullptr;
   int32_t* d_n_seq_ = nullptr;
   int32_t* d_argmax_ = nullptr;
+  unsigned long long* d_argmax_key_ = nullptr;  // the fused argmax of a one-row output head
+  unsigned long long* h_argmax_key_ = nullptr;
+  bool argmax_fused_ = false;                   // this step's argmax came from the output matvec
   float* partials_ = nullptr;
   void* gemm_w16_ = nullptr;
   size_t gemm_w16_bytes_ = 0;
@@ -117,11 +132,33 @@ class CudaBackend final : public Backend {
   int out_rows_ = 0;
   int logits_capacity_rows_ = 0;
 
-  std::map<const Graph*, Captured> captured_;
+  // Per-node timing: an event before each node (and one after the last),
+  // recorded as graph nodes when profiling a captured decode step.
+  std::vector<cudaEvent_t> profile_events_;
+  std::vector<Op> profile_ops_;
+  Status record_profile_event(size_t k);
+  void accumulate_profile();
+
+  std::map<std::pair<const Graph*, bool>, Captured> captured_;  // (graph, profiling)
   bool graphs_enabled_ = true;
   int captures_ = 0;
   int launches_ = 0;
+  // A one-row RMS norm left for its consumer's matvec prologue to compute
+  // (kernels::MatvecInput::norm_w); `buf` is Buf::kNone when none is pending.
+  struct PendingNorm {
+    Buf buf = Buf::kNone;
+    const float* x = nullptr;
+    const float* w = nullptr;
+  } pending_norm_;
+  bool fuse_norm_ = false;  // MINFER_FUSE_NORM=1 (see prepare())
+  // Fills in.norm_* when src's norm is pending (and clears it).
+  void take_pending_norm(Buf src, kernels::MatvecInput& in);
+
   std::string wedged_;
+  double capture_ms_ = 0.0;
+  int decode_launches_ = 0;
+  int64_t steps_ = 0;
+  int32_t* stall_flag_ = nullptr;  // pinned: the spin kernel of the fault injection polls it
 };
 
 }  // namespace minfer

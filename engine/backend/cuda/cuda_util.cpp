@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace minfer::cuda {
 
 Error make_error(cudaError_t status, const char* call, const char* file, int line) {
@@ -66,6 +69,41 @@ Expected<DeviceFacts> probe_device() {
                                   f.name, f.cc_major, f.cc_minor));
   }
   return f;
+}
+
+Expected<double> measure_copy_bandwidth_gbps() {
+  MINFER_ASSIGN_OR_RETURN(DeviceFacts facts, probe_device());
+  const size_t bytes = std::min<size_t>(size_t{2} << 30, facts.total_memory / 8);
+  void* a = nullptr;
+  void* b = nullptr;
+  CUDA_TRY(cudaMalloc(&a, bytes));
+  if (cudaMalloc(&b, bytes) != cudaSuccess) {
+    cudaFree(a);
+    return unexpected(ErrorCode::kOutOfMemory, fmt::format("cannot allocate {} bytes for the copy benchmark", bytes));
+  }
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  cudaMemset(a, 1, bytes);
+  std::vector<float> ms;
+  for (int i = 0; i < 11; ++i) {
+    cudaEventRecord(e0);
+    cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);  // a benchmark, not the serving path
+    float t = 0;
+    cudaEventElapsedTime(&t, e0, e1);
+    if (i > 0) ms.push_back(t);
+  }
+  const cudaError_t st = cudaGetLastError();
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFree(a);
+  cudaFree(b);
+  if (st != cudaSuccess) return make_error(st, "copy bandwidth benchmark", __FILE__, __LINE__);
+  std::sort(ms.begin(), ms.end());
+  const double median_ms = ms[ms.size() / 2];
+  return 2.0 * static_cast<double>(bytes) / (median_ms * 1e-3) / 1e9;
 }
 
 }  // namespace minfer::cuda

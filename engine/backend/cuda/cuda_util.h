@@ -36,6 +36,10 @@ struct DeviceFacts {
 // The first usable device, or why there is none.
 Expected<DeviceFacts> probe_device();
 
+// Device-to-device cudaMemcpy of 2 GiB, bytes read + written per second
+// (median of 10 after a warm-up), in GB/s.
+Expected<double> measure_copy_bandwidth_gbps();
+
 }  // namespace minfer::cuda
 
 #define CUDA_TRY(call) MINFER_TRY(::minfer::cuda::check((call), #call, __FILE__, __LINE__))

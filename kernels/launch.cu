@@ -1,0 +1,15 @@
+// The process-wide switch of programmatic dependent launch (launch.cuh).
+#include <atomic>
+
+#include "kernels/kernels.h"
+#include "kernels/launch.cuh"
+
+namespace minfer::kernels {
+namespace {
+std::atomic<bool> g_pdl{false};
+}  // namespace
+
+bool pdl_enabled() { return g_pdl.load(std::memory_order_relaxed); }
+void set_pdl(bool on) { g_pdl.store(on, std::memory_order_relaxed); }
+
+}  // namespace minfer::kernels

@@ -1,0 +1,605 @@
+// Every CUDA kernel against the CPU reference (engine/backend/cpu/reference),
+// on seeded random data, odd sizes and the edge cases: one row, one token,
+// one cell, head dims 64 and 128 (and 8, the shipped model's), GQA groups of
+// 1, 2 and 7, scattered cache cells, f16 and f32 caches. Fused kernels are
+// checked bit for bit against the unfused chain. Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <cstring>
+
+#include "engine/backend/cpu/reference/reference.h"
+#include "engine/common/half.h"
+#include "engine/quant/quant.h"
+#include "kernels/kernels.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace minfer {
+namespace {
+
+using test::DeviceArray;
+
+// A weight matrix quantized on the CPU (the GGUF bytes), kept for the
+// reference, and uploaded in the GPU plane layout.
+struct TestWeight {
+  std::vector<uint8_t> bytes;
+  Weight cpu;
+  DeviceArray<uint8_t> q, qh, meta, d;
+  kernels::DeviceWeight dev;
+
+  TestWeight(DType type, int rows, int k, uint32_t seed, float scale = 0.05f) {
+    const std::vector<float> f = test::random_floats(static_cast<size_t>(rows) * k, seed, scale);
+    const uint64_t row_bytes = row_size(type, static_cast<uint64_t>(k));
+    bytes.resize(row_bytes * rows);
+    for (int r = 0; r < rows; ++r) quant::quantize_row(type, f.data() + static_cast<size_t>(r) * k, bytes.data() + r * row_bytes, k);
+    cpu.name = "w";
+    cpu.type = type;
+    cpu.n_in = k;
+    cpu.n_out = rows;
+    cpu.data = bytes.data();
+    cpu.row_bytes = row_bytes;
+    const auto wt = static_cast<kernels::WType>(static_cast<uint32_t>(type));
+    const kernels::PlaneSizes ps = kernels::plane_sizes(wt, k);
+    std::vector<uint8_t> hq(ps.q_row * rows), hqh(ps.qh_row * rows), hmeta(ps.meta_row * rows), hd(ps.d_row * rows);
+    kernels::repack_rows(wt, k, bytes.data(), row_bytes, rows, hq.data(), ps.qh_row ? hqh.data() : nullptr,
+                         ps.meta_row ? hmeta.data() : nullptr, ps.d_row ? hd.data() : nullptr);
+    q.upload(hq);
+    if (ps.qh_row) qh.upload(hqh);
+    if (ps.meta_row) meta.upload(hmeta);
+    if (ps.d_row) d.upload(hd);
+    dev.type = wt;
+    dev.n_rows = rows;
+    dev.k = k;
+    dev.q = q.get();
+    dev.qh = ps.qh_row ? qh.get() : nullptr;
+    dev.meta = ps.meta_row ? meta.get() : nullptr;
+    dev.d = ps.d_row ? d.get() : nullptr;
+  }
+};
+
+struct Q8Device {
+  DeviceArray<int8_t> q;
+  DeviceArray<float> ds;
+  Q8Device(int rows, int k) : q(static_cast<size_t>(rows) * k), ds(static_cast<size_t>(rows) * (k / 32) * 2) {}
+  kernels::Q8Rows rows() { return kernels::Q8Rows{q.get(), ds.get()}; }
+};
+
+bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+// Tolerance of a matvec element relative to Σ|w·x| of its row (the scale of
+// the terms; a single dot can be near zero): float weights see only f32
+// rounding; quantized weights meet Q8 activations, whose rounding error is at
+// most half a step of 1/127 of each block's max.
+double matvec_tolerance(DType t) { return is_float_type(t) ? 1e-5 : 8e-3; }
+
+// Σ_k |W[r][k] x[k]| per row, from the dequantized weights.
+std::vector<double> abs_terms(const Weight& w, const std::vector<float>& x) {
+  std::vector<float> row(static_cast<size_t>(w.n_in));
+  std::vector<double> out(static_cast<size_t>(w.n_out));
+  for (int64_t r = 0; r < w.n_out; ++r) {
+    quant::dequantize_row(w.type, w.data + r * w.row_bytes, row.data(), w.n_in);
+    double s = 0;
+    for (int64_t k = 0; k < w.n_in; ++k) s += std::abs(static_cast<double>(row[static_cast<size_t>(k)]) * x[static_cast<size_t>(k)]);
+    out[static_cast<size_t>(r)] = s;
+  }
+  return out;
+}
+
+// Every row within tol × Σ|terms|; prints the worst on failure.
+void expect_rows_within(const std::vector<float>& got, const std::vector<float>& want, const std::vector<double>& scale,
+                        double tol, const std::string& what) {
+  double worst = 0;
+  size_t at = 0;
+  for (size_t r = 0; r < want.size(); ++r) {
+    const double e = std::isnan(got[r]) ? 1e30 : std::abs(static_cast<double>(got[r]) - want[r]) / (scale[r] + 1e-30);
+    if (e > worst) {
+      worst = e;
+      at = r;
+    }
+  }
+  EXPECT_LE(worst, tol) << what << ": row " << at << " gpu " << got[at] << " ref " << want[at] << " (scale " << scale[at] << ")";
+}
+
+struct MatvecCase {
+  DType type;
+  int rows, k;
+};
+
+class GpuMatvec : public testing::TestWithParam<MatvecCase> {};
+
+TEST_P(GpuMatvec, MatchesReferenceWithBiasAndResidual) {
+  MINFER_REQUIRE_GPU();
+  const MatvecCase c = GetParam();
+  TestWeight w(c.type, c.rows, c.k, 1000 + c.rows);
+  const std::vector<float> x = test::random_floats(static_cast<size_t>(c.k), 7);
+  const std::vector<float> bias = test::random_floats(static_cast<size_t>(c.rows), 8);
+  const std::vector<float> resid = test::random_floats(static_cast<size_t>(c.rows), 9);
+  DeviceArray<float> dx, db, dy, dy2;
+  dx.upload(x);
+  db.upload(bias);
+  dy.resize(static_cast<size_t>(c.rows));
+  dy.poison();
+  dy2.upload(resid);
+  Q8Device xq(1, c.k % 32 == 0 ? c.k : 32);
+  if (c.k % 32 == 0) {
+    CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, c.k, xq.rows(), nullptr));
+  }
+  kernels::MatvecInput in;
+  in.x = dx.get();
+  in.xq = xq.rows();
+  kernels::MatvecTask tasks[2];
+  tasks[0].w = w.dev;
+  tasks[0].y = dy.get();
+  tasks[0].bias = db.get();
+  tasks[1].w = w.dev;
+  tasks[1].y = dy2.get();
+  tasks[1].accumulate = true;
+  CUDA_ASSERT(kernels::launch_matvec(tasks, 2, in, nullptr));
+  std::vector<float> expected(static_cast<size_t>(c.rows));
+  ref::matmul_ref(w.cpu, nullptr, x.data(), expected.data());
+  const std::vector<float> y = dy.download(), y2 = dy2.download();
+  std::vector<float> with_bias(expected), with_resid(expected);
+  for (int r = 0; r < c.rows; ++r) {
+    with_bias[static_cast<size_t>(r)] += bias[static_cast<size_t>(r)];
+    with_resid[static_cast<size_t>(r)] += resid[static_cast<size_t>(r)];
+  }
+  const std::vector<double> scale = abs_terms(w.cpu, x);
+  expect_rows_within(y, with_bias, scale, matvec_tolerance(c.type), std::string(dtype_name(c.type)) + " bias");
+  expect_rows_within(y2, with_resid, scale, matvec_tolerance(c.type), std::string(dtype_name(c.type)) + " residual");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, GpuMatvec,
+    testing::Values(MatvecCase{DType::kF32, 33, 172}, MatvecCase{DType::kF32, 64, 64}, MatvecCase{DType::kF16, 7, 896},
+                    MatvecCase{DType::kF16, 5, 172}, MatvecCase{DType::kBF16, 129, 512}, MatvecCase{DType::kQ8_0, 1, 896},
+                    MatvecCase{DType::kQ8_0, 333, 4864}, MatvecCase{DType::kQ4_0, 77, 896}, MatvecCase{DType::kQ4_1, 77, 896},
+                    MatvecCase{DType::kQ5_0, 77, 896}, MatvecCase{DType::kQ5_1, 77, 896}, MatvecCase{DType::kQ4_K, 1, 256},
+                    MatvecCase{DType::kQ4_K, 150, 3584}, MatvecCase{DType::kQ5_K, 150, 1536}, MatvecCase{DType::kQ6_K, 3, 256},
+                    MatvecCase{DType::kQ6_K, 150, 4864}),
+    [](const testing::TestParamInfo<MatvecCase>& i) {
+      return std::string(dtype_name(i.param.type)) + "_" + std::to_string(i.param.rows) + "x" + std::to_string(i.param.k);
+    });
+
+TEST(GpuGateUp, FusedEqualsChainBitForBitAndMatchesReference) {
+  MINFER_REQUIRE_GPU();
+  for (DType type : {DType::kQ8_0, DType::kQ4_K, DType::kF16}) {
+    const int rows = 256, k = 512;
+    TestWeight gate(type, rows, k, 11), up(type, rows, k, 12);
+    const std::vector<float> x = test::random_floats(static_cast<size_t>(k), 13);
+    DeviceArray<float> dx, h(rows), g(rows), u(rows), h2(rows);
+    dx.upload(x);
+    Q8Device xq(1, k), hq(1, rows), hq2(1, rows);
+    CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, k, xq.rows(), nullptr));
+    kernels::MatvecInput in{dx.get(), xq.rows()};
+    CUDA_ASSERT(kernels::launch_gate_up_swiglu(gate.dev, up.dev, in, h.get(), hq.rows(), nullptr));
+    // The chain: gate and up matvecs, SwiGLU, quantize.
+    kernels::MatvecTask tasks[2];
+    tasks[0].w = gate.dev;
+    tasks[0].y = g.get();
+    tasks[1].w = up.dev;
+    tasks[1].y = u.get();
+    CUDA_ASSERT(kernels::launch_matvec(tasks, 2, in, nullptr));
+    CUDA_ASSERT(kernels::launch_swiglu(g.get(), u.get(), rows, h2.get(), nullptr, hq2.rows(), rows, nullptr));
+    const auto a = h.download(), b = h2.download();
+    ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << dtype_name(type);
+    const auto qa = hq.q.download(), qb = hq2.q.download();
+    EXPECT_EQ(qa, qb) << dtype_name(type);
+    EXPECT_EQ(hq.ds.download(), hq2.ds.download()) << dtype_name(type);
+    std::vector<float> rg(rows), ru(rows), rh(rows);
+    ref::matmul_ref(gate.cpu, nullptr, x.data(), rg.data());
+    ref::matmul_ref(up.cpu, nullptr, x.data(), ru.data());
+    ref::swiglu_ref(rg.data(), ru.data(), rh.data(), rows);
+    // SwiGLU multiplies two such products: the errors add (relative to the scales).
+    const std::vector<double> sg = abs_terms(gate.cpu, x), su = abs_terms(up.cpu, x);
+    std::vector<double> scale(rows);
+    for (int r = 0; r < rows; ++r) {
+      scale[static_cast<size_t>(r)] = sg[static_cast<size_t>(r)] * std::abs(ru[static_cast<size_t>(r)]) + su[static_cast<size_t>(r)] * std::abs(rg[static_cast<size_t>(r)]);
+    }
+    expect_rows_within(a, rh, scale, 2 * matvec_tolerance(type), std::string(dtype_name(type)) + " gate/up");
+  }
+}
+
+TEST(GpuMatvecNormFusion, PrologueEqualsNormKernelThenMatvecBitForBit) {
+  MINFER_REQUIRE_GPU();
+  for (DType type : {DType::kQ8_0, DType::kQ4_K, DType::kF16, DType::kQ6_K}) {
+    const int rows = 96, k = 1024;
+    TestWeight w(type, rows, k, 81), w2(type, rows, k, 82);
+    const auto x = test::random_floats(static_cast<size_t>(k), 83, 2.0f);
+    const auto nw = test::random_floats(static_cast<size_t>(k), 84);
+    DeviceArray<float> dx, dnw, xn(static_cast<size_t>(k)), y1(rows), y2(rows), h1(rows), h2(rows);
+    dx.upload(x);
+    dnw.upload(nw);
+    Q8Device xq(1, k), hq1(1, rows), hq2(1, rows);
+    // Chain: the norm kernel, then the plain matvec and gate/up.
+    CUDA_ASSERT(kernels::launch_rms_norm(dx.get(), dnw.get(), 1, k, 1e-6f, xn.get(), nullptr, xq.rows(), nullptr));
+    kernels::MatvecTask t;
+    t.w = w.dev;
+    t.y = y1.get();
+    kernels::MatvecInput plain{xn.get(), xq.rows()};
+    CUDA_ASSERT(kernels::launch_matvec(&t, 1, plain, nullptr));
+    CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, plain, h1.get(), hq1.rows(), nullptr));
+    // Fused: the prologue normalises inside each block.
+    kernels::MatvecInput fused;
+    fused.norm_x = dx.get();
+    fused.norm_w = dnw.get();
+    fused.norm_eps = 1e-6f;
+    t.y = y2.get();
+    CUDA_ASSERT(kernels::launch_matvec(&t, 1, fused, nullptr));
+    CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, fused, h2.get(), hq2.rows(), nullptr));
+    const auto a = y1.download(), b = y2.download(), c = h1.download(), d = h2.download();
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << dtype_name(type) << " matvec";
+    EXPECT_EQ(0, std::memcmp(c.data(), d.data(), c.size() * 4)) << dtype_name(type) << " gate/up";
+    EXPECT_EQ(hq1.q.download(), hq2.q.download()) << dtype_name(type);
+  }
+}
+
+TEST(GpuRmsNorm, MatchesReferenceAndQ8DecodesBack) {
+  MINFER_REQUIRE_GPU();
+  for (int n : {64, 896, 3584}) {
+    const int rows = 3;
+    const auto x = test::random_floats(static_cast<size_t>(rows) * n, 21, 3.0f);
+    const auto w = test::random_floats(static_cast<size_t>(n), 22);
+    DeviceArray<float> dx, dw, y(static_cast<size_t>(rows) * n);
+    DeviceArray<uint16_t> y16(static_cast<size_t>(rows) * n);
+    dx.upload(x);
+    dw.upload(w);
+    Q8Device q(rows, n);
+    CUDA_ASSERT(kernels::launch_rms_norm(dx.get(), dw.get(), rows, n, 1e-6f, y.get(), y16.get(), q.rows(), nullptr));
+    const auto got = y.download();
+    const auto got16 = y16.download();
+    const auto qv = q.q.download();
+    const auto ds = q.ds.download();
+    std::vector<float> expected(static_cast<size_t>(n));
+    for (int r = 0; r < rows; ++r) {
+      ref::rms_norm_ref(x.data() + static_cast<size_t>(r) * n, w.data(), expected.data(), n, 1e-6f);
+      for (int i = 0; i < n; ++i) {
+        const size_t idx = static_cast<size_t>(r) * n + i;
+        ASSERT_NEAR(got[idx], expected[static_cast<size_t>(i)], 1e-5 * (1 + std::abs(expected[static_cast<size_t>(i)])))
+            << "n " << n << " row " << r << " index " << i;
+        ASSERT_EQ(got16[idx], f32_to_f16(got[idx]));
+        const float d = ds[(idx / 32) * 2];
+        ASSERT_NEAR(d * qv[idx], got[idx], d * 0.5f + 1e-7f) << "Q8 index " << idx;
+      }
+    }
+  }
+}
+
+struct TailCase {
+  int n_heads, n_kv_heads, head_dim, n_tokens;
+  bool bias, norm, neox, f16;
+};
+
+class GpuQkvTail : public testing::TestWithParam<TailCase> {};
+
+TEST_P(GpuQkvTail, FusedEqualsChainAndMatchesReference) {
+  MINFER_REQUIRE_GPU();
+  const TailCase c = GetParam();
+  const int hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, n_ctx = 40;
+  const auto q = test::random_floats(static_cast<size_t>(c.n_tokens) * q_dim, 31);
+  const auto k = test::random_floats(static_cast<size_t>(c.n_tokens) * kv_dim, 32);
+  const auto v = test::random_floats(static_cast<size_t>(c.n_tokens) * kv_dim, 33);
+  const auto bq = test::random_floats(static_cast<size_t>(q_dim), 34), bk = test::random_floats(static_cast<size_t>(kv_dim), 35),
+             bv = test::random_floats(static_cast<size_t>(kv_dim), 36);
+  const auto qn = test::random_floats(static_cast<size_t>(hd), 37), kn = test::random_floats(static_cast<size_t>(hd), 38);
+  std::vector<int32_t> pos(static_cast<size_t>(c.n_tokens)), cells(static_cast<size_t>(c.n_tokens));
+  for (int t = 0; t < c.n_tokens; ++t) {
+    pos[static_cast<size_t>(t)] = 5 + 1000 * t;  // large positions exercise the angle precision
+    cells[static_cast<size_t>(t)] = (3 * t + 1) % n_ctx;
+  }
+  const size_t elem = c.f16 ? 2 : 4;
+  struct Run {
+    DeviceArray<float> q, k, v;
+    DeviceArray<uint8_t> kc, vc;
+    DeviceArray<int32_t> cell_pos;
+  } fused, chain;
+  DeviceArray<float> dbq, dbk, dbv, dqn, dkn;
+  DeviceArray<int32_t> dpos, dcells;
+  dbq.upload(bq);
+  dbk.upload(bk);
+  dbv.upload(bv);
+  dqn.upload(qn);
+  dkn.upload(kn);
+  dpos.upload(pos);
+  dcells.upload(cells);
+  kernels::RopeArgs rope;
+  rope.head_dim = hd;
+  rope.n_rot = hd;
+  rope.neox = c.neox;
+  rope.base = 1e6f;
+  auto setup = [&](Run& r) {
+    r.q.upload(q);
+    r.k.upload(k);
+    r.v.upload(v);
+    r.kc.resize(static_cast<size_t>(n_ctx) * kv_dim * elem);
+    r.vc.resize(r.kc.size());
+    cudaMemset(r.kc.get(), 0, r.kc.size());
+    cudaMemset(r.vc.get(), 0, r.vc.size());
+    r.cell_pos.upload(std::vector<int32_t>(static_cast<size_t>(n_ctx), -1));
+    kernels::QkvTailArgs a;
+    a.q = r.q.get();
+    a.k = r.k.get();
+    a.v = r.v.get();
+    a.bq = c.bias ? dbq.get() : nullptr;
+    a.bk = c.bias ? dbk.get() : nullptr;
+    a.bv = c.bias ? dbv.get() : nullptr;
+    a.q_norm = c.norm ? dqn.get() : nullptr;
+    a.k_norm = c.norm ? dkn.get() : nullptr;
+    a.eps = 1e-6f;
+    a.n_tokens = c.n_tokens;
+    a.n_heads = c.n_heads;
+    a.n_kv_heads = c.n_kv_heads;
+    a.rope = rope;
+    a.positions = dpos.get();
+    a.kv_cells = dcells.get();
+    a.k_cache = r.kc.get();
+    a.v_cache = r.vc.get();
+    a.cache_f16 = c.f16;
+    a.cell_pos = r.cell_pos.get();
+    return a;
+  };
+  const kernels::QkvTailArgs fa = setup(fused);
+  CUDA_ASSERT(kernels::launch_qkv_tail(fa, nullptr));
+  // The chain the unfused graph runs: bias adds, head norms, RoPE, KV store.
+  const kernels::QkvTailArgs ca = setup(chain);
+  if (c.bias) {
+    CUDA_ASSERT(kernels::launch_add_bias(ca.q, ca.bq, c.n_tokens, q_dim, nullptr));
+    CUDA_ASSERT(kernels::launch_add_bias(ca.k, ca.bk, c.n_tokens, kv_dim, nullptr));
+    CUDA_ASSERT(kernels::launch_add_bias(const_cast<float*>(ca.v), ca.bv, c.n_tokens, kv_dim, nullptr));
+  }
+  if (c.norm) {
+    CUDA_ASSERT(kernels::launch_head_norm(ca.q, c.n_tokens, c.n_heads, hd, ca.q_norm, 1e-6f, nullptr));
+    CUDA_ASSERT(kernels::launch_head_norm(ca.k, c.n_tokens, c.n_kv_heads, hd, ca.k_norm, 1e-6f, nullptr));
+  }
+  CUDA_ASSERT(kernels::launch_rope(ca.q, c.n_tokens, c.n_heads, rope, dpos.get(), nullptr));
+  CUDA_ASSERT(kernels::launch_rope(ca.k, c.n_tokens, c.n_kv_heads, rope, dpos.get(), nullptr));
+  CUDA_ASSERT(kernels::launch_kv_store(ca, nullptr));
+  const auto fq = fused.q.download(), cq = chain.q.download();
+  ASSERT_EQ(0, std::memcmp(fq.data(), cq.data(), fq.size() * 4)) << "q differs between fused and chain";
+  EXPECT_EQ(fused.kc.download(), chain.kc.download());
+  EXPECT_EQ(fused.vc.download(), chain.vc.download());
+  EXPECT_EQ(fused.cell_pos.download(), chain.cell_pos.download());
+
+  // Reference: the CPU chain.
+  ref::RopeParams rp;
+  rp.head_dim = hd;
+  rp.n_rot = hd;
+  rp.type = c.neox ? RopeType::kNeox : RopeType::kNorm;
+  rp.base = 1e6f;
+  const auto kcache = fused.kc.download(), vcache = fused.vc.download();
+  const auto cell_pos = fused.cell_pos.download();
+  for (int t = 0; t < c.n_tokens; ++t) {
+    std::vector<float> rq(q.begin() + t * q_dim, q.begin() + (t + 1) * q_dim);
+    std::vector<float> rk(k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim);
+    std::vector<float> rv(v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim);
+    if (c.bias) {
+      for (int i = 0; i < q_dim; ++i) rq[static_cast<size_t>(i)] += bq[static_cast<size_t>(i)];
+      for (int i = 0; i < kv_dim; ++i) {
+        rk[static_cast<size_t>(i)] += bk[static_cast<size_t>(i)];
+        rv[static_cast<size_t>(i)] += bv[static_cast<size_t>(i)];
+      }
+    }
+    if (c.norm) {
+      ref::head_norm_ref(rq.data(), qn.data(), c.n_heads, hd, 1e-6f);
+      ref::head_norm_ref(rk.data(), kn.data(), c.n_kv_heads, hd, 1e-6f);
+    }
+    ref::rope_ref(rq.data(), c.n_heads, pos[static_cast<size_t>(t)], rp);
+    ref::rope_ref(rk.data(), c.n_kv_heads, pos[static_cast<size_t>(t)], rp);
+    for (int i = 0; i < q_dim; ++i) {
+      ASSERT_NEAR(fq[static_cast<size_t>(t) * q_dim + i], rq[static_cast<size_t>(i)], 2e-5) << "q token " << t << " index " << i;
+    }
+    const size_t cell = static_cast<size_t>(cells[static_cast<size_t>(t)]);
+    EXPECT_EQ(cell_pos[cell], pos[static_cast<size_t>(t)]);
+    for (int i = 0; i < kv_dim; ++i) {
+      const DType kvt = c.f16 ? DType::kF16 : DType::kF32;
+      const float gk = ref::kv_load(kcache.data() + cell * kv_dim * elem, kvt, i);
+      const float gv = ref::kv_load(vcache.data() + cell * kv_dim * elem, kvt, i);
+      const double tol = c.f16 ? 2e-3 * (1 + std::abs(rk[static_cast<size_t>(i)])) : 2e-5;
+      ASSERT_NEAR(gk, rk[static_cast<size_t>(i)], tol) << "k token " << t << " index " << i;
+      ASSERT_NEAR(gv, rv[static_cast<size_t>(i)], c.f16 ? 2e-3 * (1 + std::abs(rv[static_cast<size_t>(i)])) : 1e-6)
+          << "v token " << t << " index " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuQkvTail,
+                         testing::Values(TailCase{14, 2, 64, 1, true, false, true, true},     // qwen2.5-0.5b decode
+                                         TailCase{16, 8, 128, 5, false, true, true, true},    // qwen3 prefill chunk
+                                         TailCase{8, 4, 8, 3, false, false, false, false},    // stories260K, f32 cache
+                                         TailCase{32, 8, 64, 2, false, false, false, true},   // llama norm pairing
+                                         TailCase{4, 4, 256, 1, true, true, true, false}));   // largest head
+
+struct AttnCase {
+  int n_heads, n_kv_heads, head_dim, n_tokens, n_seq;
+  bool f16;
+};
+
+// Builds a cache of n_seq cells (scattered), runs one attention kernel and
+// compares every query row against ref::attention_ref.
+void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2 generic*/, double tol) {
+  const int hd = c.head_dim, kv_dim = c.n_kv_heads * hd, q_dim = c.n_heads * hd;
+  const int n_ctx = c.n_seq + 9;
+  const size_t elem = c.f16 ? 2 : 4;
+  const DType kvt = c.f16 ? DType::kF16 : DType::kF32;
+  std::vector<uint8_t> kc(static_cast<size_t>(n_ctx) * kv_dim * elem), vc(kc.size());
+  const auto kf = test::random_floats(static_cast<size_t>(n_ctx) * kv_dim, 41), vf = test::random_floats(static_cast<size_t>(n_ctx) * kv_dim, 42);
+  for (int cell = 0; cell < n_ctx; ++cell) {
+    ref::kv_store_ref(kf.data() + static_cast<size_t>(cell) * kv_dim, kc.data() + static_cast<size_t>(cell) * kv_dim * elem, kvt, kv_dim);
+    ref::kv_store_ref(vf.data() + static_cast<size_t>(cell) * kv_dim, vc.data() + static_cast<size_t>(cell) * kv_dim * elem, kvt, kv_dim);
+  }
+  // Cells listed in position order (as the runner lists them), stored scattered.
+  std::vector<int32_t> seq(static_cast<size_t>(c.n_seq)), cell_pos(static_cast<size_t>(n_ctx), 1 << 30);
+  // A stride coprime with n_ctx: every cell once (a permutation).
+  int stride = 7;
+  while (std::gcd(stride, n_ctx) != 1) ++stride;
+  for (int j = 0; j < c.n_seq; ++j) {
+    seq[static_cast<size_t>(j)] = static_cast<int32_t>((static_cast<int64_t>(j) * stride + 3) % n_ctx);
+    cell_pos[static_cast<size_t>(seq[static_cast<size_t>(j)])] = j;
+  }
+  std::vector<int32_t> q_pos(static_cast<size_t>(c.n_tokens));
+  for (int t = 0; t < c.n_tokens; ++t) q_pos[static_cast<size_t>(t)] = c.n_seq - c.n_tokens + t;
+  const auto q = test::random_floats(static_cast<size_t>(c.n_tokens) * q_dim, 43);
+  DeviceArray<uint8_t> dkc, dvc;
+  dkc.upload(kc);
+  dvc.upload(vc);
+  DeviceArray<int32_t> dseq, dpos, dqpos, dnseq;
+  dseq.upload(seq);
+  dpos.upload(cell_pos);
+  dqpos.upload(q_pos);
+  dnseq.upload(std::vector<int32_t>{c.n_seq});
+  DeviceArray<float> dq, out(static_cast<size_t>(c.n_tokens) * q_dim);
+  dq.upload(q);
+  out.poison();
+  DeviceArray<float> partials(kernels::attention_partials_floats(c.n_heads, hd, n_ctx));
+  kernels::AttentionArgs a;
+  a.q = dq.get();
+  a.k_cache = dkc.get();
+  a.v_cache = dvc.get();
+  a.cache_f16 = c.f16;
+  a.seq_cells = dseq.get();
+  a.n_seq = dnseq.get();
+  a.cell_pos = dpos.get();
+  a.q_pos = dqpos.get();
+  a.n_tokens = c.n_tokens;
+  a.n_heads = c.n_heads;
+  a.n_kv_heads = c.n_kv_heads;
+  a.head_dim = hd;
+  a.max_cells = n_ctx;
+  a.out = out.get();
+  a.partials = partials.get();
+  cudaError_t st = which == 0 ? kernels::launch_attention_decode(a, nullptr)
+                 : which == 1 ? kernels::launch_attention_prefill(a, nullptr)
+                              : kernels::launch_attention_generic(a, nullptr);
+  ASSERT_EQ(st, cudaSuccess) << cudaGetErrorString(st);
+  const auto got = out.download();
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<float> expected(static_cast<size_t>(q_dim));
+  const ref::AttentionShape shape{c.n_heads, c.n_kv_heads, hd, kvt};
+  double worst = 0;
+  int worst_t = 0, worst_i = 0, bad = 0;
+  float worst_got = 0, worst_want = 0;
+  for (int t = 0; t < c.n_tokens; ++t) {
+    ref::attention_ref(q.data() + static_cast<size_t>(t) * q_dim, kc.data(), vc.data(), seq.data(), c.n_seq,
+                       cell_pos.data(), q_pos[static_cast<size_t>(t)], shape, expected.data());
+    for (int i = 0; i < q_dim; ++i) {
+      const float g = got[static_cast<size_t>(t) * q_dim + i], e = expected[static_cast<size_t>(i)];
+      const double err = std::isnan(g) ? 1e30 : std::abs(static_cast<double>(g) - e);
+      bad += err > tol;
+      if (err > worst) {
+        worst = err;
+        worst_t = t;
+        worst_i = i;
+        worst_got = g;
+        worst_want = e;
+      }
+    }
+  }
+  EXPECT_LE(worst, tol) << "kernel " << which << ": " << bad << " elements over; worst token " << worst_t << " index "
+                        << worst_i << " (head " << worst_i / hd << ") gpu " << worst_got << " ref " << worst_want;
+}
+
+class GpuAttentionDecode : public testing::TestWithParam<AttnCase> {};
+TEST_P(GpuAttentionDecode, MatchesReference) {
+  MINFER_REQUIRE_GPU();
+  check_attention(GetParam(), 0, 2e-5);  // f32 arithmetic on exactly the stored K/V
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuAttentionDecode,
+                         testing::Values(AttnCase{14, 2, 64, 1, 1, true}, AttnCase{14, 2, 64, 1, 300, true},
+                                         AttnCase{16, 8, 128, 1, 1000, true}, AttnCase{8, 4, 8, 1, 77, false},
+                                         AttnCase{28, 4, 128, 1, 129, false}, AttnCase{4, 4, 256, 1, 64, true}));
+
+class GpuAttentionPrefill : public testing::TestWithParam<AttnCase> {};
+TEST_P(GpuAttentionPrefill, FlashKernelMatchesReference) {
+  MINFER_REQUIRE_GPU();
+  // Q, K, V and P enter the tensor cores as f16 (2^-11 relative each); on
+  // O(1) random data the output error stays under 1e-2 absolute.
+  check_attention(GetParam(), 1, 1e-2);
+}
+TEST_P(GpuAttentionPrefill, GenericKernelMatchesReference) {
+  MINFER_REQUIRE_GPU();
+  check_attention(GetParam(), 2, 2e-5);
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuAttentionPrefill,
+                         testing::Values(AttnCase{14, 2, 64, 1, 1, true}, AttnCase{14, 2, 64, 17, 17, true},
+                                         AttnCase{14, 2, 64, 100, 250, true}, AttnCase{16, 8, 128, 64, 64, true},
+                                         AttnCase{16, 8, 128, 130, 300, false}, AttnCase{32, 8, 128, 5, 40, true},
+                                         AttnCase{14, 2, 64, 100, 250, false}, AttnCase{16, 8, 64, 100, 250, true},
+                                         AttnCase{14, 2, 128, 100, 250, true}, AttnCase{2, 2, 64, 100, 250, true},
+                                         AttnCase{14, 2, 64, 64, 250, true}, AttnCase{14, 2, 64, 100, 128, true},
+                                         AttnCase{14, 2, 64, 1, 250, true}));
+
+TEST(GpuAttentionGeneric, SmallHeadDim) {
+  MINFER_REQUIRE_GPU();
+  check_attention(AttnCase{8, 4, 8, 13, 13, false}, 2, 2e-5);
+}
+
+TEST(GpuEmbedAndDequantize, EveryTypeMatchesTheCpuDequantizer) {
+  MINFER_REQUIRE_GPU();
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                     DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    const int rows = 9, k = 512;
+    TestWeight w(type, rows, k, 51, 1.0f);
+    const std::vector<int32_t> tokens{8, 0, 3, 3};
+    DeviceArray<int32_t> dt;
+    dt.upload(tokens);
+    DeviceArray<float> x(tokens.size() * k);
+    CUDA_ASSERT(kernels::launch_embed(w.dev, dt.get(), static_cast<int>(tokens.size()), x.get(), nullptr));
+    DeviceArray<uint16_t> all(static_cast<size_t>(rows) * k);
+    CUDA_ASSERT(kernels::launch_dequantize_f16(w.dev, all.get(), nullptr));
+    const auto got = x.download();
+    const auto got16 = all.download();
+    std::vector<float> row(static_cast<size_t>(k));
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      ref::embed_ref(w.cpu, tokens[t], row.data());
+      for (int i = 0; i < k; ++i) {
+        ASSERT_NEAR(got[t * k + i], row[static_cast<size_t>(i)], 1e-6 * (1 + std::abs(row[static_cast<size_t>(i)])))
+            << dtype_name(type) << " token " << t << " index " << i;
+      }
+    }
+    for (int r = 0; r < rows; ++r) {
+      ref::embed_ref(w.cpu, r, row.data());
+      for (int i = 0; i < k; ++i) {
+        ASSERT_EQ(got16[static_cast<size_t>(r) * k + i], f32_to_f16(row[static_cast<size_t>(i)])) << dtype_name(type) << " row " << r << " index " << i;
+      }
+    }
+  }
+}
+
+TEST(GpuArgmax, FirstIndexOnTiesAndLargeRows) {
+  MINFER_REQUIRE_GPU();
+  std::vector<float> x = test::random_floats(151936 * 2, 61);
+  x[151935] = 50.0f;             // row 0: the last element
+  x[151936 + 7] = 60.0f;         // row 1: two equal maxima, first wins
+  x[151936 + 90000] = 60.0f;
+  DeviceArray<float> dx;
+  dx.upload(x);
+  DeviceArray<int32_t> out(2);
+  CUDA_ASSERT(kernels::launch_argmax(dx.get(), 2, 151936, out.get(), nullptr));
+  EXPECT_EQ(out.download(), (std::vector<int32_t>{151935, 7}));
+  EXPECT_EQ(ref::argmax_ref(x.data() + 151936, 151936), 7);
+}
+
+TEST(GpuElementwise, AddBiasSwigluToF16) {
+  MINFER_REQUIRE_GPU();
+  const int n = 1000;
+  const auto a = test::random_floats(n, 71), b = test::random_floats(n, 72);
+  DeviceArray<float> da, db, y(n);
+  DeviceArray<uint16_t> y16(n);
+  da.upload(a);
+  db.upload(b);
+  CUDA_ASSERT(kernels::launch_swiglu(da.get(), db.get(), n, y.get(), y16.get(), kernels::Q8Rows{}, n, nullptr));
+  std::vector<float> expected(n);
+  ref::swiglu_ref(a.data(), b.data(), expected.data(), n);
+  const auto got = y.download();
+  const auto got16 = y16.download();
+  for (int i = 0; i < n; ++i) {
+    ASSERT_NEAR(got[static_cast<size_t>(i)], expected[static_cast<size_t>(i)], 1e-6 * (1 + std::abs(expected[static_cast<size_t>(i)])));
+    ASSERT_EQ(got16[static_cast<size_t>(i)], f32_to_f16(got[static_cast<size_t>(i)]));
+  }
+  CUDA_ASSERT(kernels::launch_add(da.get(), db.get(), n, nullptr));
+  const auto sum = da.download();
+  for (int i = 0; i < n; ++i) ASSERT_EQ(sum[static_cast<size_t>(i)], a[static_cast<size_t>(i)] + b[static_cast<size_t>(i)]);
+}
+
+}  // namespace
+}  // namespace minfer
