@@ -1,8 +1,11 @@
 // The Engine API: everything the daemon and the `minfer` tool use. Nothing
 // here exposes a tensor, a backend or the GGUF file.
 //
-// An Engine is driven by one thread at a time (the daemon's engine thread);
-// info() and health() may be read from any thread.
+// generate() and eval_logits() are driven by one thread at a time (the
+// daemon's engine thread). info(), health(), tokenize(), detokenize(),
+// apply_chat_template() and default_add_bos() read only immutable state (or
+// the health mutex) and may be called from any thread, also while generate()
+// runs.
 #pragma once
 
 #include <atomic>
@@ -107,6 +110,10 @@ const char* finish_reason_name(FinishReason r);  // OpenAI words: length, stop, 
 struct TokenEvent {
   TokenId token = 0;
   std::string text;
+  // The last event of a generation that ended for another reason than a stop
+  // string may carry only held-back text (a partial character or a partial
+  // stop string): then tail is set and `token` repeats the last token.
+  bool tail = false;
 };
 
 struct GenerationResult {
@@ -148,8 +155,10 @@ class Engine {
   Expected<std::string> detokenize(const std::vector<TokenId>& ids) const;  // errors on ids outside the vocabulary
   Expected<std::string> apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 
-  // Runs prefill and decode to completion. `cancel` (may be null) is checked
-  // before every step; so is the callback's answer. Never throws; errors come
+  // Runs prefill and decode to completion. `cancel` (may be null) and the
+  // deadline are checked after every forward step — each prefill chunk of
+  // n_batch tokens too — and the heartbeat (health().last_step) advances with
+  // each; the callback's answer is checked after every token. Never throws; errors come
   // back as finish kError with the error set.
   GenerationResult generate(const GenerationRequest& request, const TokenCallback& on_token,
                             const std::atomic<bool>* cancel);

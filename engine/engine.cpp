@@ -189,8 +189,27 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   const bool device_argmax = req.sampling.plain_greedy();
   StepOutput out;
   std::span<const int32_t> pending(req.prompt.data() + common, req.prompt.size() - common);
-  if (Status st = runner->eval(seq, pending, Logits::kLast, device_argmax, &out); !st) return fail(st.error());
-  record_step();
+  // Heartbeat, cancellation and deadline after every prefill chunk: a long
+  // prompt on a slow device neither looks stalled nor outlives its client.
+  const auto after_chunk = [&]() -> Status {
+    record_step();
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      return unexpected(ErrorCode::kCancelled, "cancelled during prefill");
+    }
+    if (req.deadline && Clock::now() >= *req.deadline) {
+      return unexpected(ErrorCode::kTimeout, "deadline passed during prefill");
+    }
+    return ok_status();
+  };
+  if (Status st = runner->eval(seq, pending, Logits::kLast, device_argmax, &out, after_chunk); !st) {
+    if (st.error().code == ErrorCode::kCancelled || st.error().code == ErrorCode::kTimeout) {
+      // The chunks evaluated so far stay in the cache for the next request.
+      r.finish = st.error().code == ErrorCode::kCancelled ? FinishReason::kCancelled : FinishReason::kDeadline;
+      r.prefill_ms = ms_since(t0);
+      return r;
+    }
+    return fail(st.error());
+  }
   r.prefill_ms = ms_since(t0);
 
   Sampler sampler(req.sampling, model.vocab_size);
@@ -241,7 +260,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     tail += stops.flush();
     if (!tail.empty()) {
       r.text += tail;
-      if (on_token) on_token(TokenEvent{r.tokens.empty() ? 0 : r.tokens.back(), tail});
+      if (on_token) on_token(TokenEvent{r.tokens.empty() ? 0 : r.tokens.back(), tail, true});
     }
   }
   return r;

@@ -10,6 +10,7 @@
 
 #include "daemon/minfer/command.h"
 #include "daemon/minfer/engine_options.h"
+#include "engine/chat/chat_template.h"
 #include "engine/gguf/gguf.h"
 
 namespace minfer::cli {
@@ -109,8 +110,12 @@ int cmd_gguf(const std::vector<std::string>& args) {
   const gguf::File& f = **file;
   print_header(f);
   print_metadata(f, max_items, max_string_bytes);
-  // The chat template's kind (tokenizer.chat_template classified by
-  // engine/chat) is to be printed here, between the metadata and the tensors.
+  // The chat template minfer applies for this file, as engine/chat
+  // recognises tokenizer.chat_template (a fallback says why).
+  const ChatTemplate chat = ChatTemplate::from_gguf(f);
+  std::cout << "\nchat template: " << chat.name();
+  if (!chat.fallback_reason().empty()) std::cout << " (" << chat.fallback_reason() << ")";
+  std::cout << "\n";
   if (vm.count("no-tensors") == 0) print_tensors(f);
   print_totals(f);
   return 0;

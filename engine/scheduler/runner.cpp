@@ -24,7 +24,8 @@ const Graph& Runner::graph(Logits logits, bool argmax) {
   return graphs_.emplace(key, build_decoder_graph(config_, weights_, o)).first->second;
 }
 
-Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out) {
+Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out,
+                    const std::function<Status()>& after_step) {
   if (tokens.empty()) return unexpected(ErrorCode::kInvalidArgument, "eval of zero tokens");
   const size_t n_total = seq.tokens.size() + tokens.size();
   if (n_total > static_cast<size_t>(cells_.n_ctx())) {
@@ -56,6 +57,7 @@ Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logit
     seq.tokens.insert(seq.tokens.end(), tokens.begin() + static_cast<ptrdiff_t>(done),
                       tokens.begin() + static_cast<ptrdiff_t>(done + n));
     done += n;
+    if (after_step) MINFER_TRY(after_step());
   }
   return ok_status();
 }

@@ -3,6 +3,7 @@
 // graphs it has built, one per output kind.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <span>
 #include <tuple>
@@ -27,7 +28,10 @@ class Runner {
   // Logits (or argmax ids) come from the final step only: the last token's,
   // or with Logits::kAll every token of that final step — callers wanting all
   // rows pass at most max_tokens tokens.
-  Status eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out);
+  // `after_step` (may be empty) runs after every forward step; an error it
+  // returns stops the evaluation there (the steps done stay in the sequence).
+  Status eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out,
+              const std::function<Status()>& after_step = {});
 
   KvCells& cells() { return cells_; }
   int n_ctx() const { return cells_.n_ctx(); }

@@ -7,9 +7,15 @@
 #include <numeric>
 #include <random>
 
+#include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_kernels.h"
+#include "engine/gguf/gguf.h"
+#include "engine/graph/graph.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_weights.h"
 #include "engine/backend/cpu/reference/reference.h"
 #include "engine/quant/quant.h"
+#include "tests/engine/test_models.h"
 
 namespace minfer {
 namespace {
@@ -196,6 +202,46 @@ INSTANTIATE_TEST_SUITE_P(Types, CpuMatmul,
                                          MatmulCase{DType::kQ4_K, 1e-2}, MatmulCase{DType::kQ5_K, 1e-2},
                                          MatmulCase{DType::kQ6_K, 1e-2}),
                          [](const testing::TestParamInfo<MatmulCase>& i) { return std::string(dtype_name(i.param.type)); });
+
+}  // namespace
+}  // namespace minfer
+
+namespace minfer {
+namespace {
+
+// The error contract: an op the backend does not implement is an error that
+// names the op, the node and the backend — never a silent detour.
+TEST(CpuBackendErrors, UnsupportedOpNamesTheNode) {
+  auto file = gguf::File::open(test::stories_path());
+  ASSERT_TRUE(file.has_value());
+  auto config = ModelConfig::from_gguf(**file);
+  ASSERT_TRUE(config.has_value());
+  auto weights = ModelWeights::from_gguf(**file, *config);
+  ASSERT_TRUE(weights.has_value());
+  CpuBackend backend;
+  BackendOptions o;
+  o.n_ctx = 16;
+  o.max_tokens = 4;
+  o.n_threads = 1;
+  ASSERT_TRUE(backend.prepare(*config, **weights, o).has_value());
+  GraphOptions go;
+  go.fuse_qkv = true;  // kQkvTail: the CPU runs the unfused chain only
+  const Graph g = build_decoder_graph(*config, **weights, go);
+  const int32_t token = 1, pos = 0, cell = 0;
+  StepInput in;
+  in.n_tokens = 1;
+  in.tokens = &token;
+  in.positions = &pos;
+  in.kv_cells = &cell;
+  in.seq_cells = &cell;
+  in.n_seq_cells = 1;
+  StepOutput out;
+  const Status st = backend.run(g, in, &out);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(st.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(st.error().message.find("blk.0.qkv_tail"), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("cpu backend"), std::string::npos) << st.error().message;
+}
 
 }  // namespace
 }  // namespace minfer

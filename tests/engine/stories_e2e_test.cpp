@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -85,11 +86,16 @@ TEST_F(Stories, OnceUponATimeContinuesTheReference48Tokens) {
 
 TEST_F(Stories, StreamedPiecesJoinToTheText) {
   std::string streamed;
-  GenerationResult r = engine_->generate(greedy({1}, 40), [&](const TokenEvent& e) {
+  int token_events = 0;
+  GenerationRequest req = greedy({1}, 40);
+  req.stop = {"zzz"};  // never completes; a trailing "z" would be held back and flushed as a tail
+  GenerationResult r = engine_->generate(req, [&](const TokenEvent& e) {
     streamed += e.text;
+    token_events += e.tail ? 0 : 1;
     return true;
   }, nullptr);
   EXPECT_EQ(streamed, r.text);
+  EXPECT_EQ(token_events, r.n_generated);  // one event per token, plus at most one tail
   EXPECT_EQ(*engine_->detokenize(r.tokens), r.text);
 }
 
@@ -142,6 +148,32 @@ TEST_F(Stories, PrefixCacheReusesTheCommonPrefixAndChangesNothing) {
   const GenerationResult b = engine_->generate(greedy(prompt, 20), nullptr, nullptr);
   EXPECT_EQ(b.n_cached, static_cast<int>(prompt.size()) - 1);
   EXPECT_EQ(a.tokens, b.tokens);
+}
+
+TEST(EnginePrefill, DeadlineStopsBetweenChunksAndKeepsWhatWasDone) {
+  EngineConfig c;
+  c.model_path = test::stories_path();
+  c.backend = BackendChoice::kCpu;
+  c.n_ctx = 128;
+  c.n_batch = 4;  // a 20-token prompt takes 5 forward steps
+  auto e = Engine::load(c);
+  ASSERT_TRUE(e.has_value()) << e.error().message;
+  std::vector<int32_t> prompt((*e)->tokenize("Once upon a time there was a little dog who liked to run", true, false));
+  ASSERT_GE(prompt.size(), 9u);
+  GenerationRequest req;
+  req.prompt = prompt;
+  req.max_tokens = 8;
+  req.sampling.temperature = 0.0f;
+  req.deadline = std::chrono::steady_clock::now();  // already past: stop after the first chunk
+  const uint64_t steps_before = (*e)->health().steps;
+  GenerationResult r = (*e)->generate(req, nullptr, nullptr);
+  EXPECT_EQ(r.finish, FinishReason::kDeadline);
+  EXPECT_EQ(r.n_generated, 0);
+  EXPECT_EQ((*e)->health().steps, steps_before + 1);  // the heartbeat advanced for the chunk
+  req.deadline.reset();
+  r = (*e)->generate(req, nullptr, nullptr);
+  EXPECT_EQ(r.finish, FinishReason::kLength);
+  EXPECT_EQ(r.n_cached, 4);  // the chunk done before the deadline was kept
 }
 
 TEST_F(Stories, BadRequestsAreErrorsAndTheEngineKeepsWorking) {
