@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "engine/backend/cuda/bounded_wait.h"
+#include "engine/backend/cuda/cublas_loader.h"
 #include "platform/log.h"
 
 namespace minfer {
@@ -35,7 +36,7 @@ CudaBackend::~CudaBackend() {
   for (auto& [g, c] : captured_) {
     if (c.exec) cudaGraphExecDestroy(c.exec);
   }
-  if (cublas_) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+  if (cublas_ && blas_) blas_->destroy(static_cast<cublasHandle_t>(cublas_));
   for (void* p : weight_mem_) cudaFree(p);
   if (h_header_) cudaFreeHost(h_header_);
   if (h_seq_cells_) cudaFreeHost(h_seq_cells_);
@@ -117,10 +118,11 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   CUDA_TRY(cudaSetDevice(facts_.device));
   CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUDA_TRY(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+  MINFER_ASSIGN_OR_RETURN(blas_, cuda::cublas_api());
   cublasHandle_t handle = nullptr;
-  CUBLAS_TRY(cublasCreate(&handle));
+  CUBLAS_TRY(blas_->create(&handle));
   cublas_ = handle;
-  CUBLAS_TRY(cublasSetStream(handle, stream_));
+  CUBLAS_TRY(blas_->set_stream(handle, stream_));
   MINFER_TRY(upload_weights());
   // Every weight a graph names must be on the device: dw()/dv() rely on it.
   if (!dweights_.count(weights.output.data) || !dweights_.count(weights.token_embd.data)) {
@@ -406,7 +408,7 @@ Status CudaBackend::gemm(const Weight& w, const Act& src, int first_row, int row
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   const void* x16 = static_cast<const uint16_t*>(src.f16) + static_cast<size_t>(first_row) * src.width;
   ++launches_;
-  CUBLAS_TRY(cublasGemmEx(static_cast<cublasHandle_t>(cublas_), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.n_out), rows,
+  CUBLAS_TRY(blas_->gemm_ex(static_cast<cublasHandle_t>(cublas_), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.n_out), rows,
                           static_cast<int>(w.n_in), &alpha, gemm_w16_, CUDA_R_16F, static_cast<int>(w.n_in), x16,
                           CUDA_R_16F, src.width, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   return ok_status();

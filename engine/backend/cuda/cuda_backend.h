@@ -16,6 +16,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/buffer_pool.h"
+#include "engine/backend/cuda/cublas_loader.h"
 #include "engine/backend/cuda/cuda_util.h"
 #include "kernels/kernels.h"
 
@@ -97,6 +98,7 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t done_ = nullptr;
   void* cublas_ = nullptr;  // cublasHandle_t
+  const cuda::CublasApi* blas_ = nullptr;  // loaded at prepare (cublas_loader.h)
   cuda::BufferPool pool_;
 
   // Keyed by the weight's host data: a tied output head and the embedding
