@@ -3,7 +3,10 @@
 // model logic of its own.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -91,6 +94,15 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+uint64_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
 }
 
 std::string describe_weight_types(const ModelWeights& w) {
@@ -331,6 +343,10 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   impl->runner = std::make_unique<Runner>(m, *impl->weights, *impl->backend, n_ctx, bo.max_tokens,
                                           FusionOptions{config.fuse_qkv, config.fuse_ffn});
   const double backend_ms = ms_since(t_backend);
+  // The GPU holds the weights now: drop the mapped copy's pages, so that no
+  // second copy stays resident (on Jetson both live in the same DRAM).
+  uint64_t released = 0;
+  if (impl->backend->name() == "cuda") released = impl->file->release_tensor_pages();
   if (!config.trace_path.empty()) {
     MINFER_ASSIGN_OR_RETURN(impl->trace, TraceWriter::open(config.trace_path));
     impl->backend->set_trace(impl->trace.get());
@@ -387,6 +403,8 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   info.load_warmup_ms = ms_since(t_warmup);
   info.load_capture_ms = impl->backend->capture_ms();
   info.decode_launches = impl->backend->decode_launches();
+  info.released_weight_bytes = released;
+  info.rss_after_load_bytes = resident_bytes();
   {
     std::lock_guard lock(impl->health_mutex);
     impl->health.phase = EnginePhase::kReady;

@@ -143,6 +143,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     j["load_ms"] = {{"file", info.load_file_ms}, {"backend", info.load_backend_ms}, {"warmup", info.load_warmup_ms},
                     {"capture", info.load_capture_ms}};
     j["decode_launches"] = info.decode_launches;
+    j["rss_after_load_bytes"] = info.rss_after_load_bytes;
+    j["released_weight_bytes"] = info.released_weight_bytes;
     if (copy_gbps > 0) j["device_copy_gb_per_s"] = copy_gbps;
     for (const TestResult& t : results) {
       nlohmann::json r;

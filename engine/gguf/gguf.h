@@ -174,6 +174,13 @@ class File {
   Expected<std::string> get_string_or(std::string_view key, std::string fallback) const;
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
+
+  // Drops the mapped tensor data's pages from this process's memory (the
+  // kernel re-reads them from the file if they are touched again). For a
+  // backend that has copied the weights elsewhere (the GPU), so that no second
+  // copy stays resident — on Jetson, host and GPU share the same DRAM.
+  // Returns the bytes advised; 0 for an in-memory File.
+  uint64_t release_tensor_pages() const;
   const TensorInfo* find_tensor(std::string_view name) const;
 
  private:

@@ -40,7 +40,11 @@ Error io_error(const std::string& path, const char* what, int err) {
 }  // namespace
 
 Expected<std::unique_ptr<File>> File::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (or a device) for reading would otherwise
+  // wait for a writer, forever, before the regular-file check below can
+  // refuse it: a daemon started on such a path would hang instead of
+  // failing. Regular files ignore the flag; mmap does not use it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return io_error(path, "cannot open", errno);
   FdCloser closer(fd);
   struct stat st {};
@@ -77,6 +81,17 @@ const Value* File::find(std::string_view key) const {
 const TensorInfo* File::find_tensor(std::string_view name) const {
   auto it = tensor_index_.find(name);
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+uint64_t File::release_tensor_pages() const {
+  if (map_ == nullptr || data_offset_ >= map_size_) return 0;
+  // madvise needs a page-aligned start: round the data section's start up.
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = (data_offset_ + page - 1) / page * page;
+  if (begin >= map_size_) return 0;
+  const uint64_t len = map_size_ - begin;
+  if (::madvise(static_cast<uint8_t*>(map_) + begin, len, MADV_DONTNEED) != 0) return 0;
+  return len;
 }
 
 }  // namespace minfer::gguf

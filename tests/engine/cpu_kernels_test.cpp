@@ -7,6 +7,8 @@
 #include <numeric>
 #include <random>
 
+#include <unistd.h>
+
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/cpu_kernels.h"
 #include "engine/gguf/gguf.h"
@@ -241,6 +243,28 @@ TEST(CpuBackendErrors, UnsupportedOpNamesTheNode) {
   EXPECT_EQ(st.error().code, ErrorCode::kUnsupported);
   EXPECT_NE(st.error().message.find("blk.0.qkv_tail"), std::string::npos) << st.error().message;
   EXPECT_NE(st.error().message.find("cpu backend"), std::string::npos) << st.error().message;
+}
+
+}  // namespace
+}  // namespace minfer
+
+namespace minfer {
+namespace {
+
+// After a GPU upload the engine drops the mapped weights' pages; the data must
+// stay readable (the kernel re-reads it from the file) and byte-identical.
+TEST(GgufRelease, TensorPagesAreDroppedAndStillReadable) {
+  auto file = gguf::File::open(test::stories_path());
+  ASSERT_TRUE(file.has_value());
+  const gguf::TensorInfo* t = (*file)->find_tensor("output.weight");
+  ASSERT_NE(t, nullptr);
+  const std::vector<uint8_t> before(t->data, t->data + t->size_bytes);
+  // Whole pages from the first page boundary after the data section's start
+  // (14176 → 16384) to the end of the 1,185,376-byte file.
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t start = (14176 + page - 1) / page * page;
+  EXPECT_EQ((*file)->release_tensor_pages(), 1185376 - start);
+  EXPECT_EQ(std::vector<uint8_t>(t->data, t->data + t->size_bytes), before);
 }
 
 }  // namespace
