@@ -241,7 +241,10 @@ void Session::dispatch_next() {
 }
 
 void Session::dispatch(Pending p) {
-  Active& a = active_.emplace();
+  // emplace(Active{}), not emplace(): clang 14 (the sanitizer and fuzz builds)
+  // judges the nested Active, with its default member initializers, not
+  // default-constructible here.
+  Active& a = active_.emplace(Active{});
   a.received = p.received;
   a.record.id = ++ctx_.next_request_id;
   a.record.peer = peer_;

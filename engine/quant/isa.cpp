@@ -13,6 +13,9 @@
 #include "engine/quant/kernels.h"
 #include "platform/log.h"
 
+#if defined(MINFER_QUANT_X86)
+#include <cpuid.h>
+#endif
 #if defined(MINFER_QUANT_NEON)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
@@ -26,8 +29,12 @@ namespace {
 Isa detect() {
 #if defined(MINFER_QUANT_X86)
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  // F16C straight from cpuid leaf 1 (ECX bit 29): clang 14's
+  // __builtin_cpu_supports does not know "f16c" (the fuzz and sanitizer
+  // builds use clang).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   // libgcc sets the avx512 bits only when the OS saves the zmm state (XCR0).
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");

@@ -98,8 +98,9 @@ void axpy_neon(float a, const float* x, float* y, int n) {
 
 RowOps select_row_ops() {
 #if defined(__x86_64__)
-  if (quant::active_isa() != quant::Isa::kScalar && __builtin_cpu_supports("avx2") &&
-      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+  // A non-scalar active ISA on x86 is avx2 or avx512, each detected only with
+  // AVX2 + FMA + F16C (quant/isa.cpp), what these row ops need.
+  if (quant::active_isa() != quant::Isa::kScalar) {
     return {f16_to_f32_avx2, dot_avx2, axpy_avx2};
   }
 #elif defined(__aarch64__)
