@@ -24,6 +24,7 @@ packages=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl
+  systemd dpkg-dev lintian jq                 # tests/systemd, tests/packaging: systemd-analyze, systemd --user, journald, dpkg-shlibdeps, lintian
 )
 
 deps() {
