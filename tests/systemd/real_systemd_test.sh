@@ -274,9 +274,10 @@ request_id=$(sed -n 's/^[Xx]-[Rr]equest-[Ii]d: *\([0-9A-Za-z-]*\).*/\1/p' "$test
 log "3. POST /v1/completions: 200, '$text', request $request_id"
 
 # ---- 4. the request line in journald -------------------------------------------
+# As the README says to look it up (`journalctl -u minferd REQUEST_ID=...`):
+# the unit and the field match combine to exactly this request's line.
 request_entry() {
-  jctl --user-unit minferd.service -o json |
-    jq -c --arg id "$request_id" 'select(.REQUEST_ID == $id and .HTTP_PATH == "/v1/completions")' >"$test_dir/entry.json"
+  jctl --user-unit minferd.service REQUEST_ID="$request_id" -o json | jq -c . >"$test_dir/entry.json"
   [ -s "$test_dir/entry.json" ]
 }
 wait_for 30 request_entry || die "no journal entry with REQUEST_ID=$request_id for minferd.service"
@@ -287,6 +288,7 @@ check_field PRIORITY 6
 check_field SYSLOG_IDENTIFIER minferd
 check_field _PID "$pid1"
 check_field HTTP_STATUS 200
+check_field HTTP_PATH /v1/completions
 check_field PROMPT_TOKENS "$prompt_tokens"
 check_field GEN_TOKENS 8
 check_field FINISH_REASON length
