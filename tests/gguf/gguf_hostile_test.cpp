@@ -4,7 +4,15 @@
 // claims (the absurd counts below would need exabytes).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <future>
 #include <random>
+#include <string>
 
 #include "tests/gguf/gguf_builder.h"
 
@@ -420,6 +428,39 @@ TEST(GgufHostile, RandomByteFlipsNeverCrash) {
   }
   // Most of the file is header: most mutations must be caught.
   EXPECT_GT(refused, 1000);
+}
+
+// --- paths that are not model files ---------------------------------------------
+
+// A FIFO given as the model path (found by tests/reliability): open() used to
+// wait for a writer forever, so minferd hung at start-up instead of failing.
+TEST(GgufHostile, AFifoIsRefusedWithoutWaitingForAWriter) {
+  char dir[] = "/tmp/gguf-fifo-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/model.gguf";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto opened = std::async(std::launch::async, [&] { return File::open(path); });
+  const bool answered = opened.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!answered) {
+    // Unblock the reader so the test can end, then fail.
+    const int w = ::open(path.c_str(), O_WRONLY);
+    if (w >= 0) ::close(w);
+  }
+  auto r = opened.get();
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+  ASSERT_TRUE(answered) << "File::open waited on a FIFO";
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kIo);
+  EXPECT_EQ(r.error().message, path + ": not a regular file");
+}
+
+TEST(GgufHostile, ADirectoryOrADeviceIsNotARegularFile) {
+  for (const std::string path : {"/tmp", "/dev/null", "/dev/full"}) {
+    auto r = File::open(path);
+    ASSERT_FALSE(r.has_value()) << path;
+    EXPECT_EQ(r.error().message, path + ": not a regular file");
+  }
 }
 
 }  // namespace
