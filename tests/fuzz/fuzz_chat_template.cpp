@@ -1,0 +1,65 @@
+// libFuzzer target: chat template recognition and application. The input is
+// a template text, then messages, separated by 0xFF bytes (each message:
+// one role byte, then its content); a role byte below 0x80 picks one of the
+// real roles, above it the role is the content's first line (any bytes).
+// Every recognised family and every ChatTemplateKind renders the messages;
+// an error (unknown role, bad order) is fine, a crash or a report is not.
+// Seeds: tests/fuzz/corpus/chat_template (the templates of the shipped
+// vocabularies and of the Qwen tokenizer, with conversations).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/chat/chat_template.h"
+#include "platform/log.h"
+
+namespace {
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == sep) {
+      parts.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return parts;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  minfer::log::set_level(minfer::log::Level::kOff);  // an unrecognised template logs its fallback each time
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace minfer;
+  static constexpr const char* kRoles[] = {"system", "user", "assistant", "developer"};
+  const std::vector<std::string_view> parts = split({reinterpret_cast<const char*>(data), size}, '\xFF');
+  std::vector<ChatMessage> messages;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    std::string_view p = parts[i];
+    if (p.empty()) continue;
+    const auto role_byte = static_cast<unsigned char>(p[0]);
+    p.remove_prefix(1);
+    if (role_byte < 0x80) {
+      messages.push_back({kRoles[role_byte % 4], std::string(p)});
+    } else {
+      const size_t nl = p.find('\n');
+      messages.push_back({std::string(p.substr(0, nl)), nl == std::string_view::npos ? "" : std::string(p.substr(nl + 1))});
+    }
+  }
+  const ChatTemplate recognised = ChatTemplate::from_text(parts[0]);
+  for (bool gen : {false, true}) {
+    (void)recognised.apply(messages, gen);
+    for (ChatTemplateKind k : {ChatTemplateKind::kChatMl, ChatTemplateKind::kLlama3, ChatTemplateKind::kLlama2,
+                               ChatTemplateKind::kFallbackChatMl}) {
+      (void)ChatTemplate::of_kind(k).apply(messages, gen);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,111 @@
+// libFuzzer target: minferd's request path with no engine, as a session runs
+// it (daemon/minferd/session.cpp): bytes → Beast's request parser with the
+// daemon's header and body limits (pipelined requests on one connection) →
+// the route table → the endpoint's body parser and validation
+// (request_parse.h) → for generations, make_generation_request with a prompt
+// of the length the text would roughly tokenize to → the reply bytes,
+// error bodies included. Every path must end in a spec or an ApiError with a
+// 4xx/5xx status; nothing may crash, throw out, leak or trip a sanitizer.
+// Seeds: tests/fuzz/corpus/http_request (the README's and the tests' requests).
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "daemon/minferd/api_error.h"
+#include "daemon/minferd/http_reply.h"
+#include "daemon/minferd/request_parse.h"
+#include "daemon/minferd/routes.h"
+
+namespace {
+
+namespace http = boost::beast::http;
+using namespace minfer;
+using namespace minfer::daemon;
+
+constexpr uint32_t kHeaderLimitBytes = 16 * 1024;  // session.cpp
+constexpr size_t kBodyLimitBytes = 64 * 1024;      // a small --body-limit-bytes, so 413 is reachable
+constexpr ModelLimits kLimits{256, 512};            // stories260K with --ctx-size 256
+
+void check_error(const ApiError& e) {
+  if (e.status < 400 || e.status > 599) __builtin_trap();
+  (void)serialize_reply(error_reply(e), 11, true);
+}
+
+void handle(const http::request<http::string_body>& req) {
+  auto routed = route(std::string_view(req.method_string().data(), req.method_string().size()),
+                      std::string_view(req.target().data(), req.target().size()));
+  if (const ApiError* e = std::get_if<ApiError>(&routed)) return check_error(*e);
+  const Route& r = std::get<Route>(routed);
+  const std::string& body = req.body();
+  std::optional<ApiError> err;
+  GenerationSpec spec;
+  switch (r.endpoint) {
+    case Endpoint::kCompletions: err = parse_completion_request(body, kLimits, &spec); break;
+    case Endpoint::kChatCompletions: err = parse_chat_request(body, kLimits, &spec); break;
+    case Endpoint::kTokenize: {
+      TokenizeSpec t;
+      err = parse_tokenize_request(body, &t);
+      break;
+    }
+    case Endpoint::kDetokenize: {
+      DetokenizeSpec d;
+      err = parse_detokenize_request(body, kLimits, &d);
+      if (!err) {
+        for (int32_t id : d.tokens) {
+          if (id < 0 || id >= kLimits.vocab_size) __builtin_trap();  // validated ids only
+        }
+      }
+      break;
+    }
+    default: return;  // health, metrics, models: no body
+  }
+  if (err) return check_error(*err);
+  if (r.endpoint != Endpoint::kCompletions && r.endpoint != Endpoint::kChatCompletions) return;
+  std::vector<int32_t> prompt = spec.prompt_tokens;
+  if (!spec.prompt_is_tokens) {
+    size_t chars = spec.prompt_text.size();
+    for (const ChatMessage& m : spec.messages) chars += m.content.size() + m.role.size() + 8;
+    prompt.assign(chars / 3 + 1, 1);
+  }
+  for (int32_t id : prompt) {
+    if (id < 0 || id >= kLimits.vocab_size) __builtin_trap();
+  }
+  GenerationRequest out;
+  if (auto e = make_generation_request(spec, std::move(prompt), kLimits, 42, &out)) return check_error(*e);
+  if (out.max_tokens <= 0 || static_cast<int>(out.prompt.size()) + out.max_tokens > kLimits.n_ctx) __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  boost::beast::flat_buffer buffer;
+  auto in = buffer.prepare(size);
+  std::memcpy(in.data(), data, size);
+  buffer.commit(size);
+  for (int n = 0; n < 8 && buffer.size() > 0; ++n) {  // --max-pipelined 8
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(kHeaderLimitBytes);
+    parser.body_limit(kBodyLimitBytes);
+    parser.eager(true);
+    boost::beast::error_code ec;
+    const size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == http::error::need_more) {
+      parser.put_eof(ec);  // the client closed: an incomplete request is an error
+      if (!ec && parser.is_done()) handle(parser.get());
+      return 0;
+    }
+    if (ec) return 0;  // 400/413/431 and close, as the session answers
+    if (!parser.is_done()) return 0;
+    handle(parser.release());
+  }
+  return 0;
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Regenerates tests/fuzz/corpus/ (the checked-in seeds): the generated ones
+# from the real files (fuzz_make_seeds, built with -DMINFER_FUZZ=ON) and the
+# hand-written HTTP requests below, taken from the README and tests/daemon.
+#   tests/fuzz/make_seeds.sh BUILD_DIR
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=${1:?usage: make_seeds.sh BUILD_DIR}
+corpus=$here/corpus
+rm -rf "$corpus"
+"$build/tests/fuzz/fuzz_make_seeds" "$corpus"
+
+http=$corpus/http_request
+mkdir -p "$http"
+req() {  # req NAME METHOD TARGET [BODY] [EXTRA_HEADER_LINES]
+  local name=$1 method=$2 target=$3 body=${4:-} extra=${5:-}
+  {
+    printf '%s %s HTTP/1.1\r\nHost: minferd\r\n' "$method" "$target"
+    [ -n "$extra" ] && printf '%s' "$extra"
+    if [ -n "$body" ]; then printf 'Content-Type: application/json\r\nContent-Length: %d\r\n' "${#body}"; fi
+    printf '\r\n%s' "$body"
+  } > "$http/$name"
+}
+req health GET /health
+req metrics GET /metrics
+req models GET /v1/models
+req model GET /v1/models/stories260K.gguf
+req completion POST /v1/completions '{"prompt": "Once upon a time", "max_tokens": 32, "temperature": 0}'
+req completion-full POST /v1/completions '{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0.8, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": 7, "stop": ["\n", "."], "presence_penalty": 0.5, "frequency_penalty": 0.1, "repeat_penalty": 1.1, "logit_bias": {"13": -100}, "n": 1, "stream": true, "stream_options": {"include_usage": true}, "model": "x"}'
+req completion-tokens POST /v1/completions '{"prompt": [1, 403, 407, 261], "max_tokens": 4}'
+req completion-array POST /v1/completions '{"prompt": ["Once"], "max_tokens": 4}'
+req chat POST /v1/chat/completions '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Tell me a story"}], "stream": true}'
+req chat-parts POST /v1/chat/completions '{"messages": [{"role": "developer", "content": [{"type": "text", "text": "Hi"}]}, {"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], "max_completion_tokens": 5}'
+req tokenize POST /tokenize '{"content": "Once upon a time", "add_special": true, "parse_special": false, "with_pieces": true}'
+req detokenize POST /detokenize '{"tokens": [1, 403, 407]}'
+req bad-json POST /v1/completions '{"prompt": "x", "max_tokens": }'
+req expect POST /v1/completions '{"prompt": "x"}' $'Expect: 100-continue\r\n'
+printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"pro\r\n13\r\nmpt": "hi", "n": 1}\r\n0\r\n\r\n' > "$http/chunked"
+{ cat "$http/completion"; cat "$http/tokenize"; cat "$http/health"; } > "$http/pipelined"
+printf 'GET /health HTTP/1.0\r\n\r\n' > "$http/http10"
+echo "make_seeds.sh: $(find "$corpus" -type f | wc -l) seeds, $(du -sh "$corpus" | cut -f1)"
