@@ -25,6 +25,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   curl
   systemd dpkg-dev lintian jq                 # tests/systemd, tests/packaging: systemd-analyze, systemd --user, journald, dpkg-shlibdeps, lintian
+  clang-14 libclang-rt-14-dev                 # .ci/sanitizers: ASan/UBSan/TSan builds and the libFuzzer targets
 )
 
 deps() {
