@@ -16,8 +16,8 @@ csv=$root/docs/soak.csv
 mkdir -p "$root/docs"
 "$build/tests/reliability/minferd_soak" --seconds "$seconds" --clients "$clients" --csv "$csv" \
   --token-delay-ms 1 --queue-size 8 | tee "$root/docs/soak-summary.txt"
-if python3 -c 'import matplotlib' 2>/dev/null; then
-  python3 "$here/plot_soak.py" "$csv" "$root/docs/soak.png"
+if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
+  /usr/bin/python3 "$here/plot_soak.py" "$csv" "$root/docs/soak.png"
 else
   echo "soak.sh: no matplotlib; the CSV is $csv" >&2
 fi
