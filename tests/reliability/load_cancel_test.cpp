@@ -39,17 +39,6 @@ using Clock = std::chrono::steady_clock;
 // 9.9 MiB base.
 constexpr long kRssSlackKib = 4 * 1024;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
 
 struct Counts {
   double ok = 0, rejected = 0, cancelled_499 = 0, client_gone = 0;
