@@ -23,34 +23,97 @@ __device__ __forceinline__ float load_kv(const void* cache, bool f16, size_t i) 
 
 // partials: [split][head][head_dim + 2]: the output sum, then max and sum of exp.
 //
-// Block (KV head, split) takes kSplitCells cells; its 4 warps take every 4th
-// cell. Lanes split the head dimension (lane holds dims lane + 32 i), so each
-// K and V row is read coalesced, once for the whole query group; a cell's
-// scores are warp sums. kDims = ceil(head_dim / 32).
-constexpr int kSplitWarps = 4;
+// Block (KV head, split) takes kSplitCells cells of the sequence and works in
+// few memory round trips: its cell indices are read before the PDL wait (the
+// host uploaded them before the step began, no kernel of the step writes
+// them); after it, the cells' positions and their whole K and V rows are
+// copied into shared memory at once (cp.async), so every later pass reads
+// shared memory. Scores: warps take cells, lanes split the head dimension
+// (lane holds dims lane + 32 i), a cell's score is a warp sum. Weighted V sum:
+// threads split the dimensions and the cells, then add up in shared memory.
+//
+// Tried on the H200 (2026-11-30): the combine done by the last split block
+// of each KV head (an atomic count, one launch a layer fewer) lost to the
+// second launch (0.5B Q8_0 tg128 975 vs 999 tok/s): every block paid a fence
+// and an atomic, and one block did the whole combine serially.
+constexpr int kSplitWarps = 8;
+constexpr int kSplitThreads = kSplitWarps * kWarp;
 constexpr int kSplitCells = 64;
-// Cells a warp loads before it computes: their K (or V) rows are in flight
-// together, so a warp waits for memory once per batch, not once per cell.
-constexpr int kCellBatch = 4;
+
+struct SplitLayout {  // shared-memory carve-up, the same on host and device
+  int row_bytes;      // one staged K or V row, padded to 16 bytes
+  size_t cells, visible, p, stats, kv, red, total;
+  __host__ __device__ SplitLayout(int head_dim, int group, bool f16) {
+    row_bytes = (head_dim * (f16 ? 2 : 4) + 15) / 16 * 16;
+    const int dim_threads = (head_dim + kWarp - 1) / kWarp * kWarp;
+    const int cell_groups = dim_threads >= kSplitThreads ? 1 : kSplitThreads / dim_threads;
+    cells = 0;
+    visible = cells + sizeof(int) * kSplitCells;
+    p = visible + sizeof(int) * kSplitCells;
+    stats = p + sizeof(float) * group * kSplitCells;
+    kv = (stats + sizeof(float) * 2 * group + 15) / 16 * 16;
+    red = kv + 2 * static_cast<size_t>(kSplitCells) * row_bytes;
+    total = red + sizeof(float) * cell_groups * group * head_dim;
+  }
+};
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+__device__ __forceinline__ float staged(const unsigned char* row, bool f16, int d) {
+  return f16 ? __half2float(reinterpret_cast<const __half*>(row)[d]) : reinterpret_cast<const float*>(row)[d];
+}
 
 template <int kDims>
-__global__ void __launch_bounds__(kSplitWarps * kWarp) attention_split_kernel(AttentionArgs a) {
-  pdl_begin();
-  extern __shared__ float smem[];
+__global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(AttentionArgs a) {
+  extern __shared__ __align__(16) unsigned char split_smem[];
   const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = blockIdx.x, split = blockIdx.y;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const SplitLayout l(hd, group, a.cache_f16);
+  int* cells = reinterpret_cast<int*>(split_smem + l.cells);
+  int* visible = reinterpret_cast<int*>(split_smem + l.visible);
+  float* p = reinterpret_cast<float*>(split_smem + l.p);          // [group][kSplitCells] scores, then weights
+  float* stats = reinterpret_cast<float*>(split_smem + l.stats);  // [group][2]
+  unsigned char* kst = split_smem + l.kv;                         // [kSplitCells][row_bytes] K rows
+  unsigned char* vst = kst + static_cast<size_t>(kSplitCells) * l.row_bytes;
+  float* red = reinterpret_cast<float*>(split_smem + l.red);      // [cell groups][group][hd]
+
+  // Before the wait: the sequence's cells (uploaded by the host, see above).
   const int n_seq = *a.n_seq;
   const int j0 = split * kSplitCells;
-  if (j0 >= n_seq) return;  // past the sequence: the combine reads only used chunks
   const int n_here = min(kSplitCells, n_seq - j0);
-  float* p = smem;                         // [group][kSplitCells] scores, then weights
-  float* stats = p + group * kSplitCells;  // [group][2]
-  float* red = stats + 2 * group;          // [kSplitWarps][group][hd] partial outputs
-  const int kv_dim = a.n_kv_heads * hd;
-  const float scale = rsqrtf(static_cast<float>(hd));
-  const int qpos = a.q_pos[0];
+  if (n_here > 0 && static_cast<int>(threadIdx.x) < n_here) cells[threadIdx.x] = a.seq_cells[j0 + threadIdx.x];
+  pdl_begin();
+  if (n_here <= 0) return;  // past the sequence: the combine reads only used chunks
+  __syncthreads();
 
-  // This lane's query values for the group, scaled once.
+  // One round trip: positions, K and V rows, q.
+  const int kv_dim = a.n_kv_heads * hd;
+  const int esize = a.cache_f16 ? 2 : 4;
+  const int qpos = a.q_pos[0];
+  if (static_cast<int>(threadIdx.x) < n_here) visible[threadIdx.x] = a.cell_pos[cells[threadIdx.x]] <= qpos;
+  if ((hd * esize) % 16 == 0) {
+    const int chunks = hd * esize / 16;  // 16-byte pieces of a row
+    for (int i = threadIdx.x; i < 2 * n_here * chunks; i += kSplitThreads) {
+      const int which = i / (n_here * chunks), rest = i % (n_here * chunks), c = rest / chunks, piece = rest % chunks;
+      const unsigned char* src = static_cast<const unsigned char*>(which == 0 ? a.k_cache : a.v_cache) +
+                                 (static_cast<size_t>(cells[c]) * kv_dim + static_cast<size_t>(kvh) * hd) * esize + piece * 16;
+      cp_async16((which == 0 ? kst : vst) + static_cast<size_t>(c) * l.row_bytes + piece * 16, src);
+    }
+  } else {
+    for (int i = threadIdx.x; i < 2 * n_here * hd; i += kSplitThreads) {
+      const int which = i / (n_here * hd), rest = i % (n_here * hd), c = rest / hd, d = rest % hd;
+      const size_t e = static_cast<size_t>(cells[c]) * kv_dim + static_cast<size_t>(kvh) * hd + d;
+      unsigned char* dst = (which == 0 ? kst : vst) + static_cast<size_t>(c) * l.row_bytes;
+      const void* cache = which == 0 ? a.k_cache : a.v_cache;
+      if (a.cache_f16) reinterpret_cast<__half*>(dst)[d] = static_cast<const __half*>(cache)[e];
+      else reinterpret_cast<float*>(dst)[d] = static_cast<const float*>(cache)[e];
+    }
+  }
+  const float scale = rsqrtf(static_cast<float>(hd));
   float q[kMaxGroup][kDims];
   const float* qbase = a.q + static_cast<size_t>(kvh) * group * hd;
 #pragma unroll
@@ -60,34 +123,27 @@ __global__ void __launch_bounds__(kSplitWarps * kWarp) attention_split_kernel(At
       const int d = lane + 32 * i;
       q[g][i] = (g < group && d < hd) ? qbase[g * hd + d] * scale : 0.0f;
     }
+  cp_async_wait_all();
+  __syncthreads();
 
-  // Scores: warp w takes batches of kCellBatch cells, w-th of every 4.
-  for (int jb = warp * kCellBatch; jb < n_here; jb += kSplitWarps * kCellBatch) {
-    float k[kCellBatch][kDims];
-    bool visible[kCellBatch];
+  // Scores: warp w takes cells w, w + 8, ...
+  for (int c = warp; c < n_here; c += kSplitWarps) {
+    const unsigned char* krow = kst + static_cast<size_t>(c) * l.row_bytes;
+    float k[kDims];
 #pragma unroll
-    for (int c = 0; c < kCellBatch; ++c) {
-      const int jj = jb + c;
-      const int cell = jj < n_here ? a.seq_cells[j0 + jj] : 0;
-      visible[c] = jj < n_here && a.cell_pos[cell] <= qpos;
-      const size_t base = static_cast<size_t>(cell) * kv_dim + static_cast<size_t>(kvh) * hd;
-#pragma unroll
-      for (int i = 0; i < kDims; ++i) {
-        const int d = lane + 32 * i;
-        k[c][i] = (visible[c] && d < hd) ? load_kv(a.k_cache, a.cache_f16, base + d) : 0.0f;
-      }
+    for (int i = 0; i < kDims; ++i) {
+      const int d = lane + 32 * i;
+      k[i] = d < hd ? staged(krow, a.cache_f16, d) : 0.0f;
     }
+    const bool vis = visible[c] != 0;
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) {
       if (g >= group) break;
+      float s = 0.0f;
 #pragma unroll
-      for (int c = 0; c < kCellBatch; ++c) {
-        float s = 0.0f;
-#pragma unroll
-        for (int i = 0; i < kDims; ++i) s += q[g][i] * k[c][i];
-        s = warp_sum(s);
-        if (lane == 0 && jb + c < n_here) p[g * kSplitCells + jb + c] = visible[c] ? s : -INFINITY;
-      }
+      for (int i = 0; i < kDims; ++i) s += q[g][i] * k[i];
+      s = warp_sum(s);
+      if (lane == 0) p[g * kSplitCells + c] = vis ? s : -INFINITY;
     }
   }
   __syncthreads();
@@ -97,70 +153,52 @@ __global__ void __launch_bounds__(kSplitWarps * kWarp) attention_split_kernel(At
     float m = -INFINITY;
     for (int i = lane; i < n_here; i += kWarp) m = fmaxf(m, p[g * kSplitCells + i]);
     m = warp_max(m);
-    float l = 0.0f;
+    float sum = 0.0f;
     for (int i = lane; i < n_here; i += kWarp) {
       const float e = m == -INFINITY ? 0.0f : expf(p[g * kSplitCells + i] - m);
       p[g * kSplitCells + i] = e;
-      l += e;
+      sum += e;
     }
-    l = warp_sum(l);
+    sum = warp_sum(sum);
     if (lane == 0) {
       stats[2 * g] = m;
-      stats[2 * g + 1] = l;
+      stats[2 * g + 1] = sum;
     }
   }
   __syncthreads();
 
-  // Weighted V sum: the same cell split as the scores, lanes over dims.
-  float acc[kMaxGroup][kDims];
+  // Weighted V sum: thread (cell group cg, dim d) takes cells cg, cg + n_cg, ...
+  const int dim_threads = (hd + kWarp - 1) / kWarp * kWarp;
+  const int n_cg = dim_threads >= kSplitThreads ? 1 : kSplitThreads / dim_threads;
+  for (int t = threadIdx.x; t < n_cg * dim_threads; t += kSplitThreads) {
+    const int cg = t / dim_threads, d = t % dim_threads;
+    if (d >= hd) continue;
+    float acc[kMaxGroup];
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g)
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) acc[g][i] = 0.0f;
-  for (int jb = warp * kCellBatch; jb < n_here; jb += kSplitWarps * kCellBatch) {
-    float v[kCellBatch][kDims];
-#pragma unroll
-    for (int c = 0; c < kCellBatch; ++c) {
-      const int jj = jb + c;
-      const int cell = jj < n_here ? a.seq_cells[j0 + jj] : 0;
-      const size_t base = static_cast<size_t>(cell) * kv_dim + static_cast<size_t>(kvh) * hd;
-#pragma unroll
-      for (int i = 0; i < kDims; ++i) {
-        const int d = lane + 32 * i;
-        v[c][i] = (jj < n_here && d < hd) ? load_kv(a.v_cache, a.cache_f16, base + d) : 0.0f;
-      }
-    }
-#pragma unroll
-    for (int c = 0; c < kCellBatch; ++c) {
-      if (jb + c >= n_here) break;
+    for (int g = 0; g < kMaxGroup; ++g) acc[g] = 0.0f;
+    for (int c = cg; c < n_here; c += n_cg) {
+      const float v = staged(vst + static_cast<size_t>(c) * l.row_bytes, a.cache_f16, d);
 #pragma unroll
       for (int g = 0; g < kMaxGroup; ++g) {
         if (g >= group) break;
-        const float w = p[g * kSplitCells + jb + c];
-#pragma unroll
-        for (int i = 0; i < kDims; ++i) acc[g][i] += w * v[c][i];
+        acc[g] += p[g * kSplitCells + c] * v;
       }
     }
-  }
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    if (g >= group) break;
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) {
-      const int d = lane + 32 * i;
-      if (d < hd) red[(warp * group + g) * hd + d] = acc[g][i];
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g >= group) break;
+      red[(cg * group + g) * hd + d] = acc[g];
     }
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < group * hd; idx += blockDim.x) {
+  for (int idx = threadIdx.x; idx < group * hd; idx += kSplitThreads) {
     const int g = idx / hd, d = idx % hd;
     float sum = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kSplitWarps; ++w) sum += red[(w * group + g) * hd + d];
+    for (int cg = 0; cg < n_cg; ++cg) sum += red[(cg * group + g) * hd + d];
     const int h = kvh * group + g;
     a.partials[(static_cast<size_t>(split) * a.n_heads + h) * (hd + 2) + d] = sum;
   }
-  if (threadIdx.x < group) {
+  if (static_cast<int>(threadIdx.x) < group) {
     const int h = kvh * group + threadIdx.x;
     float* st = a.partials + (static_cast<size_t>(split) * a.n_heads + h) * (hd + 2) + hd;
     st[0] = stats[2 * threadIdx.x];
@@ -332,15 +370,16 @@ cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream)
       a.head_dim > kMaxHeadDim || a.max_cells < 1) {
     return cudaErrorInvalidValue;
   }
-  const int chunk = kSplitCells;
-  const int n_splits = (a.max_cells + chunk - 1) / chunk;
-  const size_t smem = sizeof(float) * (static_cast<size_t>(group) * kSplitCells + 2 * group +
-                                       static_cast<size_t>(kSplitWarps) * group * a.head_dim);
+  const int n_splits = (a.max_cells + kSplitCells - 1) / kSplitCells;
+  const size_t smem = SplitLayout(a.head_dim, group, a.cache_f16).total;
   const dim3 grid(a.n_kv_heads, n_splits);
   const int dims = (a.head_dim + kWarp - 1) / kWarp;
   auto launch = [&](auto kernel) {
-    if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    return launch_kernel(kernel, grid, dim3(kSplitWarps * kWarp), smem, stream, a);
+    if (smem > 48 * 1024) {
+      const cudaError_t st = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      if (st != cudaSuccess) return st;
+    }
+    return launch_kernel(kernel, grid, dim3(kSplitThreads), smem, stream, a);
   };
   cudaError_t e = dims <= 1   ? launch(attention_split_kernel<1>)
                   : dims <= 2 ? launch(attention_split_kernel<2>)
@@ -349,7 +388,7 @@ cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream)
   if (e != cudaSuccess) return e;
   const bool fused_q = a.out_q.q != nullptr && a.head_dim % 32 == 0;
   e = launch_kernel(attention_combine_kernel, dim3(a.n_heads), dim3(fused_q ? a.head_dim : block_threads(a.head_dim)), 0, stream, a,
-                    chunk, fused_q);
+                    kSplitCells, fused_q);
   if (e != cudaSuccess || a.out_q.q == nullptr || fused_q) return e;
   return launch_quantize_q8(a.out, 1, a.n_heads * a.head_dim, a.out_q, stream);
 }

@@ -68,13 +68,53 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return total;
 }
 
-// Σ x[i]² of one row, by one warp in a fixed order (lane-strided partial
-// sums, then the warp tree). Every kernel that RMS-normalises a row (the norm
-// kernel, the norm-fused matvec prologue) calls this, so they agree to the bit.
-__device__ __forceinline__ float row_sum_squares(const float* x, int n, int lane) {
-  float ss = 0.0f;
-  for (int i = lane; i < n; i += kWarp) ss += x[i] * x[i];
-  return warp_sum(ss);
+// Σ x[i]² of one row in an order that does not depend on the block's size,
+// so that every kernel that RMS-normalises a row (the norm kernel, the
+// norm-fused matvec prologue) gets the same bits: the row is cut into
+// 32-element blocks; block b's sum is a warp tree over its lanes
+// (sq_block_sum); the block sums are added in passes of kSumPass blocks, each
+// pass by warp 0 with lane l taking blocks l, l + 32, ... in order, then a
+// warp tree (sum_block_sums).
+constexpr int kSumPass = 256;
+
+__device__ __forceinline__ float sq_block_sum(float v) { return warp_sum(v * v); }
+
+// Warp 0: the pass's `count` block sums in `scratch`, reduced (every lane gets it).
+__device__ __forceinline__ float sum_block_sums(const float* scratch, int count, int lane) {
+  float t = 0.0f;
+  for (int b = lane; b < count; b += kWarp) t += scratch[b];
+  return warp_sum(t);
+}
+
+// The whole block calls it; every thread receives Σ x[i]². `scratch` holds
+// kSumPass + 1 floats of shared memory. Each warp loads 8 blocks at once.
+__device__ __forceinline__ float row_sum_squares(const float* x, int n, float* scratch) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = blockDim.x / kWarp;
+  const int nb = (n + kWarp - 1) / kWarp;
+  float total = 0.0f;  // warp 0's
+  for (int p0 = 0; p0 < nb; p0 += kSumPass) {
+    const int pe = min(nb, p0 + kSumPass);
+    for (int b0 = p0 + warp; b0 < pe; b0 += 8 * n_warps) {
+      float v[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int b = b0 + j * n_warps, i = b * kWarp + lane;
+        v[j] = b < pe && i < n ? x[i] : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int b = b0 + j * n_warps;
+        const float s = sq_block_sum(v[j]);
+        if (lane == 0 && b < pe) scratch[b - p0] = s;
+      }
+    }
+    __syncthreads();
+    if (warp == 0) total += sum_block_sums(scratch, pe - p0, lane);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) scratch[kSumPass] = total;
+  __syncthreads();
+  return scratch[kSumPass];
 }
 
 __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }

@@ -6,6 +6,8 @@
 // float weights use the f32 activations.
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/common.cuh"
 #include "kernels/weight_layout.h"
 
@@ -24,6 +26,24 @@ __device__ __forceinline__ float4 ld16f(const float* p) { return __ldg(reinterpr
 // shared memory (ld.global.nc on a shared address is an error).
 __device__ __forceinline__ int4 ld16a(const void* p) { return *reinterpret_cast<const int4*>(p); }
 __device__ __forceinline__ float4 ld16fa(const float* p) { return *reinterpret_cast<const float4*>(p); }
+
+// Row r of every plane of w into L2 (prefetch: no registers, nothing waits
+// for it). Decode kernels call it before their PDL wait: weights are
+// constant, so the first DRAM round trip of a row overlaps the previous kernel.
+__device__ __forceinline__ void prefetch_plane_row(const void* plane, size_t row_bytes, int r, int lane) {
+  if (plane == nullptr || row_bytes == 0) return;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(plane) + static_cast<size_t>(r) * row_bytes;
+  for (uintptr_t a = (begin & ~uintptr_t{127}) + static_cast<uintptr_t>(lane) * 128; a < begin + row_bytes; a += kWarp * 128) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+  }
+}
+__device__ __forceinline__ void prefetch_row(const DeviceWeight& w, int r, int lane) {
+  const PlaneSizes ps = plane_sizes(w.type, w.k);
+  prefetch_plane_row(w.q, ps.q_row, r, lane);
+  prefetch_plane_row(w.qh, ps.qh_row, r, lane);
+  prefetch_plane_row(w.meta, ps.meta_row, r, lane);
+  prefetch_plane_row(w.d, ps.d_row, r, lane);
+}
 
 __device__ __forceinline__ int dot_q8x16(int4 w, int4 x, int acc) {
   acc = __dp4a(w.x, x.x, acc);
@@ -220,49 +240,46 @@ struct Unit<WType::kQ5_K> {
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot_qk45<true>(w, r, u, in); }
 };
 
-// Q6_K unit: half n (0/1) of a super-block, 128 elements. For l in 0..31:
+// Q6_K unit: a quarter of a super-block, 64 elements: half n (0/1) of the
+// super-block, lanes l in [16 q, 16 q + 16) (q = 0/1) of it. For those l:
 //   element 128n + l      = (ql[l] & 15)     | (qh[l] & 3) << 4,        scale sc[8n + l/16]
 //   element 128n + l + 32 = (ql[l+32] & 15)  | (qh[l] >> 2 & 3) << 4,   scale sc[8n + l/16 + 2]
 //   element 128n + l + 64 = (ql[l] >> 4)     | (qh[l] >> 4 & 3) << 4,   scale sc[8n + l/16 + 4]
 //   element 128n + l + 96 = (ql[l+32] >> 4)  | (qh[l] >> 6 & 3) << 4,   scale sc[8n + l/16 + 6]
 // each minus 32, times d (ggml's dequantize_row_q6_K with ql, qh advanced by 64, 32 per half).
+// A quarter, not a half, per unit: 109 registers a thread became ~64.
 template <>
 struct Unit<WType::kQ6_K> {
-  static constexpr int kElems = 128;
+  static constexpr int kElems = 64;
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
-    const int sb = u / 2, n = u % 2;
-    const uint8_t* ql = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + sb * 128 + n * 64;
-    const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 4) + sb * 64 + n * 32;
+    const int sb = u / 4, n = (u / 2) % 2, q = u % 2;
+    const uint8_t* ql = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + sb * 128 + n * 64 + 16 * q;
+    const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 4) + sb * 64 + n * 32 + 16 * q;
     const int4 sc4 = ld16(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
-    auto sc = [&](int i) { return static_cast<int>(static_cast<int8_t>(byte_at(sc4, 8 * n + i))); };
     const float d = h2f(static_cast<const uint16_t*>(w.d)[static_cast<size_t>(r) * (w.k / 256) + sb]);
-    const int8_t* x = in.q + (sb * 256 + n * 128);
+    const int8_t* x = in.q + (sb * 256 + n * 128 + 16 * q);
     const float2* ds = in.ds + (sb * 8 + n * 4);
+    const int4 l0 = ld16(ql);       // ql[l]
+    const int4 l1 = ld16(ql + 32);  // ql[l + 32]
+    const int4 h = ld16(qh);        // qh[l]
+    const int l0v[4] = {l0.x, l0.y, l0.z, l0.w};
+    const int l1v[4] = {l1.x, l1.y, l1.z, l1.w};
+    const int hv[4] = {h.x, h.y, h.z, h.w};
     float acc = 0.0f;
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {  // l in [16 half, 16 half + 16)
-      const int4 l0 = ld16(ql + 16 * half);       // ql[l]
-      const int4 l1 = ld16(ql + 32 + 16 * half);  // ql[l + 32]
-      const int4 h = ld16(qh + 16 * half);        // qh[l]
-      const int l0v[4] = {l0.x, l0.y, l0.z, l0.w};
-      const int l1v[4] = {l1.x, l1.y, l1.z, l1.w};
-      const int hv[4] = {h.x, h.y, h.z, h.w};
-      int s[4] = {0, 0, 0, 0};
+    for (int g = 0; g < 4; ++g) {  // the four element groups 0, 32, 64, 96
+      const int4 xv = ld16a(x + 32 * g);
+      const int xs[4] = {xv.x, xv.y, xv.z, xv.w};
+      int sum = 0;
 #pragma unroll
-      for (int g = 0; g < 4; ++g) {  // the four element groups 0, 32, 64, 96
-        const int4 xv = ld16a(x + 32 * g + 16 * half);
-        const int xs[4] = {xv.x, xv.y, xv.z, xv.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int lo = (g == 0 || g == 2) ? l0v[i] : l1v[i];
-          const int nib = g < 2 ? (lo & 0x0F0F0F0F) : ((lo >> 4) & 0x0F0F0F0F);
-          const int hi = ((hv[i] >> (2 * g)) & 0x03030303) << 4;
-          const int v = __vsubss4(nib | hi, 0x20202020);
-          s[g] = __dp4a(v, xs[i], s[g]);
-        }
+      for (int i = 0; i < 4; ++i) {
+        const int lo = (g == 0 || g == 2) ? l0v[i] : l1v[i];
+        const int nib = g < 2 ? (lo & 0x0F0F0F0F) : ((lo >> 4) & 0x0F0F0F0F);
+        const int hi = ((hv[i] >> (2 * g)) & 0x03030303) << 4;
+        sum = __dp4a(static_cast<int>(__vsubss4(nib | hi, 0x20202020)), xs[i], sum);
       }
-#pragma unroll
-      for (int g = 0; g < 4; ++g) acc += static_cast<float>(sc(half + 2 * g)) * ds[g].x * static_cast<float>(s[g]);
+      const int sc = static_cast<int>(static_cast<int8_t>(byte_at(sc4, 8 * n + q + 2 * g)));
+      acc += static_cast<float>(sc) * ds[g].x * static_cast<float>(sum);
     }
     return d * acc;
   }
@@ -382,6 +399,55 @@ __device__ __forceinline__ float2 row_dot_pair(const DeviceWeight& a, const Devi
     }
   }
   return make_float2(row_dot(a, r, in, lane), row_dot(b, r, in, lane));
+}
+
+// row_dot and row_dot_pair with the type fixed at compile time (kType ≥ 0, a
+// WType), or chosen at run time (kType < 0). A kernel instantiated for one
+// type gets that type's register count, not the largest of all (46 for Q8_0
+// instead of 109), and so more resident warps and more bytes in flight.
+template <int kType>
+__device__ __forceinline__ float row_dot_k(const DeviceWeight& w, int r, const DotInput& in, int lane) {
+  constexpr WType T = static_cast<WType>(kType);
+  if constexpr (kType < 0) {
+    return row_dot(w, r, in, lane);
+  } else if constexpr (T == WType::kF32 || T == WType::kF16 || T == WType::kBF16) {
+    return float_rows_aligned(w) ? row_dot_t<T>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
+  } else {
+    return row_dot_t<T>(w, r, in, lane);
+  }
+}
+template <int kType>
+__device__ __forceinline__ float2 row_dot_pair_k(const DeviceWeight& a, const DeviceWeight& b, int r, const DotInput& in,
+                                                 int lane) {
+  constexpr WType T = static_cast<WType>(kType);
+  if constexpr (kType < 0) {
+    return row_dot_pair(a, b, r, in, lane);
+  } else if constexpr (T == WType::kF32 || T == WType::kF16 || T == WType::kBF16) {
+    if (float_rows_aligned(a)) return row_dot_pair_t<T>(a, b, r, in, lane);
+    return make_float2(row_dot_float_scalar(a, r, in, lane), row_dot_float_scalar(b, r, in, lane));
+  } else {
+    return row_dot_pair_t<T>(a, b, r, in, lane);
+  }
+}
+
+// Calls f(std::integral_constant<int, T>) with T the WType of `t`: picks a
+// kernel instantiation (every launch of the kernel uses one of these).
+template <class F>
+auto dispatch_wtype(WType t, F&& f) {
+  switch (t) {
+    case WType::kF32: return f(std::integral_constant<int, static_cast<int>(WType::kF32)>{});
+    case WType::kF16: return f(std::integral_constant<int, static_cast<int>(WType::kF16)>{});
+    case WType::kBF16: return f(std::integral_constant<int, static_cast<int>(WType::kBF16)>{});
+    case WType::kQ8_0: return f(std::integral_constant<int, static_cast<int>(WType::kQ8_0)>{});
+    case WType::kQ4_0: return f(std::integral_constant<int, static_cast<int>(WType::kQ4_0)>{});
+    case WType::kQ4_1: return f(std::integral_constant<int, static_cast<int>(WType::kQ4_1)>{});
+    case WType::kQ5_0: return f(std::integral_constant<int, static_cast<int>(WType::kQ5_0)>{});
+    case WType::kQ5_1: return f(std::integral_constant<int, static_cast<int>(WType::kQ5_1)>{});
+    case WType::kQ4_K: return f(std::integral_constant<int, static_cast<int>(WType::kQ4_K)>{});
+    case WType::kQ5_K: return f(std::integral_constant<int, static_cast<int>(WType::kQ5_K)>{});
+    case WType::kQ6_K: return f(std::integral_constant<int, static_cast<int>(WType::kQ6_K)>{});
+  }
+  return f(std::integral_constant<int, -1>{});
 }
 
 __device__ __host__ inline bool wtype_is_quantized(WType t) {

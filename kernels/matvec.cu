@@ -40,17 +40,12 @@ size_t norm_smem_bytes(int k) { return static_cast<size_t>(k) * (sizeof(float) +
 // f32 and as Q8 blocks, exactly as the norm kernel computes them. Returns the
 // DotInput over shared memory. All threads of the block must call it.
 __device__ DotInput norm_prologue(const float* x, const float* w, float eps, int k, unsigned char* smem) {
-  __shared__ float total;
+  __shared__ float scratch[kSumPass + 1];
   float* xf = reinterpret_cast<float*>(smem);
   int8_t* xq = reinterpret_cast<int8_t*>(xf + k);
   float2* xds = reinterpret_cast<float2*>(xq + k + (16 - k % 16) % 16);  // 8-byte aligned (k % 32 == 0 anyway)
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = blockDim.x / kWarp;
-  if (warp == 0) {
-    const float ss = row_sum_squares(x, k, lane);
-    if (lane == 0) total = ss;
-  }
-  __syncthreads();
-  const float scale = rsqrtf(total / static_cast<float>(k) + eps);
+  const float scale = rsqrtf(row_sum_squares(x, k, scratch) / static_cast<float>(k) + eps);
   for (int blk = warp; blk < k / 32; blk += n_warps) {
     const int i = blk * 32 + lane;
     const float v = x[i] * scale * w[i];
@@ -61,10 +56,9 @@ __device__ DotInput norm_prologue(const float* x, const float* w, float eps, int
   return DotInput{xf, xq, xds};
 }
 
+template <int kType>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBatch b) {
-  pdl_begin();
   extern __shared__ __align__(16) unsigned char matvec_smem[];
-  const DotInput in = b.norm_w != nullptr ? norm_prologue(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem) : b.in;
   // Pick the task with constant indices: indexing the parameter array with a
   // run-time index would copy it to local memory.
   const int blk = static_cast<int>(blockIdx.x);
@@ -73,8 +67,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
   const int begin = ti == 2 ? b.block_begin[2] : ti == 1 ? b.block_begin[1] : 0;
   const int lane = threadIdx.x % kWarp;
   const int r = (blk - begin) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarp;
+  if (r < t.w.n_rows) prefetch_row(t.w, r, lane);
+  pdl_begin();
+  const DotInput in = b.norm_w != nullptr ? norm_prologue(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem) : b.in;
   if (r >= t.w.n_rows) return;
-  float v = row_dot(t.w, r, in, lane);
+  float v = row_dot_k<kType>(t.w, r, in, lane);
   if (lane == 0) {
     if (t.bias != nullptr) v += t.bias[r];
     const float out = t.accumulate ? t.y[r] + v : v;
@@ -91,23 +88,34 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
 constexpr int kGateUpWarps = 16;
 constexpr int kGateUpRowsPerWarp = 2;
 
-__global__ void __launch_bounds__(kGateUpWarps * kWarp)
+template <int kType, int kMinBlocks>
+__global__ void __launch_bounds__(kGateUpWarps * kWarp, kMinBlocks)
     gate_up_kernel(DeviceWeight gate, DeviceWeight up, DotInput in_global, const float* norm_x, const float* norm_w,
                    float norm_eps, float* h, int8_t* hq, float2* hds) {
-  pdl_begin();
   extern __shared__ __align__(16) unsigned char gate_up_smem[];
+  const int first_row = blockIdx.x * 32 + static_cast<int>(threadIdx.x) / kWarp * kGateUpRowsPerWarp;
+#pragma unroll
+  for (int i = 0; i < kGateUpRowsPerWarp; ++i) {
+    prefetch_row(gate, first_row + i, threadIdx.x % kWarp);
+    prefetch_row(up, first_row + i, threadIdx.x % kWarp);
+  }
+  pdl_begin();
   const DotInput in = norm_w != nullptr ? norm_prologue(norm_x, norm_w, norm_eps, gate.k, gate_up_smem) : in_global;
   __shared__ float out[kGateUpWarps * kGateUpRowsPerWarp];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  // Both rows' dots before any store: a store to h could alias the
+  // activations, which would keep the second row's loads from being issued
+  // with the first's.
+  float2 gu[kGateUpRowsPerWarp];
+#pragma unroll
+  for (int i = 0; i < kGateUpRowsPerWarp; ++i) gu[i] = row_dot_pair_k<kType>(gate, up, first_row + i, in, lane);
 #pragma unroll
   for (int i = 0; i < kGateUpRowsPerWarp; ++i) {
     const int local = warp * kGateUpRowsPerWarp + i;
-    const int r = blockIdx.x * 32 + local;
-    const float2 gu = row_dot_pair(gate, up, r, in, lane);
     if (lane == 0) {
-      const float v = silu(gu.x) * gu.y;
+      const float v = silu(gu[i].x) * gu[i].y;
       out[local] = v;
-      h[r] = v;
+      h[first_row + i] = v;
     }
   }
   __syncthreads();
@@ -147,7 +155,12 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
     if (!matvec_norm_fits(b.k)) return cudaErrorInvalidValue;
     smem = norm_smem_bytes(b.k);
   }
-  return launch_kernel(matvec_kernel, dim3(blocks), dim3(kWarpsPerBlock * kWarp), smem, stream, b);
+  bool one_type = true;
+  for (int i = 1; i < n_tasks; ++i) one_type &= tasks[i].w.type == tasks[0].w.type;
+  if (!one_type) return launch_kernel(matvec_kernel<-1>, dim3(blocks), dim3(kWarpsPerBlock * kWarp), smem, stream, b);
+  return dispatch_wtype(tasks[0].w.type, [&](auto type) {
+    return launch_kernel(matvec_kernel<decltype(type)::value>, dim3(blocks), dim3(kWarpsPerBlock * kWarp), smem, stream, b);
+  });
 }
 
 cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& up, MatvecInput in, float* h,
@@ -158,8 +171,23 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
     if (!matvec_norm_fits(gate.k)) return cudaErrorInvalidValue;
     smem = norm_smem_bytes(gate.k);
   }
-  return launch_kernel(gate_up_kernel, dim3(gate.n_rows / 32), dim3(kGateUpWarps * kWarp), smem, stream, gate, up,
-                       dot_input(in), in.norm_x, in.norm_w, in.norm_eps, h, hq.q, static_cast<float2*>(hq.ds));
+  const DotInput din = dot_input(in);
+  float2* hds = static_cast<float2*>(hq.ds);
+  auto launch = [&](auto kernel) {
+    return launch_kernel(kernel, dim3(gate.n_rows / 32), dim3(kGateUpWarps * kWarp), smem, stream, gate, up, din, in.norm_x,
+                         in.norm_w, in.norm_eps, h, hq.q, hds);
+  };
+  if (gate.type != up.type) return launch(gate_up_kernel<-1, 1>);
+  // Two resident 512-thread blocks an SM need at most 64 registers a thread:
+  // the legacy blocks and the float types fit (Q8_0 and Q5_0 spill a few
+  // bytes). Q4_K needs 90 for one block an SM; capped at 64 it spills 148
+  // bytes and still wins on the H200 (7B Q4_K_M tg128 279 vs 273 tok/s, same
+  // run, 2026-11-30). Q5_K and Q6_K would spill far more: one block.
+  return dispatch_wtype(gate.type, [&](auto type) {
+    constexpr int T = decltype(type)::value;
+    constexpr bool one_block = T < 0 || T == static_cast<int>(WType::kQ5_K) || T == static_cast<int>(WType::kQ6_K);
+    return launch(gate_up_kernel<T, one_block ? 1 : 2>);
+  });
 }
 
 }  // namespace minfer::kernels

@@ -1,5 +1,5 @@
 // RMSNorm and Q8 activation quantization, one block per row. The sum of
-// squares is row_sum_squares (one warp, fixed order), so this kernel, the
+// squares has row_sum_squares's order (common.cuh), so this kernel, the
 // norm-fused matvec prologue and the chain norm-then-quantize give the same bits.
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
@@ -10,33 +10,68 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void __launch_bounds__(kThreads) rms_norm_kernel(const float* x, const float* w, int n, float eps,
-                                                            float* y32, __half* y16, int8_t* q, float2* ds) {
-  pdl_begin();
-  __shared__ float total;
-  const float* xr = x + static_cast<size_t>(blockIdx.x) * n;
-  if (threadIdx.x < kWarp) {
-    const float ss = row_sum_squares(xr, n, static_cast<int>(threadIdx.x));
-    if (threadIdx.x == 0) total = ss;
-  }
-  __syncthreads();
-  const float scale = rsqrtf(total / static_cast<float>(n) + eps);
-  if (q != nullptr) {
-    // Each warp quantizes whole 32-element blocks.
-    const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-    for (int blk = warp; blk < n / 32; blk += blockDim.x / kWarp) {
-      const int i = blk * 32 + lane;
-      const float v = xr[i] * scale * w[i];
-      if (y32) y32[static_cast<size_t>(blockIdx.x) * n + i] = v;
-      if (y16) y16[static_cast<size_t>(blockIdx.x) * n + i] = __float2half_rn(v);
-      quantize_block_q8(v, lane, blk, q + static_cast<size_t>(blockIdx.x) * n, ds + static_cast<size_t>(blockIdx.x) * (n / 32));
+// The norm kernel: 16 warps, each holding up to 8 32-element blocks of the row
+// in registers, so a row of up to 4096 elements takes one round trip for x
+// (its weights are loaded before the PDL wait: they are constant).
+constexpr int kNormWarps = 16;
+constexpr int kNormBatch = 8;
+constexpr int kNormRegElems = kNormWarps * kNormBatch * kWarp;
+
+__device__ __forceinline__ void norm_store(float v, size_t i, float* y32, __half* y16) {
+  if (y32) y32[i] = v;
+  if (y16) y16[i] = __float2half_rn(v);
+}
+
+__global__ void __launch_bounds__(kNormWarps * kWarp) rms_norm_kernel(const float* x, const float* w, int n, float eps,
+                                                                      float* y32, __half* y16, int8_t* q, float2* ds) {
+  __shared__ float scratch[kSumPass + 1];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const size_t row = blockIdx.x;
+  const float* xr = x + row * n;
+  const int nb = (n + kWarp - 1) / kWarp;
+  if (n <= kNormRegElems) {
+    float wv[kNormBatch], xv[kNormBatch];
+#pragma unroll
+    for (int j = 0; j < kNormBatch; ++j) {
+      const int i = (warp + j * kNormWarps) * kWarp + lane;
+      wv[j] = i < n ? w[i] : 0.0f;
+    }
+    pdl_begin();
+#pragma unroll
+    for (int j = 0; j < kNormBatch; ++j) {
+      const int i = (warp + j * kNormWarps) * kWarp + lane;
+      xv[j] = i < n ? xr[i] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kNormBatch; ++j) {
+      const int b = warp + j * kNormWarps;
+      const float s = sq_block_sum(xv[j]);
+      if (lane == 0 && b < nb) scratch[b] = s;
+    }
+    __syncthreads();
+    if (warp == 0) {
+      const float t = sum_block_sums(scratch, nb, lane);
+      if (lane == 0) scratch[kSumPass] = 0.0f + t;  // the same first add as row_sum_squares
+    }
+    __syncthreads();
+    const float scale = rsqrtf(scratch[kSumPass] / static_cast<float>(n) + eps);
+#pragma unroll
+    for (int j = 0; j < kNormBatch; ++j) {
+      const int b = warp + j * kNormWarps, i = b * kWarp + lane;
+      if (b >= nb) break;
+      const float v = xv[j] * scale * wv[j];
+      if (i < n) norm_store(v, row * n + i, y32, y16);
+      if (q != nullptr) quantize_block_q8(v, lane, b, q + row * n, ds + row * (n / 32));
     }
     return;
   }
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const float v = xr[i] * scale * w[i];
-    if (y32) y32[static_cast<size_t>(blockIdx.x) * n + i] = v;
-    if (y16) y16[static_cast<size_t>(blockIdx.x) * n + i] = __float2half_rn(v);
+  pdl_begin();
+  const float scale = rsqrtf(row_sum_squares(xr, n, scratch) / static_cast<float>(n) + eps);
+  for (int b = warp; b < nb; b += kNormWarps) {
+    const int i = b * kWarp + lane;
+    const float v = i < n ? xr[i] * scale * w[i] : 0.0f;
+    if (i < n) norm_store(v, row * n + i, y32, y16);
+    if (q != nullptr) quantize_block_q8(v, lane, b, q + row * n, ds + row * (n / 32));
   }
 }
 
@@ -68,7 +103,7 @@ cudaError_t launch_rms_norm(const float* x, const float* w, int rows, int n, flo
                             Q8Rows yq, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   if (yq.q != nullptr && n % 32 != 0) return cudaErrorInvalidValue;
-  return launch_kernel(rms_norm_kernel, dim3(rows), dim3(kThreads), 0, stream, x, w, n, eps, y_f32, static_cast<__half*>(y_f16),
+  return launch_kernel(rms_norm_kernel, dim3(rows), dim3(kNormWarps * kWarp), 0, stream, x, w, n, eps, y_f32, static_cast<__half*>(y_f16),
                        yq.q, static_cast<float2*>(yq.ds));
 }
 

@@ -32,24 +32,6 @@ bool wtype_supported(uint32_t id, int64_t k) {
   return k % block_elems(static_cast<WType>(id)) == 0;
 }
 
-PlaneSizes plane_sizes(WType t, int64_t k) {
-  const size_t n = static_cast<size_t>(k);
-  PlaneSizes p;
-  switch (t) {
-    case WType::kF32: p.q_row = n * 4; break;
-    case WType::kF16: case WType::kBF16: p.q_row = n * 2; break;
-    case WType::kQ8_0: p.q_row = n; p.meta_row = n / 32 * 2; break;
-    case WType::kQ4_0: p.q_row = n / 2; p.meta_row = n / 32 * 2; break;
-    case WType::kQ4_1: p.q_row = n / 2; p.meta_row = n / 32 * 4; break;
-    case WType::kQ5_0: p.q_row = n / 2; p.qh_row = n / 32 * 4; p.meta_row = n / 32 * 2; break;
-    case WType::kQ5_1: p.q_row = n / 2; p.qh_row = n / 32 * 4; p.meta_row = n / 32 * 4; break;
-    case WType::kQ4_K: p.q_row = n / 2; p.meta_row = n / 256 * 16; break;
-    case WType::kQ5_K: p.q_row = n / 2; p.qh_row = n / 8; p.meta_row = n / 256 * 16; break;
-    case WType::kQ6_K: p.q_row = n / 2; p.qh_row = n / 4; p.meta_row = n / 256 * 16; p.d_row = n / 256 * 2; break;
-  }
-  return p;
-}
-
 void repack_rows(WType t, int64_t k, const uint8_t* src, size_t src_row_bytes, int64_t n_rows, uint8_t* q,
                  uint8_t* qh, uint8_t* meta, uint8_t* d) {
   const PlaneSizes p = plane_sizes(t, k);

@@ -26,6 +26,13 @@
 #include <cstddef>
 #include <cstdint>
 
+// plane_sizes is needed on both sides: the upload and the kernels' L2 prefetch.
+#if defined(__CUDACC__)
+#define MINFER_HOST_DEVICE __host__ __device__
+#else
+#define MINFER_HOST_DEVICE
+#endif
+
 namespace minfer::kernels {
 
 // Weight types the kernels implement. Values are GGUF/ggml type ids.
@@ -55,7 +62,23 @@ struct PlaneSizes {
   size_t meta_row = 0;  // bytes per row of the meta plane (0: none)
   size_t d_row = 0;     // bytes per row of the d plane (Q6_K only)
 };
-PlaneSizes plane_sizes(WType type, int64_t k);
+inline MINFER_HOST_DEVICE PlaneSizes plane_sizes(WType t, int64_t k) {
+  const size_t n = static_cast<size_t>(k);
+  PlaneSizes p;
+  switch (t) {
+    case WType::kF32: p.q_row = n * 4; break;
+    case WType::kF16: case WType::kBF16: p.q_row = n * 2; break;
+    case WType::kQ8_0: p.q_row = n; p.meta_row = n / 32 * 2; break;
+    case WType::kQ4_0: p.q_row = n / 2; p.meta_row = n / 32 * 2; break;
+    case WType::kQ4_1: p.q_row = n / 2; p.meta_row = n / 32 * 4; break;
+    case WType::kQ5_0: p.q_row = n / 2; p.qh_row = n / 32 * 4; p.meta_row = n / 32 * 2; break;
+    case WType::kQ5_1: p.q_row = n / 2; p.qh_row = n / 32 * 4; p.meta_row = n / 32 * 4; break;
+    case WType::kQ4_K: p.q_row = n / 2; p.meta_row = n / 256 * 16; break;
+    case WType::kQ5_K: p.q_row = n / 2; p.qh_row = n / 8; p.meta_row = n / 256 * 16; break;
+    case WType::kQ6_K: p.q_row = n / 2; p.qh_row = n / 4; p.meta_row = n / 256 * 16; p.d_row = n / 256 * 2; break;
+  }
+  return p;
+}
 
 // A matrix on the device in the plane layout.
 struct DeviceWeight {

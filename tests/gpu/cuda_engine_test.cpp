@@ -167,11 +167,15 @@ TEST_P(CudaSynthParity, PrefillAnd64DecodeSteps) {
 // two sides, and ~15 products chain per token in 2 layers: ~3% apart (seen
 // 2.4-3.3e-2 on the H200), bounded at 5e-2. The kernel tests hold every
 // quantized matvec to 8e-3 of its terms against f32 activations. Q6_K: the
-// CPU's Q8_K activations have one scale per 256 (a coarser step): 8e-2 (seen 5.1e-2).
+// CPU's Q8_K activations have one scale per 256 (a coarser step): 8e-2 (seen
+// 5.1-6.2e-2). qwen3 Q4_K_M has Q6_K tensors too and q/k norms that amplify
+// the differences: 6e-2 (seen 5.05e-2 after the kernels' f32 sums changed
+// order, 2026-11-30; the F16 models, which have no activation quantization,
+// stayed at 1e-3).
 INSTANTIATE_TEST_SUITE_P(Models, CudaSynthParity,
                          testing::Values(SynthCase{"qwen2.5-0.5b", "f16", 1e-2, 2e-3}, SynthCase{"qwen2.5-0.5b", "q8_0", 5e-2, 5e-2},
                                          SynthCase{"qwen2.5-0.5b", "q4_k_m", 5e-2, 5e-2}, SynthCase{"qwen3-0.6b", "f16", 1e-2, 2e-3},
-                                         SynthCase{"qwen3-0.6b", "q4_k_m", 5e-2, 5e-2}, SynthCase{"llama-3.2-1b", "f16", 1e-2, 2e-3},
+                                         SynthCase{"qwen3-0.6b", "q4_k_m", 5e-2, 6e-2}, SynthCase{"llama-3.2-1b", "f16", 1e-2, 2e-3},
                                          SynthCase{"llama-3.2-1b", "q6_k", 8e-2, 8e-2}),
                          [](const testing::TestParamInfo<SynthCase>& i) {
                            std::string s = i.param.preset + "_" + i.param.type;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 #include <cstring>
+#include <memory>
 
 #include "engine/backend/cpu/reference/reference.h"
 #include "engine/common/half.h"
@@ -236,7 +237,9 @@ TEST(GpuMatvecNormFusion, PrologueEqualsNormKernelThenMatvecBitForBit) {
 
 TEST(GpuRmsNorm, MatchesReferenceAndQ8DecodesBack) {
   MINFER_REQUIRE_GPU();
-  for (int n : {64, 896, 3584}) {
+  // Odd widths (no Q8 copy) and widths past the kernel's register path.
+  for (int n : {64, 896, 3584, 8192, 100, 4999}) {
+    const bool q8 = n % 32 == 0;
     const int rows = 3;
     const auto x = test::random_floats(static_cast<size_t>(rows) * n, 21, 3.0f);
     const auto w = test::random_floats(static_cast<size_t>(n), 22);
@@ -244,8 +247,9 @@ TEST(GpuRmsNorm, MatchesReferenceAndQ8DecodesBack) {
     DeviceArray<uint16_t> y16(static_cast<size_t>(rows) * n);
     dx.upload(x);
     dw.upload(w);
-    Q8Device q(rows, n);
-    CUDA_ASSERT(kernels::launch_rms_norm(dx.get(), dw.get(), rows, n, 1e-6f, y.get(), y16.get(), q.rows(), nullptr));
+    Q8Device q(rows, q8 ? n : 32);
+    CUDA_ASSERT(kernels::launch_rms_norm(dx.get(), dw.get(), rows, n, 1e-6f, y.get(), y16.get(),
+                                         q8 ? q.rows() : kernels::Q8Rows{}, nullptr));
     const auto got = y.download();
     const auto got16 = y16.download();
     const auto qv = q.q.download();
@@ -258,6 +262,7 @@ TEST(GpuRmsNorm, MatchesReferenceAndQ8DecodesBack) {
         ASSERT_NEAR(got[idx], expected[static_cast<size_t>(i)], 1e-5 * (1 + std::abs(expected[static_cast<size_t>(i)])))
             << "n " << n << " row " << r << " index " << i;
         ASSERT_EQ(got16[idx], f32_to_f16(got[idx]));
+        if (!q8) continue;
         const float d = ds[(idx / 32) * 2];
         ASSERT_NEAR(d * qv[idx], got[idx], d * 0.5f + 1e-7f) << "Q8 index " << idx;
       }
@@ -415,7 +420,8 @@ struct AttnCase {
 };
 
 // Builds a cache of n_seq cells (scattered), runs one attention kernel and
-// compares every query row against ref::attention_ref.
+// compares every query row against ref::attention_ref (and, for decode, the
+// Q8 copy of the output against the output).
 void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2 generic*/, double tol) {
   const int hd = c.head_dim, kv_dim = c.n_kv_heads * hd, q_dim = c.n_heads * hd;
   const int n_ctx = c.n_seq + 9;
@@ -467,12 +473,26 @@ void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2
   a.max_cells = n_ctx;
   a.out = out.get();
   a.partials = partials.get();
+  // Decode also writes the Q8 copy of its output (the O projection's input).
+  std::unique_ptr<Q8Device> out_q;
+  if (which == 0 && q_dim % 32 == 0) {
+    out_q = std::make_unique<Q8Device>(1, q_dim);
+    a.out_q = out_q->rows();
+  }
   cudaError_t st = which == 0 ? kernels::launch_attention_decode(a, nullptr)
                  : which == 1 ? kernels::launch_attention_prefill(a, nullptr)
                               : kernels::launch_attention_generic(a, nullptr);
   ASSERT_EQ(st, cudaSuccess) << cudaGetErrorString(st);
   const auto got = out.download();
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  if (out_q) {
+    const auto qv = out_q->q.download();
+    const auto ds = out_q->ds.download();
+    for (int i = 0; i < q_dim; ++i) {
+      const float d = ds[static_cast<size_t>(i / 32) * 2];
+      ASSERT_NEAR(d * qv[static_cast<size_t>(i)], got[static_cast<size_t>(i)], d * 0.5f + 1e-7f) << "Q8 index " << i;
+    }
+  }
   std::vector<float> expected(static_cast<size_t>(q_dim));
   const ref::AttentionShape shape{c.n_heads, c.n_kv_heads, hd, kvt};
   double worst = 0;
@@ -503,10 +523,13 @@ TEST_P(GpuAttentionDecode, MatchesReference) {
   MINFER_REQUIRE_GPU();
   check_attention(GetParam(), 0, 2e-5);  // f32 arithmetic on exactly the stored K/V
 }
+
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuAttentionDecode,
                          testing::Values(AttnCase{14, 2, 64, 1, 1, true}, AttnCase{14, 2, 64, 1, 300, true},
                                          AttnCase{16, 8, 128, 1, 1000, true}, AttnCase{8, 4, 8, 1, 77, false},
-                                         AttnCase{28, 4, 128, 1, 129, false}, AttnCase{4, 4, 256, 1, 64, true}));
+                                         AttnCase{28, 4, 128, 1, 129, false}, AttnCase{4, 4, 256, 1, 64, true},
+                                         AttnCase{4, 4, 256, 1, 65, false}, AttnCase{6, 2, 96, 1, 200, true},
+                                         AttnCase{3, 1, 20, 1, 70, true}, AttnCase{14, 2, 64, 1, 4100, true}));
 
 class GpuAttentionPrefill : public testing::TestWithParam<AttnCase> {};
 TEST_P(GpuAttentionPrefill, FlashKernelMatchesReference) {
