@@ -586,6 +586,21 @@ TEST(GpuEmbedAndDequantize, EveryTypeMatchesTheCpuDequantizer) {
       }
     }
   }
+  // Rows that are not a multiple of 8 (float types only) take the per-element kernel.
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const int rows = 3, k = 100;
+    TestWeight w(type, rows, k, 52, 1.0f);
+    DeviceArray<uint16_t> all(static_cast<size_t>(rows) * k);
+    CUDA_ASSERT(kernels::launch_dequantize_f16(w.dev, all.get(), nullptr));
+    const auto got16 = all.download();
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int r = 0; r < rows; ++r) {
+      ref::embed_ref(w.cpu, r, row.data());
+      for (int i = 0; i < k; ++i) {
+        ASSERT_EQ(got16[static_cast<size_t>(r) * k + i], f32_to_f16(row[static_cast<size_t>(i)])) << dtype_name(type) << " k 100 row " << r;
+      }
+    }
+  }
 }
 
 TEST(GpuArgmax, FirstIndexOnTiesAndLargeRows) {
