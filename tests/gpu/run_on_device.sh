@@ -7,7 +7,10 @@
 #     test         GPU kernel and engine parity tests
 #     bench-small  synth 0.5B Q8_0 / Q4_K_M and 1.5B Q4_K_M: pp512, tg128, graphs on/off, profile
 #     bench-large  synth 7B Q4_K_M and Q8_0: pp512, tg128
-#     ncu          per-kernel device time of decode steps (Nsight Compute)
+#     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
+#     ncu-large    the same for 7B Q4_K_M
+#     ncu-detail   stall reasons, memory and occupancy of 7B's matvecs, and their SASS
+#     profile-large  7B Q4_K_M pp512 / tg128 time per op kind (minfer bench --profile)
 #   default: build test bench-small
 #
 # Needs what the build needs (CMake, Ninja, CUDA, Boost, spdlog, nlohmann-json,
@@ -115,38 +118,99 @@ stage_bench_small() {
   a=$(synth qwen2.5-0.5b q8_0); b=$(synth qwen2.5-0.5b q4_k_m); c=$(synth qwen2.5-1.5b q4_k_m)
   bench "$a" 0.5b-q8_0
   bench "$a" 0.5b-q8_0-nographs MINFER_NO_CUDA_GRAPH=1
-  bench "$a" 0.5b-q8_0-nopdl MINFER_NO_PDL=1
-  bench "$a" 0.5b-q8_0-fusenorm MINFER_FUSE_NORM=1
+  [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-nopdl MINFER_NO_PDL=1
   bench "$b" 0.5b-q4_k_m
   bench "$c" 1.5b-q4_k_m
 }
 
-# Per-kernel device time of decode steps with Nsight Compute (one metric,
-# one pass per kernel): where a decode step's time goes.
-stage_ncu() {
-  local a ncu
-  a=$(synth qwen2.5-0.5b q8_0)
+# Per-kernel figures of decode steps with Nsight Compute: device time, DRAM
+# throughput and achieved occupancy, caches not flushed between kernels (as in
+# a real step), kernels serialized (so PDL overlap is not seen).
+ncu_model() {  # model-file label launches-to-skip launches
+  local f=$1 label=$2 skip=$3 count=$4 ncu
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   [ -n "$ncu" ] || { note "ncu: not found"; return 0; }
-  MINFER_NO_CUDA_GRAPH=1 "$ncu" --clock-control none --metrics gpu__time_duration.sum --launch-skip 400 \
-    --launch-count 400 --csv "$build/daemon/minfer" bench -m "$a" --backend cuda -p 1 -n 8 -r 1 \
-    >"$out/ncu.csv" 2>"$out/ncu.log" || { tail -5 "$out/ncu.log"; return 1; }
-  python3 - "$out/ncu.csv" <<'PY' | tee -a "$summary"
+  MINFER_NO_CUDA_GRAPH=1 "$ncu" --clock-control none --cache-control none \
+    --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread \
+    --launch-skip "$skip" --launch-count "$count" --csv "$build/daemon/minfer" bench -m "$f" --backend cuda -p 64 -n 16 -r 1 \
+    >"$out/ncu-$label.csv" 2>"$out/ncu-$label.log" || { tail -5 "$out/ncu-$label.log"; return 1; }
+  python3 - "$out/ncu-$label.csv" "$label" <<'PY' | tee -a "$summary"
 import csv, sys, collections
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 head = rows[0]
-ki, vi, ui = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
-tot = collections.defaultdict(float); cnt = collections.Counter()
+ki, ii, mi, vi, ui = (head.index(x) for x in ("Kernel Name", "ID", "Metric Name", "Metric Value", "Metric Unit"))
+per = collections.defaultdict(dict)
+names = {}
 for r in rows[1:]:
-    v = float(r[vi].replace(",", "")); u = r[ui]
-    us = v / 1000 if u == "nsecond" else v if u == "usecond" else v * 1000
-    name = r[ki].split("(")[0].split("<")[0].replace("minfer::kernels::", "").replace("(anonymous namespace)::", "")
-    tot[name] += us; cnt[name] += 1
-s = sum(tot.values())
-print(f"ncu: {len(rows)-1} kernels, {s:.0f} us")
-for k, v in sorted(tot.items(), key=lambda x: -x[1]):
-    print(f"| {k} | {cnt[k]} | {v:.0f} us | {v/cnt[k]:.2f} us each | {100*v/s:.0f}% |")
+    name = r[ki].replace("(anonymous namespace)::", "").replace("minfer::kernels::", "").replace("void ", "")
+    name = name.split("(")[0].replace("unnamed>::", "")
+    names[r[ii]] = name
+    v = float(r[vi].replace(",", ""))
+    if r[mi] == "gpu__time_duration.sum":
+        v = v / 1000 if r[ui] in ("ns", "nsecond") else v if r[ui] in ("us", "usecond") else v * 1000
+    per[r[ii]][r[mi]] = v
+tot = collections.defaultdict(lambda: collections.defaultdict(float)); cnt = collections.Counter()
+for i, m in per.items():
+    n = names[i]; cnt[n] += 1
+    for k, v in m.items(): tot[n][k] += v
+s = sum(t["gpu__time_duration.sum"] for t in tot.values())
+print(f"ncu {sys.argv[2]}: {len(per)} kernels, {s:.0f} us")
+print("| kernel | launches | us each | share | DRAM % | occupancy % | registers |")
+print("|---|---|---|---|---|---|---|")
+for n, t in sorted(tot.items(), key=lambda x: -x[1]["gpu__time_duration.sum"]):
+    c = cnt[n]; us = t["gpu__time_duration.sum"]
+    print(f"| {n[:60]} | {c} | {us/c:.2f} | {100*us/s:.0f}% | {t['dram__throughput.avg.pct_of_peak_sustained_elapsed']/c:.0f} | "
+          f"{t['sm__warps_active.avg.pct_of_peak_sustained_active']/c:.0f} | {t['launch__registers_per_thread']/c:.0f} |")
 PY
+}
+
+stage_ncu() {
+  ncu_model "$(synth qwen2.5-0.5b q8_0)" 0.5b-q8_0 1200 200
+}
+stage_ncu_large() {
+  ncu_model "$(synth qwen2.5-7b q4_k_m)" 7b-q4_k_m 1600 240
+}
+
+# One instance each of the big decode kernels of 7B Q4_K_M in detail (stall
+# reasons, memory, occupancy), and their SASS: why a kernel is below the
+# bandwidth.
+stage_ncu_detail() {
+  local f ncu obj
+  f=$(synth qwen2.5-7b q4_k_m)
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [ -n "$ncu" ] || { note "ncu: not found"; return 0; }
+  for k in gate_up_kernel matvec_kernel; do
+    MINFER_NO_CUDA_GRAPH=1 "$ncu" --clock-control none --cache-control none -k "regex:$k" --launch-skip 300 --launch-count 2 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
+      --section LaunchStats --section SchedulerStats "$build/daemon/minfer" bench -m "$f" --backend cuda -p 64 -n 16 -r 1 \
+      >"$out/ncu-detail-$k.txt" 2>&1
+    note "ncu detail $k:"
+    grep -E "^  [a-z_]+<|DRAM Throughput|Memory Throughput|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Limit|Warp Cycles Per Issued|Issued Warp Per|No Eligible|L1/TEX Hit|L2 Hit|Stall|stall|Long Scoreboard|Waves Per SM|Mem Busy|Max Bandwidth|Eligible Warps" \
+      "$out/ncu-detail-$k.txt" | head -60 | tee -a "$summary"
+  done
+  obj=$(find "$build" -name "matvec.cu.o" | head -1)
+  if [ -n "$obj" ] && command -v cuobjdump >/dev/null; then
+    cuobjdump -sass "$obj" >"$out/matvec.sass" 2>&1
+    python3 - "$out/matvec.sass" <<'PY' | tee -a "$summary"
+import re, sys
+fn = None; body = {}
+for line in open(sys.argv[1]):
+    m = re.search(r"Function : (\S+)", line)
+    if m: fn = m.group(1); body[fn] = []; continue
+    if fn and re.search(r"/\*[0-9a-f]{4}\*/", line): body[fn].append(line.split(";")[0].split("*/", 1)[1].strip())
+for fn, ins in body.items():
+    if not re.search(r"gate_up_kernelILi12ELi2|matvec_kernelILi14E|matvec_kernelILi12E", fn): continue
+    kinds = "".join("L" if i.startswith("LDG") else "S" if i.startswith("LDS") else "D" if "IDP" in i else "B" if i.startswith("BRA") or i.startswith("BSYNC") else "" for i in ins)
+    print(f"sass {fn[:70]}: {len(ins)} instructions; L=LDG D=IDP S=LDS B=branch:\n{kinds}")
+PY
+  fi
+}
+
+# Where a 7B Q4_K_M pp512 and tg128 spend their time, per op kind (CUDA events).
+stage_profile_large() {
+  local f
+  f=$(synth qwen2.5-7b q4_k_m)
+  "$build/daemon/minfer" bench -m "$f" --backend cuda -p 512 -n 128 -r 1 --profile 2>>"$out/bench.log" | tee -a "$summary" | tail -40
 }
 
 stage_bench_large() {
@@ -164,6 +228,9 @@ for s in "${stages[@]}"; do
     bench-small) stage_bench_small || status=1 ;;
     bench-large) stage_bench_large || status=1 ;;
     ncu) stage_ncu || status=1 ;;
+    ncu-large) stage_ncu_large || status=1 ;;
+    ncu-detail) stage_ncu_detail || status=1 ;;
+    profile-large) stage_profile_large || status=1 ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac
 done
