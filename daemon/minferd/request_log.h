@@ -5,6 +5,7 @@
 // work; on stderr they follow the message as KEY=value.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "daemon/minferd/routes.h"

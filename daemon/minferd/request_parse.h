@@ -5,6 +5,7 @@
 // directly. Each error is a 400 naming the field, the value and the limit.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>

@@ -29,8 +29,10 @@ constexpr std::chrono::seconds kDeadlineBackstop{2};
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 bool is_malformed_http(const beast::error_code& ec) {
-  static const auto& category = http::make_error_code(http::error::bad_method).category();
-  if (ec.category() != category) return false;
+  // A copy of one Beast HTTP error code carries the category to compare with
+  // (a reference through a temporary error_code reads as dangling to gcc 13).
+  static const beast::error_code http_error = http::make_error_code(http::error::bad_method);
+  if (ec.category() != http_error.category()) return false;
   switch (static_cast<http::error>(ec.value())) {
     case http::error::end_of_stream:
     case http::error::partial_message:
