@@ -11,6 +11,7 @@
 #     ncu-large    the same for 7B Q4_K_M
 #     ncu-detail   stall reasons, memory and occupancy of 7B's matvecs, and their SASS
 #     profile-large  7B Q4_K_M pp512 / tg128 time per op kind (minfer bench --profile)
+#     daemon       minferd on the GPU in a sandbox like the unit's, queried over its socket
 #   default: build test bench-small
 #
 # Needs what the build needs (CMake, Ninja, CUDA, Boost, spdlog, nlohmann-json,
@@ -70,7 +71,7 @@ stage_build() {
   local t0=$(date +%s)
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
     -DMINFER_SYSTEMD=$systemd -DMINFER_TESTS=ON "${boost_po_args[@]}" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
-  ninja -C "$build" -j"$(nproc)" minfer gpu_kernels_test gpu_engine_test engine_e2e_test >"$out/build.log" 2>&1 \
+  ninja -C "$build" -j"$(nproc)" minfer minferd gpu_kernels_test gpu_engine_test engine_e2e_test >"$out/build.log" 2>&1 \
     || { grep -E "error|FAILED" "$out/build.log" | head -40; return 1; }
   note "build: ok in $(( $(date +%s) - t0 )) s (systemd $systemd)"
 }
@@ -213,6 +214,79 @@ stage_profile_large() {
   "$build/daemon/minfer" bench -m "$f" --backend cuda -p 512 -n 128 -r 1 --profile 2>>"$out/bench.log" | tee -a "$summary" | tail -40
 }
 
+# minferd on the GPU under what the systemd unit's sandbox can be reproduced
+# with here (no systemd on the lent machines), one restriction set at a time
+# and then all together:
+#   ns-only  its own network, IPC and mount namespaces (PrivateNetwork,
+#         PrivateIPC, PrivateMounts);
+#   ns    the same with /usr /etc /opt /var /home /root read-only
+#         (ProtectSystem=strict, ProtectHome);
+#   user  an unprivileged user (65534) with no capabilities and no_new_privs
+#         (User=, CapabilityBoundingSet=, NoNewPrivileges=);
+#   all   both.
+# Not reproduced: the seccomp filter and the device cgroup. --backend cuda
+# makes minferd refuse to start unless the GPU runs the whole model.
+daemon_run() {  # label prefix-command...
+  local label=$1 dir=/tmp/minfer-gpu sock log pid i
+  shift
+  rm -rf "$dir" && mkdir -p "$dir" && chmod 0777 "$dir"
+  cp "$build/daemon/minferd/minferd" "$dir/minferd" && chmod 0755 "$dir/minferd"
+  cp "$root/tests/data/models/stories260K.gguf" "$dir/model.gguf" && chmod 0644 "$dir/model.gguf"
+  sock=$dir/minferd.sock
+  log=$out/minferd-$label.log
+  "$@" sh -c "$DAEMON_RO exec $DAEMON_DROP $dir/minferd --model $dir/model.gguf --socket $sock --backend ${MINFERD_BACKEND:-cuda} --ctx-size 256" >"$log" 2>&1 &
+  pid=$!
+  for i in $(seq 1 100); do [ -S "$sock" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  python3 - "$sock" "$label" <<'PY' 2>&1 | tee -a "$summary"
+import http.client, json, socket, sys, time
+class UnixConn(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=30); self.path_ = path
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); self.sock.connect(self.path_)
+def req(method, url, body=None):
+    c = UnixConn(sys.argv[1]); c.request(method, url, body=json.dumps(body) if body else None,
+                                         headers={"Content-Type": "application/json"})
+    r = c.getresponse(); return r.status, r.read().decode()
+try:
+    for _ in range(150):
+        st, body = req("GET", "/health")
+        if st == 200: break
+        time.sleep(0.2)
+    h = json.loads(body)
+    st2, body2 = req("POST", "/v1/completions", {"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0})
+    j = json.loads(body2)
+    print(f"minferd [{sys.argv[2]}]: /health {st} backend {h.get('backend')}; /v1/completions {st2}: {j['choices'][0]['text']!r}")
+except Exception as e:
+    print(f"minferd [{sys.argv[2]}]: no answer ({type(e).__name__})")
+PY
+  # unshare --fork does not pass signals on: SIGTERM goes to minferd itself.
+  pkill -TERM -f "$dir/minferd --model" || true
+  wait "$pid"
+  note "minferd [$label] exit status after SIGTERM: $?; $(grep -E 'error|weight gate|backend' "$log" | grep -v ' request ' | head -2 | cut -c1-240)"
+}
+
+stage_daemon() {
+  ls -l /dev/nvidia* 2>&1 | head -6 | tee -a "$summary"
+  local ns=() ro="" drop=""
+  if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then ns=(unshare --net --ipc --mount --fork); fi
+  # Recursive binds: a plain --bind drops the mounts beneath (GPU driver
+  # libraries bind-mounted into /usr by the machine's runtime vanish: seen as
+  # cudaErrorInsufficientDriver). ProtectSystem= keeps them too.
+  for d in /usr /etc /opt /var /home /root; do [ -d "$d" ] && ro="$ro mount --rbind $d $d && mount -o remount,bind,ro $d;"; done
+  if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    drop="setpriv --reuid=65534 --regid=65534 --clear-groups --no-new-privs --bounding-set=-all --inh-caps=-all"
+  fi
+  DAEMON_RO="" DAEMON_DROP="" daemon_run plain env
+  [ ${#ns[@]} -gt 0 ] && DAEMON_RO="" DAEMON_DROP="" daemon_run ns-only "${ns[@]}"
+  [ ${#ns[@]} -gt 0 ] && DAEMON_RO="$ro" DAEMON_DROP="" daemon_run ns "${ns[@]}"
+  [ -n "$drop" ] && DAEMON_RO="" DAEMON_DROP="$drop" daemon_run user env
+  local video
+  video=$(getent group video | cut -d: -f3)
+  [ -n "$drop" ] && [ -n "$video" ] && DAEMON_RO="" DAEMON_DROP="${drop/--clear-groups/--groups=$video}" daemon_run user-video env
+  [ ${#ns[@]} -gt 0 ] && [ -n "$drop" ] && DAEMON_RO="$ro" DAEMON_DROP="$drop" daemon_run all "${ns[@]}"
+}
+
 stage_bench_large() {
   local a b
   a=$(synth qwen2.5-7b q4_k_m); b=$(synth qwen2.5-7b q8_0)
@@ -231,6 +305,7 @@ for s in "${stages[@]}"; do
     ncu-large) stage_ncu_large || status=1 ;;
     ncu-detail) stage_ncu_detail || status=1 ;;
     profile-large) stage_profile_large || status=1 ;;
+    daemon) stage_daemon || status=1 ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac
 done
