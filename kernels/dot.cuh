@@ -186,12 +186,31 @@ struct Unit<WType::kQ5_1> {
 // Q4_K / Q5_K unit: part p (0..3) of super-block sb: 32 bytes of quants
 // holding elements 64p..64p+31 (low nibbles, sub-block 2p) and 64p+32..64p+63
 // (high nibbles, sub-block 2p+1).
+// The weight bytes of one unit, loaded (load) apart from their use (dot):
+// row_dot_t issues a group's loads before its first dot product.
+struct RawQK45 {
+  int4 w0, w1, meta, h0, h1;  // h0, h1: Q5_K's 5th bits
+};
 template <bool kFive>
-__device__ __forceinline__ float dot_qk45(const DeviceWeight& w, int r, int u, const DotInput& in) {
+__device__ __forceinline__ RawQK45 load_qk45(const DeviceWeight& w, int r, int u) {
   const int sb = u / 4, p = u % 4;
   const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + sb * 128 + p * 32;
-  const uint8_t* meta = static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16;
-  const int4 meta4 = ld16(meta);
+  RawQK45 raw;
+  raw.meta = ld16(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
+  raw.w0 = ld16(q);
+  raw.w1 = ld16(q + 16);
+  if constexpr (kFive) {
+    const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 8) + sb * 32;
+    raw.h0 = ld16(qh);
+    raw.h1 = ld16(qh + 16);
+  }
+  return raw;
+}
+
+template <bool kFive>
+__device__ __forceinline__ float dot_qk45(const RawQK45& raw, int u, const DotInput& in) {
+  const int sb = u / 4, p = u % 4;
+  const int4 meta4 = raw.meta;
   const float d = h2f(static_cast<uint16_t>(meta4.x & 0xFFFF));
   const float dmin = h2f(static_cast<uint16_t>(static_cast<uint32_t>(meta4.x) >> 16));
   int sc0, m0, sc1, m1;
@@ -199,7 +218,7 @@ __device__ __forceinline__ float dot_qk45(const DeviceWeight& w, int r, int u, c
   scale_min_k4_reg(2 * p + 1, meta4, &sc1, &m1);
   const int xb = sb * 8 + 2 * p;  // Q8 block of sub-block 2p
   const int8_t* x0 = in.q + xb * 32;
-  const int4 w0 = ld16(q), w1 = ld16(q + 16);
+  const int4 w0 = raw.w0, w1 = raw.w1;
   constexpr int kLo = 0x0F0F0F0F;
   int lo0, lo1, lo2, lo3, lo4, lo5, lo6, lo7, hi0, hi1, hi2, hi3, hi4, hi5, hi6, hi7;
   lo0 = w0.x & kLo; lo1 = w0.y & kLo; lo2 = w0.z & kLo; lo3 = w0.w & kLo;
@@ -208,8 +227,7 @@ __device__ __forceinline__ float dot_qk45(const DeviceWeight& w, int r, int u, c
   hi4 = (w1.x >> 4) & kLo; hi5 = (w1.y >> 4) & kLo; hi6 = (w1.z >> 4) & kLo; hi7 = (w1.w >> 4) & kLo;
   if constexpr (kFive) {
     // qh[l] bit 2p: 5th bit of element 64p + l; bit 2p + 1: of 64p + 32 + l.
-    const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 8) + sb * 32;
-    const int4 h0 = ld16(qh), h1 = ld16(qh + 16);
+    const int4 h0 = raw.h0, h1 = raw.h1;
     const int s0 = 2 * p, s1 = 2 * p + 1;
     auto bits = [](int h, int s) { return ((h >> s) & 0x01010101) << 4; };
     lo0 |= bits(h0.x, s0); lo1 |= bits(h0.y, s0); lo2 |= bits(h0.z, s0); lo3 |= bits(h0.w, s0);
@@ -232,12 +250,18 @@ __device__ __forceinline__ float dot_qk45(const DeviceWeight& w, int r, int u, c
 template <>
 struct Unit<WType::kQ4_K> {
   static constexpr int kElems = 64;
-  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot_qk45<false>(w, r, u, in); }
+  using Raw = RawQK45;
+  __device__ static Raw load(const DeviceWeight& w, int r, int u) { return load_qk45<false>(w, r, u); }
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in) { return dot_qk45<false>(raw, u, in); }
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
 template <>
 struct Unit<WType::kQ5_K> {
   static constexpr int kElems = 64;
-  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot_qk45<true>(w, r, u, in); }
+  using Raw = RawQK45;
+  __device__ static Raw load(const DeviceWeight& w, int r, int u) { return load_qk45<true>(w, r, u); }
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in) { return dot_qk45<true>(raw, u, in); }
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
 
 // Q6_K unit: a quarter of a super-block, 64 elements: half n (0/1) of the
@@ -251,17 +275,30 @@ struct Unit<WType::kQ5_K> {
 template <>
 struct Unit<WType::kQ6_K> {
   static constexpr int kElems = 64;
-  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
+  struct Raw {
+    int4 l0, l1, h, sc4;  // ql[l], ql[l + 32], qh[l], the super-block's scales
+    uint16_t d;
+  };
+  __device__ static Raw load(const DeviceWeight& w, int r, int u) {
     const int sb = u / 4, n = (u / 2) % 2, q = u % 2;
     const uint8_t* ql = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + sb * 128 + n * 64 + 16 * q;
     const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 4) + sb * 64 + n * 32 + 16 * q;
-    const int4 sc4 = ld16(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
-    const float d = h2f(static_cast<const uint16_t*>(w.d)[static_cast<size_t>(r) * (w.k / 256) + sb]);
+    Raw raw;
+    raw.sc4 = ld16(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
+    raw.d = static_cast<const uint16_t*>(w.d)[static_cast<size_t>(r) * (w.k / 256) + sb];
+    raw.l0 = ld16(ql);
+    raw.l1 = ld16(ql + 32);
+    raw.h = ld16(qh);
+    return raw;
+  }
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in) {
+    const int sb = u / 4, n = (u / 2) % 2, q = u % 2;
+    const int4 sc4 = raw.sc4;
+    const float d = h2f(raw.d);
     const int8_t* x = in.q + (sb * 256 + n * 128 + 16 * q);
     const float2* ds = in.ds + (sb * 8 + n * 4);
-    const int4 l0 = ld16(ql);       // ql[l]
-    const int4 l1 = ld16(ql + 32);  // ql[l + 32]
-    const int4 h = ld16(qh);        // qh[l]
+    const int4 l0 = raw.l0, l1 = raw.l1, h = raw.h;
     const int l0v[4] = {l0.x, l0.y, l0.z, l0.w};
     const int l1v[4] = {l1.x, l1.y, l1.z, l1.w};
     const int hv[4] = {h.x, h.y, h.z, h.w};
@@ -320,30 +357,106 @@ struct Unit<WType::kF32> {
   }
 };
 
+// Units a lane has in flight at once: their loads are issued before any of
+// their dot products (the registers they take bound it).
+// Units whose weight loads can be issued apart from their use (Unit::Raw,
+// Unit::load, Unit::dot(raw)): the K-quants, whose loads the compiler would
+// otherwise interleave with the previous unit's unpacking.
+template <WType T>
+constexpr bool kHasRaw = T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K;
+template <WType T>
+constexpr int kUnitDepth = (T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K) ? 2 : 4;
+
 // Row r's dot product, reduced over the warp (every lane gets it). Float
 // weights whose rows are not 16-byte aligned (k % 8 for 16-bit, k % 4 for
 // f32) take the scalar path.
-template <WType T>
+//
+// Schedules (kSched; the launchers pick one, matvec.cu schedule_for):
+//  0  units lane, lane + 32, ... one at a time, the loop unrolled 4 times:
+//     rows of fewer than 4 units a lane run in the loop's remainder, one
+//     unit's loads in flight (7B's Q4_K rows are 56 units, under two a lane).
+//  1  groups of kUnitDepth units: indices past the row's end are clamped to
+//     its last unit (a repeated load, its value dropped), so every load of a
+//     group is unconditional and can be issued before the first dot product.
+//  2  groups of twice that.
+// The sum order is unit order in each: all three give the same bits.
+template <WType T, int kSched>
 __device__ __forceinline__ float row_dot_t(const DeviceWeight& w, int r, const DotInput& in, int lane) {
   float acc = 0.0f;
   const int n_units = w.k / Unit<T>::kElems;
-  // Unrolled so that the next units' loads are in flight while one is summed.
+  if constexpr (kSched == 0) {
 #pragma unroll 4
-  for (int u = lane; u < n_units; u += kWarp) acc += Unit<T>::dot(w, r, u, in);
+    for (int u = lane; u < n_units; u += kWarp) acc += Unit<T>::dot(w, r, u, in);
+  } else {
+    constexpr int D = kUnitDepth<T> * kSched;
+    for (int u0 = lane; u0 < n_units; u0 += kWarp * D) {
+      float part[D];
+      if constexpr (kHasRaw<T>) {
+        typename Unit<T>::Raw raw[D];
+#pragma unroll
+        for (int j = 0; j < D; ++j) raw[j] = Unit<T>::load(w, r, min(u0 + kWarp * j, n_units - 1));
+#pragma unroll
+        for (int j = 0; j < D; ++j) part[j] = Unit<T>::dot(raw[j], min(u0 + kWarp * j, n_units - 1), in);
+      } else {
+#pragma unroll
+        for (int j = 0; j < D; ++j) part[j] = Unit<T>::dot(w, r, min(u0 + kWarp * j, n_units - 1), in);
+      }
+#pragma unroll
+      for (int j = 0; j < D; ++j) {
+        if (u0 + kWarp * j < n_units) acc += part[j];
+      }
+    }
+  }
   return warp_sum(acc);
 }
 
 // Two rows of the same shape and type in one pass (gate and up): both rows'
 // loads are issued together, halving the round trips of a warp.
-template <WType T>
+template <WType T, int kSched>
 __device__ __forceinline__ float2 row_dot_pair_t(const DeviceWeight& a, const DeviceWeight& b, int r, const DotInput& in,
                                                  int lane) {
   float acc_a = 0.0f, acc_b = 0.0f;
   const int n_units = a.k / Unit<T>::kElems;
+  if constexpr (kSched == 0) {
 #pragma unroll 2
-  for (int u = lane; u < n_units; u += kWarp) {
-    acc_a += Unit<T>::dot(a, r, u, in);
-    acc_b += Unit<T>::dot(b, r, u, in);
+    for (int u = lane; u < n_units; u += kWarp) {
+      acc_a += Unit<T>::dot(a, r, u, in);
+      acc_b += Unit<T>::dot(b, r, u, in);
+    }
+  } else {
+    constexpr int D = kUnitDepth<T> * kSched / 2;
+    for (int u0 = lane; u0 < n_units; u0 += kWarp * D) {
+      float pa[D], pb[D];
+      if constexpr (kHasRaw<T>) {
+        typename Unit<T>::Raw ra[D], rb[D];
+#pragma unroll
+        for (int j = 0; j < D; ++j) {
+          const int u = min(u0 + kWarp * j, n_units - 1);
+          ra[j] = Unit<T>::load(a, r, u);
+          rb[j] = Unit<T>::load(b, r, u);
+        }
+#pragma unroll
+        for (int j = 0; j < D; ++j) {
+          const int u = min(u0 + kWarp * j, n_units - 1);
+          pa[j] = Unit<T>::dot(ra[j], u, in);
+          pb[j] = Unit<T>::dot(rb[j], u, in);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < D; ++j) {
+          const int u = min(u0 + kWarp * j, n_units - 1);
+          pa[j] = Unit<T>::dot(a, r, u, in);
+          pb[j] = Unit<T>::dot(b, r, u, in);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < D; ++j) {
+        if (u0 + kWarp * j < n_units) {
+          acc_a += pa[j];
+          acc_b += pb[j];
+        }
+      }
+    }
   }
   return make_float2(warp_sum(acc_a), warp_sum(acc_b));
 }
@@ -365,68 +478,70 @@ __device__ __forceinline__ bool float_rows_aligned(const DeviceWeight& w) {
   return w.type == WType::kF32 ? (w.k % 4 == 0) : (w.k % 8 == 0);
 }
 
+template <int kSched>
 __device__ __forceinline__ float row_dot(const DeviceWeight& w, int r, const DotInput& in, int lane) {
   switch (w.type) {
-    case WType::kQ8_0: return row_dot_t<WType::kQ8_0>(w, r, in, lane);
-    case WType::kQ4_0: return row_dot_t<WType::kQ4_0>(w, r, in, lane);
-    case WType::kQ4_1: return row_dot_t<WType::kQ4_1>(w, r, in, lane);
-    case WType::kQ5_0: return row_dot_t<WType::kQ5_0>(w, r, in, lane);
-    case WType::kQ5_1: return row_dot_t<WType::kQ5_1>(w, r, in, lane);
-    case WType::kQ4_K: return row_dot_t<WType::kQ4_K>(w, r, in, lane);
-    case WType::kQ5_K: return row_dot_t<WType::kQ5_K>(w, r, in, lane);
-    case WType::kQ6_K: return row_dot_t<WType::kQ6_K>(w, r, in, lane);
-    case WType::kF16: return float_rows_aligned(w) ? row_dot_t<WType::kF16>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
-    case WType::kBF16: return float_rows_aligned(w) ? row_dot_t<WType::kBF16>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
-    case WType::kF32: return float_rows_aligned(w) ? row_dot_t<WType::kF32>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
+    case WType::kQ8_0: return row_dot_t<WType::kQ8_0, kSched>(w, r, in, lane);
+    case WType::kQ4_0: return row_dot_t<WType::kQ4_0, kSched>(w, r, in, lane);
+    case WType::kQ4_1: return row_dot_t<WType::kQ4_1, kSched>(w, r, in, lane);
+    case WType::kQ5_0: return row_dot_t<WType::kQ5_0, kSched>(w, r, in, lane);
+    case WType::kQ5_1: return row_dot_t<WType::kQ5_1, kSched>(w, r, in, lane);
+    case WType::kQ4_K: return row_dot_t<WType::kQ4_K, kSched>(w, r, in, lane);
+    case WType::kQ5_K: return row_dot_t<WType::kQ5_K, kSched>(w, r, in, lane);
+    case WType::kQ6_K: return row_dot_t<WType::kQ6_K, kSched>(w, r, in, lane);
+    case WType::kF16: return float_rows_aligned(w) ? row_dot_t<WType::kF16, kSched>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
+    case WType::kBF16: return float_rows_aligned(w) ? row_dot_t<WType::kBF16, kSched>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
+    case WType::kF32: return float_rows_aligned(w) ? row_dot_t<WType::kF32, kSched>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
   }
   return 0.0f;
 }
 
 // row_dot of two weights for the same row; one pass when their types match.
+template <int kSched>
 __device__ __forceinline__ float2 row_dot_pair(const DeviceWeight& a, const DeviceWeight& b, int r, const DotInput& in,
                                                int lane) {
   if (a.type == b.type) {
     switch (a.type) {
-      case WType::kQ8_0: return row_dot_pair_t<WType::kQ8_0>(a, b, r, in, lane);
-      case WType::kQ4_0: return row_dot_pair_t<WType::kQ4_0>(a, b, r, in, lane);
-      case WType::kQ4_1: return row_dot_pair_t<WType::kQ4_1>(a, b, r, in, lane);
-      case WType::kQ5_0: return row_dot_pair_t<WType::kQ5_0>(a, b, r, in, lane);
-      case WType::kQ5_1: return row_dot_pair_t<WType::kQ5_1>(a, b, r, in, lane);
-      case WType::kQ4_K: return row_dot_pair_t<WType::kQ4_K>(a, b, r, in, lane);
-      case WType::kQ5_K: return row_dot_pair_t<WType::kQ5_K>(a, b, r, in, lane);
-      case WType::kQ6_K: return row_dot_pair_t<WType::kQ6_K>(a, b, r, in, lane);
+      case WType::kQ8_0: return row_dot_pair_t<WType::kQ8_0, kSched>(a, b, r, in, lane);
+      case WType::kQ4_0: return row_dot_pair_t<WType::kQ4_0, kSched>(a, b, r, in, lane);
+      case WType::kQ4_1: return row_dot_pair_t<WType::kQ4_1, kSched>(a, b, r, in, lane);
+      case WType::kQ5_0: return row_dot_pair_t<WType::kQ5_0, kSched>(a, b, r, in, lane);
+      case WType::kQ5_1: return row_dot_pair_t<WType::kQ5_1, kSched>(a, b, r, in, lane);
+      case WType::kQ4_K: return row_dot_pair_t<WType::kQ4_K, kSched>(a, b, r, in, lane);
+      case WType::kQ5_K: return row_dot_pair_t<WType::kQ5_K, kSched>(a, b, r, in, lane);
+      case WType::kQ6_K: return row_dot_pair_t<WType::kQ6_K, kSched>(a, b, r, in, lane);
       default: break;
     }
   }
-  return make_float2(row_dot(a, r, in, lane), row_dot(b, r, in, lane));
+  return make_float2(row_dot<kSched>(a, r, in, lane), row_dot<kSched>(b, r, in, lane));
 }
 
 // row_dot and row_dot_pair with the type fixed at compile time (kType ≥ 0, a
 // WType), or chosen at run time (kType < 0). A kernel instantiated for one
 // type gets that type's register count, not the largest of all (46 for Q8_0
 // instead of 109), and so more resident warps and more bytes in flight.
-template <int kType>
+template <int kType, int kSched>
 __device__ __forceinline__ float row_dot_k(const DeviceWeight& w, int r, const DotInput& in, int lane) {
   constexpr WType T = static_cast<WType>(kType);
   if constexpr (kType < 0) {
-    return row_dot(w, r, in, lane);
+    return row_dot<kSched>(w, r, in, lane);
   } else if constexpr (T == WType::kF32 || T == WType::kF16 || T == WType::kBF16) {
-    return float_rows_aligned(w) ? row_dot_t<T>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
+    return float_rows_aligned(w) ? row_dot_t<T, kSched>(w, r, in, lane) : row_dot_float_scalar(w, r, in, lane);
   } else {
-    return row_dot_t<T>(w, r, in, lane);
+    return row_dot_t<T, kSched>(w, r, in, lane);
   }
 }
-template <int kType>
+template <int kType, int kSched>
 __device__ __forceinline__ float2 row_dot_pair_k(const DeviceWeight& a, const DeviceWeight& b, int r, const DotInput& in,
                                                  int lane) {
   constexpr WType T = static_cast<WType>(kType);
   if constexpr (kType < 0) {
-    return row_dot_pair(a, b, r, in, lane);
+    return row_dot_pair<kSched>(a, b, r, in, lane);
   } else if constexpr (T == WType::kF32 || T == WType::kF16 || T == WType::kBF16) {
-    if (float_rows_aligned(a)) return row_dot_pair_t<T>(a, b, r, in, lane);
+    if (float_rows_aligned(a)) return row_dot_pair_t<T, kSched>(a, b, r, in, lane);
     return make_float2(row_dot_float_scalar(a, r, in, lane), row_dot_float_scalar(b, r, in, lane));
   } else {
-    return row_dot_pair_t<T>(a, b, r, in, lane);
+    return row_dot_pair_t<T, kSched>(a, b, r, in, lane);
   }
 }
 

@@ -175,6 +175,13 @@ cudaError_t launch_attention_generic(const AttentionArgs& a, cudaStream_t stream
 // Programmatic dependent launch for every kernel launched from now on (only
 // on sm_90+ devices: the caller checks). Off by default.
 void set_pdl(bool on);
+// How decode matvecs schedule a row's loads (dot.cuh row_dot_t): 0 one unit
+// at a time (the loop checks each index), 1 groups of units whose loads are
+// all issued first, 2 groups twice as large; -1 (the default) picks per
+// launch from the kernel, the weight type and the row width (matvec.cu). The
+// sums are the same bits either way. For A/B runs and tests.
+void set_matvec_schedule(int schedule);
+int matvec_schedule();
 
 // ---- faults (tests only) ---------------------------------------------------
 

@@ -56,7 +56,7 @@ __device__ DotInput norm_prologue(const float* x, const float* w, float eps, int
   return DotInput{xf, xq, xds};
 }
 
-template <int kType>
+template <int kType, int kSched>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBatch b) {
   extern __shared__ __align__(16) unsigned char matvec_smem[];
   // Pick the task with constant indices: indexing the parameter array with a
@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
   pdl_begin();
   const DotInput in = b.norm_w != nullptr ? norm_prologue(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem) : b.in;
   if (r >= t.w.n_rows) return;
-  float v = row_dot_k<kType>(t.w, r, in, lane);
+  float v = row_dot_k<kType, kSched>(t.w, r, in, lane);
   if (lane == 0) {
     if (t.bias != nullptr) v += t.bias[r];
     const float out = t.accumulate ? t.y[r] + v : v;
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
 constexpr int kGateUpWarps = 16;
 constexpr int kGateUpRowsPerWarp = 2;
 
-template <int kType, int kMinBlocks>
+template <int kType, int kMinBlocks, int kSched>
 __global__ void __launch_bounds__(kGateUpWarps * kWarp, kMinBlocks)
     gate_up_kernel(DeviceWeight gate, DeviceWeight up, DotInput in_global, const float* norm_x, const float* norm_w,
                    float norm_eps, float* h, int8_t* hq, float2* hds) {
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kGateUpWarps * kWarp, kMinBlocks)
   // with the first's.
   float2 gu[kGateUpRowsPerWarp];
 #pragma unroll
-  for (int i = 0; i < kGateUpRowsPerWarp; ++i) gu[i] = row_dot_pair_k<kType>(gate, up, first_row + i, in, lane);
+  for (int i = 0; i < kGateUpRowsPerWarp; ++i) gu[i] = row_dot_pair_k<kType, kSched>(gate, up, first_row + i, in, lane);
 #pragma unroll
   for (int i = 0; i < kGateUpRowsPerWarp; ++i) {
     const int local = warp * kGateUpRowsPerWarp + i;
@@ -120,6 +120,37 @@ __global__ void __launch_bounds__(kGateUpWarps * kWarp, kMinBlocks)
   }
   __syncthreads();
   if (warp == 0 && hq != nullptr) quantize_block_q8(out[lane], lane, blockIdx.x, hq, hds);
+}
+
+// The load schedule (row_dot_t in dot.cuh) of a launch: the one
+// set_matvec_schedule forces, else what measured fastest for the kernel, the
+// type and the units a lane has (tests/gpu/matvec_bench.cpp on the H200,
+// 2026-11-30, µs a launch with schedules 0 / 1 / 2):
+//  - gate/up, whenever every lane has a unit: groups (7B Q4_K 48.2 / 35.3 /
+//    35.3; Q8_0 the same either way).
+//  - matvec, K-quants: one unit at a time, whose unrolled loop already issues
+//    four units' loads together on long rows (7B ffn_down Q6_K 27.6 / 32.7 /
+//    36.0, Q4_K 21.7 / 25.4 / 24.2; o Q4_K 4.7 / 5.8 / 7.3), except Q6_K rows
+//    under four units a lane, where that loop's 140 registers cost more than
+//    they bring (7B output head 274 / 197 / 329).
+//  - matvec, other types: groups once a lane has 3 units (7B q/k/v Q8_0
+//    8.8 / 7.2 / 8.7), double groups from 16 (7B ffn_down Q8_0 32.7 / 27.2 /
+//    24.9); fewer units a lane would make most of a group's loads repeats of
+//    the last unit (0.5B output head Q8_0, under one a lane: 57 / 78 / 132).
+template <int kType>
+int schedule_for(bool gate_up, int k) {
+  const int forced = matvec_schedule();
+  if (forced >= 0) return forced;
+  constexpr WType T = static_cast<WType>(kType);
+  if constexpr (kType < 0) {
+    return 0;
+  } else {
+    const int per_lane = k / Unit<T>::kElems / kWarp;
+    if (gate_up) return per_lane >= 1 ? 1 : 0;
+    if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return 0;
+    if constexpr (T == WType::kQ6_K) return per_lane < 4 ? 1 : 0;
+    return per_lane >= 16 ? 2 : per_lane >= 3 ? 1 : 0;
+  }
 }
 
 DotInput dot_input(const MatvecInput& in) {
@@ -157,9 +188,12 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
   }
   bool one_type = true;
   for (int i = 1; i < n_tasks; ++i) one_type &= tasks[i].w.type == tasks[0].w.type;
-  if (!one_type) return launch_kernel(matvec_kernel<-1>, dim3(blocks), dim3(kWarpsPerBlock * kWarp), smem, stream, b);
+  auto launch = [&](auto kernel) { return launch_kernel(kernel, dim3(blocks), dim3(kWarpsPerBlock * kWarp), smem, stream, b); };
+  if (!one_type) return launch(matvec_kernel<-1, 0>);
   return dispatch_wtype(tasks[0].w.type, [&](auto type) {
-    return launch_kernel(matvec_kernel<decltype(type)::value>, dim3(blocks), dim3(kWarpsPerBlock * kWarp), smem, stream, b);
+    constexpr int T = decltype(type)::value;
+    const int sched = schedule_for<T>(false, b.k);
+    return sched == 2 ? launch(matvec_kernel<T, 2>) : sched == 1 ? launch(matvec_kernel<T, 1>) : launch(matvec_kernel<T, 0>);
   });
 }
 
@@ -177,7 +211,7 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
     return launch_kernel(kernel, dim3(gate.n_rows / 32), dim3(kGateUpWarps * kWarp), smem, stream, gate, up, din, in.norm_x,
                          in.norm_w, in.norm_eps, h, hq.q, hds);
   };
-  if (gate.type != up.type) return launch(gate_up_kernel<-1, 1>);
+  if (gate.type != up.type) return launch(gate_up_kernel<-1, 1, 0>);
   // Two resident 512-thread blocks an SM need at most 64 registers a thread:
   // the legacy blocks and the float types fit (Q8_0 and Q5_0 spill a few
   // bytes). Q4_K needs 90 for one block an SM; capped at 64 it spills 148
@@ -186,7 +220,9 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
   return dispatch_wtype(gate.type, [&](auto type) {
     constexpr int T = decltype(type)::value;
     constexpr bool one_block = T < 0 || T == static_cast<int>(WType::kQ5_K) || T == static_cast<int>(WType::kQ6_K);
-    return launch(gate_up_kernel<T, one_block ? 1 : 2>);
+    constexpr int B = one_block ? 1 : 2;
+    const int sched = schedule_for<T>(true, gate.k);
+    return sched == 2 ? launch(gate_up_kernel<T, B, 2>) : sched == 1 ? launch(gate_up_kernel<T, B, 1>) : launch(gate_up_kernel<T, B, 0>);
   });
 }
 

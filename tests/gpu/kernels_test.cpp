@@ -201,6 +201,49 @@ TEST(GpuGateUp, FusedEqualsChainBitForBitAndMatchesReference) {
   }
 }
 
+// Both load schedules (kernels::set_matvec_schedule) sum the same units in
+// the same order: their results must be identical, on rows whose unit count
+// leaves every kind of remainder (fewer units than lanes, a partial group,
+// whole groups).
+TEST(GpuMatvecSchedule, ClampedGroupsEqualUnitAtATimeBitForBit) {
+  MINFER_REQUIRE_GPU();
+  const int saved = kernels::matvec_schedule();
+  for (const MatvecCase c : {MatvecCase{DType::kQ4_K, 96, 3584}, MatvecCase{DType::kQ4_K, 64, 256},
+                             MatvecCase{DType::kQ5_K, 64, 4864}, MatvecCase{DType::kQ6_K, 64, 18944},
+                             MatvecCase{DType::kQ8_0, 64, 4864}, MatvecCase{DType::kQ8_0, 32, 896},
+                             MatvecCase{DType::kQ4_0, 64, 2080}, MatvecCase{DType::kQ5_1, 32, 896},
+                             MatvecCase{DType::kF16, 32, 4104}, MatvecCase{DType::kF32, 32, 172}}) {
+    TestWeight w(c.type, c.rows, c.k, 21), w2(c.type, c.rows, c.k, 22);
+    const std::vector<float> x = test::random_floats(static_cast<size_t>(c.k), 23);
+    DeviceArray<float> dx;
+    dx.upload(x);
+    Q8Device xq(1, c.k % 32 == 0 ? c.k : 32);
+    if (c.k % 32 == 0) {
+      CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, c.k, xq.rows(), nullptr));
+    }
+    kernels::MatvecInput in{dx.get(), xq.rows()};
+    std::vector<float> y[4], h[4];  // schedules 0, 1, 2 and the per-launch choice (-1)
+    for (int s = 0; s < 4; ++s) {
+      kernels::set_matvec_schedule(s == 3 ? -1 : s);
+      DeviceArray<float> dy(static_cast<size_t>(c.rows)), dh(static_cast<size_t>(c.rows));
+      Q8Device hq(1, c.rows);
+      kernels::MatvecTask t;
+      t.w = w.dev;
+      t.y = dy.get();
+      CUDA_ASSERT(kernels::launch_matvec(&t, 1, in, nullptr));
+      CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, in, dh.get(), hq.rows(), nullptr));
+      y[s] = dy.download();
+      h[s] = dh.download();
+    }
+    kernels::set_matvec_schedule(saved);
+    for (int s = 1; s < 4; ++s) {
+      EXPECT_EQ(0, std::memcmp(y[0].data(), y[s].data(), y[0].size() * sizeof(float))) << dtype_name(c.type) << " k " << c.k << " schedule " << s;
+      EXPECT_EQ(0, std::memcmp(h[0].data(), h[s].data(), h[0].size() * sizeof(float))) << dtype_name(c.type) << " k " << c.k << " schedule " << s;
+    }
+    for (size_t r = 0; r < y[0].size(); ++r) ASSERT_TRUE(std::isfinite(y[0][r])) << dtype_name(c.type) << " row " << r;
+  }
+}
+
 TEST(GpuMatvecNormFusion, PrologueEqualsNormKernelThenMatvecBitForBit) {
   MINFER_REQUIRE_GPU();
   for (DType type : {DType::kQ8_0, DType::kQ4_K, DType::kF16, DType::kQ6_K}) {

@@ -7,6 +7,8 @@
 #     test         GPU kernel and engine parity tests
 #     bench-small  synth 0.5B Q8_0 / Q4_K_M and 1.5B Q4_K_M: pp512, tg128, graphs on/off, profile
 #     bench-large  synth 7B Q4_K_M and Q8_0: pp512, tg128
+#     bench-kernels  decode matvecs alone on 7B / 0.5B shapes, per load schedule
+#   AB=1 adds same-run A/B benches: no PDL, matvec schedule 0 (MINFER_MATVEC_SCHEDULE=0)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
 #     ncu-large    the same for 7B Q4_K_M
 #     ncu-detail   stall reasons, memory and occupancy of 7B's matvecs, and their SASS
@@ -71,7 +73,7 @@ stage_build() {
   local t0=$(date +%s)
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
     -DMINFER_SYSTEMD=$systemd -DMINFER_TESTS=ON "${boost_po_args[@]}" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
-  ninja -C "$build" -j"$(nproc)" minfer minferd gpu_kernels_test gpu_engine_test engine_e2e_test >"$out/build.log" 2>&1 \
+  ninja -C "$build" -j"$(nproc)" minfer minferd gpu_kernels_test gpu_engine_test engine_e2e_test gpu_matvec_bench >"$out/build.log" 2>&1 \
     || { grep -E "error|FAILED" "$out/build.log" | head -40; return 1; }
   note "build: ok in $(( $(date +%s) - t0 )) s (systemd $systemd)"
 }
@@ -120,6 +122,7 @@ stage_bench_small() {
   bench "$a" 0.5b-q8_0
   bench "$a" 0.5b-q8_0-nographs MINFER_NO_CUDA_GRAPH=1
   [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-nopdl MINFER_NO_PDL=1
+  [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-sched0 MINFER_MATVEC_SCHEDULE=0
   bench "$b" 0.5b-q4_k_m
   bench "$c" 1.5b-q4_k_m
 }
@@ -207,6 +210,13 @@ PY
   fi
 }
 
+# Decode matvec kernels alone on 7B and 0.5B weight shapes: µs a launch and
+# GB/s for the per-launch choice and each forced load schedule
+# (tests/gpu/matvec_bench.cpp).
+stage_bench_kernels() {
+  "$build/tests/gpu/gpu_matvec_bench" -1 0 1 2 2>&1 | tee -a "$summary"
+}
+
 # Where a 7B Q4_K_M pp512 and tg128 spend their time, per op kind (CUDA events).
 stage_profile_large() {
   local f
@@ -292,6 +302,10 @@ stage_bench_large() {
   a=$(synth qwen2.5-7b q4_k_m); b=$(synth qwen2.5-7b q8_0)
   bench "$a" 7b-q4_k_m
   bench "$b" 7b-q8_0
+  if [ -n "${AB:-}" ]; then
+    bench "$a" 7b-q4_k_m-sched0 MINFER_MATVEC_SCHEDULE=0
+    bench "$b" 7b-q8_0-sched0 MINFER_MATVEC_SCHEDULE=0
+  fi
 }
 
 status=0
@@ -301,6 +315,7 @@ for s in "${stages[@]}"; do
     test) stage_test || status=1 ;;
     bench-small) stage_bench_small || status=1 ;;
     bench-large) stage_bench_large || status=1 ;;
+    bench-kernels) stage_bench_kernels || status=1 ;;
     ncu) stage_ncu || status=1 ;;
     ncu-large) stage_ncu_large || status=1 ;;
     ncu-detail) stage_ncu_detail || status=1 ;;

@@ -113,6 +113,11 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // layer but makes every block of that matvec redo the norm: on the H200 it
   // lost (0.5B Q8_0 tg128 567 vs 633 tok/s, same run), so it is opt-in
   // (MINFER_FUSE_NORM=1) until the prologue is cheaper.
+  // Matvec load schedule (kernels.h): picked per launch unless
+  // MINFER_MATVEC_SCHEDULE=0|1|2 forces one (A/B runs).
+  const char* schedule = std::getenv("MINFER_MATVEC_SCHEDULE");
+  const std::string_view sched = schedule != nullptr ? schedule : "";
+  kernels::set_matvec_schedule(sched == "0" ? 0 : sched == "1" ? 1 : sched == "2" ? 2 : -1);
   const char* fuse_norm = std::getenv("MINFER_FUSE_NORM");
   fuse_norm_ = fuse_norm != nullptr && std::string_view(fuse_norm) != "0";
   CUDA_TRY(cudaSetDevice(facts_.device));

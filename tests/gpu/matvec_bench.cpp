@@ -1,0 +1,223 @@
+// Decode matvec kernels alone, on the weight shapes of real models: time per
+// launch and the weight bandwidth it reaches, for each load schedule
+// (kernels::set_matvec_schedule; -1 is the per-launch choice). A tool for run_on_device.sh's bench-kernels
+// stage, not a test: it asserts nothing, and the weights are random bytes.
+//
+// Each case cycles through enough copies of its weights (at least 4x the L2)
+// that every launch reads them from DRAM, as a decode step does (every
+// layer's weights are different). Launches go back to back on one stream with
+// programmatic dependent launch, as in the engine; a case's figure is the
+// median over 7 batches of 50 launches.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cuda/cuda_util.h"
+#include "kernels/kernels.h"
+
+namespace {
+
+using minfer::kernels::DeviceWeight;
+using minfer::kernels::WType;
+
+#define CHECK(call)                                                                        \
+  do {                                                                                     \
+    const cudaError_t st_ = (call);                                                        \
+    if (st_ != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(st_)); \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+
+struct Case {
+  const char* name;
+  bool gate_up;      // gate + up with SwiGLU (rows[0] rows each), else a batched matvec
+  WType type[3];
+  int rows[3];       // per task (0: none)
+  int k;
+};
+
+// The shapes of qwen2.5-7b (hidden 3584, FFN 18944, 4 KV heads of 128) and
+// qwen2.5-0.5b (896, 4864, 2 KV heads of 64) and the types of their Q4_K_M and
+// Q8_0 files.
+const Case kCases[] = {
+    {"7b gate_up q4_k", true, {WType::kQ4_K, WType::kQ4_K}, {18944}, 3584},
+    {"7b down q6_k", false, {WType::kQ6_K}, {3584}, 18944},
+    {"7b down q4_k", false, {WType::kQ4_K}, {3584}, 18944},
+    {"7b o q4_k", false, {WType::kQ4_K}, {3584}, 3584},
+    {"7b qkv q4_k+q6_k", false, {WType::kQ4_K, WType::kQ4_K, WType::kQ6_K}, {3584, 512, 512}, 3584},
+    {"7b head q6_k", false, {WType::kQ6_K}, {152064}, 3584},
+    {"7b gate_up q8_0", true, {WType::kQ8_0, WType::kQ8_0}, {18944}, 3584},
+    {"7b down q8_0", false, {WType::kQ8_0}, {3584}, 18944},
+    {"7b qkv q8_0", false, {WType::kQ8_0, WType::kQ8_0, WType::kQ8_0}, {3584, 512, 512}, 3584},
+    {"0.5b gate_up q8_0", true, {WType::kQ8_0, WType::kQ8_0}, {4864}, 896},
+    {"0.5b down q8_0", false, {WType::kQ8_0}, {896}, 4864},
+    {"0.5b qkv q8_0", false, {WType::kQ8_0, WType::kQ8_0, WType::kQ8_0}, {896, 128, 128}, 896},
+    {"0.5b head q8_0", false, {WType::kQ8_0}, {151936}, 896},
+};
+
+struct Planes {
+  std::vector<void*> ptrs;
+  DeviceWeight w;
+  size_t bytes = 0;
+};
+
+void* device_random(size_t n, std::mt19937& rng) {
+  if (n == 0) return nullptr;
+  std::vector<uint32_t> host((n + 3) / 4);
+  for (auto& v : host) v = static_cast<uint32_t>(rng());
+  void* p = nullptr;
+  CHECK(cudaMalloc(&p, n));
+  CHECK(cudaMemcpy(p, host.data(), n, cudaMemcpyHostToDevice));
+  return p;
+}
+
+Planes make_weight(WType type, int rows, int k, std::mt19937& rng) {
+  const minfer::kernels::PlaneSizes ps = minfer::kernels::plane_sizes(type, k);
+  Planes p;
+  p.w.type = type;
+  p.w.n_rows = rows;
+  p.w.k = k;
+  const size_t n = static_cast<size_t>(rows);
+  p.w.q = device_random(ps.q_row * n, rng);
+  p.w.qh = device_random(ps.qh_row * n, rng);
+  p.w.meta = device_random(ps.meta_row * n, rng);
+  p.w.d = device_random(ps.d_row * n, rng);
+  for (const void* q : {p.w.q, p.w.qh, p.w.meta, p.w.d}) {
+    if (q != nullptr) p.ptrs.push_back(const_cast<void*>(q));
+  }
+  p.bytes = (ps.q_row + ps.qh_row + ps.meta_row + ps.d_row) * n;
+  return p;
+}
+
+struct Result {
+  double us = 0;
+  double gbps = 0;
+};
+
+Result run_case(const Case& c, int schedule, size_t l2_bytes, cudaStream_t stream) {
+  std::mt19937 rng(1234);
+  const int n_tasks = c.gate_up ? 2 : (c.rows[2] ? 3 : c.rows[1] ? 2 : 1);
+  size_t copy_bytes = 0;
+  for (int i = 0; i < n_tasks; ++i) {
+    const minfer::kernels::PlaneSizes ps = minfer::kernels::plane_sizes(c.type[i], c.k);
+    copy_bytes += (ps.q_row + ps.qh_row + ps.meta_row + ps.d_row) * static_cast<size_t>(c.gate_up ? c.rows[0] : c.rows[i]);
+  }
+  const int copies = static_cast<int>(std::max<size_t>(2, (4 * l2_bytes + copy_bytes - 1) / copy_bytes));
+  std::vector<std::vector<Planes>> w(copies);
+  for (auto& set : w) {
+    for (int i = 0; i < n_tasks; ++i) set.push_back(make_weight(c.type[i], c.gate_up ? c.rows[0] : c.rows[i], c.k, rng));
+  }
+  // Activations: random Q8 values, scales 1/64 and sums 0; f32 copies.
+  int max_rows = 0;
+  for (int i = 0; i < 3; ++i) max_rows = std::max(max_rows, c.rows[i]);
+  const int out_n = std::max(max_rows, c.k);
+  int8_t* xq = static_cast<int8_t*>(device_random(static_cast<size_t>(c.k), rng));
+  std::vector<float> ds_host(static_cast<size_t>(c.k / 32) * 2);
+  for (size_t i = 0; i < ds_host.size(); i += 2) ds_host[i] = 1.0f / 64, ds_host[i + 1] = 0;
+  void* ds = nullptr;
+  CHECK(cudaMalloc(&ds, ds_host.size() * sizeof(float)));
+  CHECK(cudaMemcpy(ds, ds_host.data(), ds_host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  float* x = nullptr;
+  CHECK(cudaMalloc(reinterpret_cast<void**>(&x), static_cast<size_t>(c.k) * sizeof(float)));
+  CHECK(cudaMemset(x, 0, static_cast<size_t>(c.k) * sizeof(float)));
+  float* y[3];
+  for (auto& p : y) CHECK(cudaMalloc(reinterpret_cast<void**>(&p), static_cast<size_t>(out_n) * sizeof(float)));
+  int8_t* hq = nullptr;
+  void* hds = nullptr;
+  CHECK(cudaMalloc(reinterpret_cast<void**>(&hq), static_cast<size_t>(out_n)));
+  CHECK(cudaMalloc(&hds, static_cast<size_t>(out_n / 32 + 1) * 8));
+
+  minfer::kernels::set_matvec_schedule(schedule);
+  minfer::kernels::MatvecInput in;
+  in.x = x;
+  in.xq.q = xq;
+  in.xq.ds = ds;
+  auto launch = [&](int copy) {
+    const std::vector<Planes>& set = w[static_cast<size_t>(copy)];
+    if (c.gate_up) {
+      return minfer::kernels::launch_gate_up_swiglu(set[0].w, set[1].w, in, y[0], {hq, hds}, stream);
+    }
+    minfer::kernels::MatvecTask tasks[3];
+    for (int i = 0; i < n_tasks; ++i) {
+      tasks[i].w = set[static_cast<size_t>(i)].w;
+      tasks[i].y = y[i];
+    }
+    return minfer::kernels::launch_matvec(tasks, n_tasks, in, stream);
+  };
+  constexpr int kBatch = 50, kBatches = 7;
+  for (int i = 0; i < 2 * copies; ++i) CHECK(launch(i % copies));
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  int next = 0;
+  for (int b = 0; b < kBatches; ++b) {
+    CHECK(cudaEventRecord(e0, stream));
+    for (int i = 0; i < kBatch; ++i) CHECK(launch(next++ % copies));
+    CHECK(cudaEventRecord(e1, stream));
+    CHECK(cudaEventSynchronize(e1));
+    float t = 0;
+    CHECK(cudaEventElapsedTime(&t, e0, e1));
+    ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  Result r;
+  r.us = ms[ms.size() / 2] * 1e3 / kBatch;
+  r.gbps = static_cast<double>(copy_bytes) / (r.us * 1e-6) / 1e9;
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  for (auto& set : w) {
+    for (auto& p : set) {
+      for (void* q : p.ptrs) cudaFree(q);
+    }
+  }
+  cudaFree(xq);
+  cudaFree(ds);
+  cudaFree(x);
+  for (auto& p : y) cudaFree(p);
+  cudaFree(hq);
+  cudaFree(hds);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> schedules = {-1, 0, 1, 2};
+  if (argc > 1) {
+    schedules.clear();
+    for (int i = 1; i < argc; ++i) schedules.push_back(std::atoi(argv[i]));
+  }
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const auto copy = minfer::cuda::measure_copy_bandwidth_gbps();
+  const double copy_gbps = copy ? *copy : 0.0;
+  minfer::kernels::set_pdl(prop.major >= 9);
+  cudaStream_t stream;
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::printf("%s, L2 %d MB, copy bandwidth %.0f GB/s\n\n", prop.name, prop.l2CacheSize >> 20, copy_gbps);
+  std::printf("| case |");
+  for (int s : schedules) {
+    if (s < 0) std::printf(" auto µs | GB/s (%% of copy) |");
+    else std::printf(" schedule %d µs | GB/s (%% of copy) |", s);
+  }
+  std::printf("\n|---|");
+  for (size_t i = 0; i < schedules.size(); ++i) std::printf("---:|---:|");
+  std::printf("\n");
+  for (const Case& c : kCases) {
+    std::printf("| %s |", c.name);
+    for (int s : schedules) {
+      const Result r = run_case(c, s, static_cast<size_t>(prop.l2CacheSize), stream);
+      std::printf(" %.1f | %.0f (%.0f%%) |", r.us, r.gbps, copy_gbps > 0 ? 100 * r.gbps / copy_gbps : 0.0);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  return 0;
+}
