@@ -123,12 +123,19 @@ struct Unit;
 template <>
 struct Unit<WType::kQ8_0> {
   static constexpr int kElems = 32;
-  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) {
+  struct Raw {
+    int4 q0, q1;
+    uint16_t d;
+  };
+  __device__ static Raw load(const DeviceWeight& w, int r, int u) {
     const int8_t* q = static_cast<const int8_t*>(w.q) + static_cast<size_t>(r) * w.k + u * 32;
-    const int sumi = dot_q8x16(ld16(q), ld16a(in.q + u * 32), dot_q8x16(ld16(q + 16), ld16a(in.q + u * 32 + 16), 0));
-    const float d = h2f(static_cast<const uint16_t*>(w.meta)[static_cast<size_t>(r) * (w.k / 32) + u]);
-    return d * in.ds[u].x * static_cast<float>(sumi);
+    return Raw{ld16(q), ld16(q + 16), static_cast<const uint16_t*>(w.meta)[static_cast<size_t>(r) * (w.k / 32) + u]};
   }
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in) {
+    const int sumi = dot_q8x16(raw.q0, ld16a(in.q + u * 32), dot_q8x16(raw.q1, ld16a(in.q + u * 32 + 16), 0));
+    return h2f(raw.d) * in.ds[u].x * static_cast<float>(sumi);
+  }
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
 
 template <>
@@ -361,9 +368,9 @@ struct Unit<WType::kF32> {
 // their dot products (the registers they take bound it).
 // Units whose weight loads can be issued apart from their use (Unit::Raw,
 // Unit::load, Unit::dot(raw)): the K-quants, whose loads the compiler would
-// otherwise interleave with the previous unit's unpacking.
+// otherwise interleave with the previous unit's unpacking, and Q8_0.
 template <WType T>
-constexpr bool kHasRaw = T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K;
+constexpr bool kHasRaw = T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K || T == WType::kQ8_0;
 template <WType T>
 constexpr int kUnitDepth = (T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K) ? 2 : 4;
 

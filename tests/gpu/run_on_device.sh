@@ -8,7 +8,8 @@
 #     bench-small  synth 0.5B Q8_0 / Q4_K_M and 1.5B Q4_K_M: pp512, tg128, graphs on/off, profile
 #     bench-large  synth 7B Q4_K_M and Q8_0: pp512, tg128
 #     bench-kernels  decode matvecs alone on 7B / 0.5B shapes, per load schedule
-#   AB=1 adds same-run A/B benches: no PDL, matvec schedule 0 (MINFER_MATVEC_SCHEDULE=0)
+#   AB=1 adds same-run A/B benches: no PDL, matvec schedule 0 (MINFER_MATVEC_SCHEDULE=0),
+#        and the default again (order effects)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
 #     ncu-large    the same for 7B Q4_K_M
 #     ncu-detail   stall reasons, memory and occupancy of 7B's matvecs, and their SASS
@@ -123,6 +124,7 @@ stage_bench_small() {
   bench "$a" 0.5b-q8_0-nographs MINFER_NO_CUDA_GRAPH=1
   [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-nopdl MINFER_NO_PDL=1
   [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-sched0 MINFER_MATVEC_SCHEDULE=0
+  [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-again
   bench "$b" 0.5b-q4_k_m
   bench "$c" 1.5b-q4_k_m
 }
