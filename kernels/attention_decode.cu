@@ -367,6 +367,8 @@ size_t attention_partials_floats(int n_heads, int head_dim, int max_cells) {
   return n_splits * static_cast<size_t>(n_heads) * static_cast<size_t>(head_dim + 2);
 }
 
+int attention_decode_launches(const AttentionArgs& a) { return a.out_q.q != nullptr && a.head_dim % 32 != 0 ? 3 : 2; }
+
 cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream) {
   const int group = a.n_kv_heads > 0 ? a.n_heads / a.n_kv_heads : 0;
   if (a.n_tokens != 1 || group < 1 || group > kMaxGroup || a.n_heads % a.n_kv_heads != 0 || a.head_dim < 1 ||

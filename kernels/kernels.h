@@ -159,6 +159,9 @@ struct AttentionArgs {
 // query group, a second launch combines the partial softmaxes.
 size_t attention_partials_floats(int n_heads, int head_dim, int max_cells);
 cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream);
+// Kernels launch_attention_decode launches: split and combine (and a Q8
+// quantization when the head dimension is not a multiple of 32).
+int attention_decode_launches(const AttentionArgs& a);
 // Flash attention for prefill (n_tokens ≥ 1): tiles of 64 queries against
 // streamed K/V tiles on tensor cores (mma.sync f16, f32 accumulate), online
 // softmax, causal mask from device positions. head_dim 64 or 128.

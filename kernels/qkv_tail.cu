@@ -14,14 +14,21 @@ namespace {
 // Thread t of a head's block holds elements t and t + head_dim/2.
 constexpr int kMaxHeadDim = 256;
 
+// The arithmetic of the norm and the rotation is written with explicitly
+// rounded operations (__fmul_rn, __fadd_rn: never contracted into FMAs), so
+// that the fused kernel and the chain's kernels, which inline it into
+// different code, give the same bits; left to the compiler, a * a + b * b
+// becomes an FMA in one kernel and not in another (seen on the H200 when this
+// code was inlined into the decode attention, 2026-11-30).
+
 // Threads t >= half hold zeros and leave with their values untouched.
 __device__ __forceinline__ void head_norm_pair(float& a, float& b, const float* w, int t, int half, float eps,
                                                float* scratch) {
-  const float total = block_sum(a * a + b * b, scratch);
+  const float total = block_sum(__fadd_rn(__fmul_rn(a, a), __fmul_rn(b, b)), scratch);
   if (t >= half) return;
-  const float scale = rsqrtf(total / static_cast<float>(2 * half) + eps);
-  a = a * scale * w[t];
-  b = b * scale * w[t + half];
+  const float scale = rsqrtf(__fadd_rn(__fdiv_rn(total, static_cast<float>(2 * half)), eps));
+  a = __fmul_rn(__fmul_rn(a, scale), w[t]);
+  b = __fmul_rn(__fmul_rn(b, scale), w[t + half]);
 }
 
 int threads_for(int head_dim) { return (head_dim / 2 + kWarp - 1) / kWarp * kWarp; }
@@ -41,8 +48,8 @@ __device__ __forceinline__ void rope_pair(float* s, int t, int pos, const RopeAr
   const int i0 = r.neox ? t : 2 * t;
   const int i1 = r.neox ? t + half_rot : 2 * t + 1;
   const float a = s[i0], b = s[i1];
-  s[i0] = a * c - b * si;
-  s[i1] = a * si + b * c;
+  s[i0] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, si));
+  s[i1] = __fadd_rn(__fmul_rn(a, si), __fmul_rn(b, c));
 }
 
 __device__ __forceinline__ void store_cache(void* cache, bool f16, size_t offset, float v) {

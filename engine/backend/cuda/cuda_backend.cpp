@@ -609,6 +609,7 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
         a.out_q = out.q8;
         out.q8_ok = out.q8.q != nullptr;
         out.f16_ok = false;
+        launches_ += kernels::attention_decode_launches(a) - 1;  // every kernel counts
         return launched(kernels::launch_attention_decode(a, stream_), n);
       }
       a.out_f16 = out.f16;
