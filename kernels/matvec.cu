@@ -125,18 +125,18 @@ __global__ void __launch_bounds__(kGateUpWarps * kWarp, kMinBlocks)
 // The load schedule (row_dot_t in dot.cuh) of a launch: the one
 // set_matvec_schedule forces, else what measured fastest for the kernel, the
 // type and the units a lane has (tests/gpu/matvec_bench.cpp on the H200,
-// 2026-11-30, µs a launch with schedules 0 / 1 / 2):
-//  - gate/up, whenever every lane has a unit: groups (7B Q4_K 48.2 / 35.3 /
-//    35.3; Q8_0 the same either way).
+// bench/results/2026-11-30-h200-session3; µs a launch with schedules 0 / 1 / 2):
+//  - gate/up, whenever every lane has a unit: groups (7B Q4_K 42.7 / 31.6 /
+//    57.2, Q8_0 57.0 / 52.0 / 55.3).
 //  - matvec, K-quants: one unit at a time, whose unrolled loop already issues
-//    four units' loads together on long rows (7B ffn_down Q6_K 27.6 / 32.7 /
-//    36.0, Q4_K 21.7 / 25.4 / 24.2; o Q4_K 4.7 / 5.8 / 7.3), except Q6_K rows
-//    under four units a lane, where that loop's 140 registers cost more than
-//    they bring (7B output head 274 / 197 / 329).
+//    four units' loads together on long rows (7B ffn_down Q6_K 27.6 / 36.8 /
+//    36.4, Q4_K 18.1 / 20.1 / 27.6; attn_output Q4_K 4.4 / 5.1 / 7.8), except
+//    Q6_K rows under four units a lane, where that loop's 140 registers cost
+//    more than they bring (7B output head 274 / 200 / 326).
 //  - matvec, other types: groups once a lane has 3 units (7B q/k/v Q8_0
-//    8.8 / 7.2 / 8.7), double groups from 16 (7B ffn_down Q8_0 32.7 / 27.2 /
-//    24.9); fewer units a lane would make most of a group's loads repeats of
-//    the last unit (0.5B output head Q8_0, under one a lane: 57 / 78 / 132).
+//    8.8 / 7.1 / 8.5), double groups from 16 (7B ffn_down Q8_0 33.1 / 27.9 /
+//    25.1); fewer units a lane would make most of a group's loads repeats of
+//    the last unit (0.5B output head Q8_0, under one a lane: 57 / 77 / 132).
 template <int kType>
 int schedule_for(bool gate_up, int k) {
   const int forced = matvec_schedule();
