@@ -364,13 +364,13 @@ struct Unit<WType::kF32> {
   }
 };
 
-// Units a lane has in flight at once: their loads are issued before any of
-// their dot products (the registers they take bound it).
 // Units whose weight loads can be issued apart from their use (Unit::Raw,
 // Unit::load, Unit::dot(raw)): the K-quants, whose loads the compiler would
 // otherwise interleave with the previous unit's unpacking, and Q8_0.
 template <WType T>
 constexpr bool kHasRaw = T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K || T == WType::kQ8_0;
+// Units a lane has in flight at once in schedule 1: their loads are issued
+// before any of their dot products (the registers they take bound it).
 template <WType T>
 constexpr int kUnitDepth = (T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K) ? 2 : 4;
 
