@@ -13,16 +13,6 @@ namespace {
 // model (7B Q4_K_M tg128 168 vs 183 tok/s, 0.5B Q4_K_M 563 vs 616).
 constexpr int kWarpsPerBlock = 4;
 
-// Order-preserving key of (value, row): the float's bits mapped so that
-// unsigned order is numeric order, then ~row so that ties favour the lowest
-// row. NaN maps to 0 and never wins.
-__device__ __forceinline__ unsigned long long argmax_pack(float v, int row) {
-  if (isnan(v)) return 0ull;
-  const uint32_t b = __float_as_uint(v);
-  const uint32_t ord = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-  return (static_cast<unsigned long long>(ord) << 32) | (0xFFFFFFFFu - static_cast<uint32_t>(row));
-}
-
 struct MatvecBatch {
   MatvecTask t[kMaxMatvecTasks];
   int block_begin[kMaxMatvecTasks + 1];  // first block of each task
@@ -125,18 +115,19 @@ __global__ void __launch_bounds__(kGateUpWarps * kWarp, kMinBlocks)
 // The load schedule (row_dot_t in dot.cuh) of a launch: the one
 // set_matvec_schedule forces, else what measured fastest for the kernel, the
 // type and the units a lane has (tests/gpu/matvec_bench.cpp on the H200,
-// bench/results/2026-11-30-h200-session3; µs a launch with schedules 0 / 1 / 2):
-//  - gate/up, whenever every lane has a unit: groups (7B Q4_K 42.7 / 31.6 /
-//    57.2, Q8_0 57.0 / 52.0 / 55.3).
-//  - matvec, K-quants: one unit at a time, whose unrolled loop already issues
-//    four units' loads together on long rows (7B ffn_down Q6_K 27.6 / 36.8 /
-//    36.4, Q4_K 18.1 / 20.1 / 27.6; attn_output Q4_K 4.4 / 5.1 / 7.8), except
-//    Q6_K rows under four units a lane, where that loop's 140 registers cost
-//    more than they bring (7B output head 274 / 200 / 326).
+// bench/results/2026-11-30-h200-session4; µs a launch with schedules 0 / 1 / 2):
+//  - gate/up, whenever every lane has a unit: groups (7B Q4_K 39.1 / 29.7 /
+//    29.8, Q8_0 56.1 / 51.1 / 55.1).
+//  - matvec, Q4_K and Q5_K: one unit at a time, whose unrolled loop already
+//    issues four units' loads together on long rows (7B ffn_down Q4_K 21.6 /
+//    24.1 / 23.6 — 17.9 / 20.1 / 27.6 with the byte-wise scales it now uses
+//    again; attn_output 4.6 / 5.3 / 6.1).
+//  - matvec, Q6_K: groups under four units a lane (7B output head 170 / 142 /
+//    203), double groups from there (7B ffn_down 28.8 / 28.0 / 27.0).
 //  - matvec, other types: groups once a lane has 3 units (7B q/k/v Q8_0
-//    8.8 / 7.1 / 8.5), double groups from 16 (7B ffn_down Q8_0 33.1 / 27.9 /
-//    25.1); fewer units a lane would make most of a group's loads repeats of
-//    the last unit (0.5B output head Q8_0, under one a lane: 57 / 77 / 132).
+//    8.8 / 6.9 / 8.7), double groups from 16 (7B ffn_down Q8_0 32.5 / 26.7 /
+//    26.2); fewer units a lane would make most of a group's loads repeats of
+//    the last unit (0.5B output head Q8_0, under one a lane: 57 / 75 / 115).
 template <int kType>
 int schedule_for(bool gate_up, int k) {
   const int forced = matvec_schedule();
@@ -148,7 +139,7 @@ int schedule_for(bool gate_up, int k) {
     const int per_lane = k / Unit<T>::kElems / kWarp;
     if (gate_up) return per_lane >= 1 ? 1 : 0;
     if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return 0;
-    if constexpr (T == WType::kQ6_K) return per_lane < 4 ? 1 : 0;
+    if constexpr (T == WType::kQ6_K) return per_lane < 4 ? 1 : 2;
     return per_lane >= 16 ? 2 : per_lane >= 3 ? 1 : 0;
   }
 }
