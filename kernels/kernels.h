@@ -185,6 +185,18 @@ void set_pdl(bool on);
 // sums are the same bits either way. For A/B runs and tests.
 void set_matvec_schedule(int schedule);
 int matvec_schedule();
+// Decode matvecs and gate/up whose weights stream through shared memory by
+// bulk copies (matvec_stream.cu; sm_90 and later only: the caller checks).
+// Applies to Q8_0, Q4_K, Q5_K and Q6_K weights of one type a launch, without
+// the norm prologue; the results are the same bits as the plain kernels'.
+// Off by default.
+void set_matvec_stream(bool on);
+bool matvec_stream();
+// Streamed launches so far (tests and benchmarks check that the path ran).
+uint64_t matvec_stream_launches();
+// For benchmarks: warps a block (matvec only, 1-8), units a slice (32 or 64)
+// and stages (2-8, fewer if they do not fit); 0 keeps the default.
+void set_matvec_stream_shape(int warps, int units, int stages);
 
 // ---- faults (tests only) ---------------------------------------------------
 

@@ -4,6 +4,7 @@
 #include "kernels/dot.cuh"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
+#include "kernels/matvec_stream.cuh"
 
 namespace minfer::kernels {
 namespace {
@@ -169,6 +170,10 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
   b.norm_w = in.norm_w;
   b.norm_eps = in.norm_eps;
   b.k = tasks[0].w.k;
+  if (in.norm_w == nullptr) {
+    const cudaError_t st = launch_matvec_streamed(tasks, n_tasks, b.in, stream);
+    if (st != cudaErrorNotSupported) return st;
+  }
   size_t smem = 0;
   if (in.norm_w != nullptr) {
     for (int i = 1; i < n_tasks; ++i) {
@@ -198,6 +203,10 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
   }
   const DotInput din = dot_input(in);
   float2* hds = static_cast<float2*>(hq.ds);
+  if (in.norm_w == nullptr) {
+    const cudaError_t st = launch_gate_up_streamed(gate, up, din, h, hq.q, hds, stream);
+    if (st != cudaErrorNotSupported) return st;
+  }
   auto launch = [&](auto kernel) {
     return launch_kernel(kernel, dim3(gate.n_rows / 32), dim3(kGateUpWarps * kWarp), smem, stream, gate, up, din, in.norm_x,
                          in.norm_w, in.norm_eps, h, hq.q, hds);

@@ -5,6 +5,7 @@
 // Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/scheduler/runner.h"
+#include "kernels/kernels.h"
 #include "tests/engine/test_models.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -221,6 +223,23 @@ TEST_F(CudaSwitches, NoFuseQkvIsBitIdentical) {
 TEST_F(CudaSwitches, NoFuseFfnIsBitIdentical) {
   const auto on = run({}), off = run({}, FusionOptions{true, false});
   expect_same_bits(on, off);
+}
+
+// MINFER_MATVEC_STREAM=1: the streamed matvecs (sm_90) instead of the plain
+// register-loading ones; they must run in that arm and only there.
+TEST_F(CudaSwitches, MatvecStreamIsBitIdentical) {
+  int dev = 0, major = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
+  if (major < 9) GTEST_SKIP() << "the streamed matvec needs sm_90; this device is sm_" << major << "x";
+  const uint64_t before = kernels::matvec_stream_launches();
+  const auto plain = run({});
+  EXPECT_EQ(kernels::matvec_stream_launches(), before) << "the default run streamed";
+  ::setenv("MINFER_MATVEC_STREAM", "1", 1);
+  const auto streamed = run({});
+  ::unsetenv("MINFER_MATVEC_STREAM");
+  EXPECT_GT(kernels::matvec_stream_launches(), before) << "MINFER_MATVEC_STREAM=1 streamed no matvec";
+  expect_same_bits(streamed, plain);
 }
 
 TEST_F(CudaSwitches, NoFlashPrefillMatchesWithinF16Rounding) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -92,6 +93,17 @@ inline Diff compare(const float* a, const float* b, size_t n) {
   }
   d.rel = max_ref > 0 ? max_err / max_ref : max_err;
   return d;
+}
+
+// The same bits, or a failure naming the first element that differs.
+inline void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
+      ADD_FAILURE() << what << ": element " << i << " of " << want.size() << " is " << got[i] << ", want " << want[i];
+      return;
+    }
+  }
 }
 
 }  // namespace minfer::test

@@ -42,7 +42,11 @@ struct TestWeight {
     cpu.row_bytes = row_bytes;
     const auto wt = static_cast<kernels::WType>(static_cast<uint32_t>(type));
     const kernels::PlaneSizes ps = kernels::plane_sizes(wt, k);
-    std::vector<uint8_t> hq(ps.q_row * rows), hqh(ps.qh_row * rows), hmeta(ps.meta_row * rows), hd(ps.d_row * rows);
+    // Each plane padded to 16 bytes, as the engine's upload pads them: the
+    // streamed matvec copies whole 16-byte pieces.
+    auto padded = [](size_t n) { return (n + 15) / 16 * 16; };
+    std::vector<uint8_t> hq(padded(ps.q_row * rows)), hqh(padded(ps.qh_row * rows)), hmeta(padded(ps.meta_row * rows)),
+        hd(padded(ps.d_row * rows));
     kernels::repack_rows(wt, k, bytes.data(), row_bytes, rows, hq.data(), ps.qh_row ? hqh.data() : nullptr,
                          ps.meta_row ? hmeta.data() : nullptr, ps.d_row ? hd.data() : nullptr);
     q.upload(hq);
@@ -241,6 +245,96 @@ TEST(GpuMatvecSchedule, ClampedGroupsEqualUnitAtATimeBitForBit) {
       EXPECT_EQ(0, std::memcmp(h[0].data(), h[s].data(), h[0].size() * sizeof(float))) << dtype_name(c.type) << " k " << c.k << " schedule " << s;
     }
     for (size_t r = 0; r < y[0].size(); ++r) ASSERT_TRUE(std::isfinite(y[0][r])) << dtype_name(c.type) << " row " << r;
+  }
+}
+
+// The streamed kernels (weights through shared memory by bulk copies, sm_90)
+// compute the plain kernels' sums in the same order: identical bits, for
+// every stage shape, on rows of one slice or several with a partial last
+// one, row counts that leave a partial group, a three-weight batch with bias,
+// residual and argmax, and gate/up with its Q8 output.
+TEST(GpuMatvecStream, StreamedEqualsPlainBitForBit) {
+  MINFER_REQUIRE_GPU();
+  int dev = 0, major = 0;
+  CUDA_ASSERT(cudaGetDevice(&dev));
+  CUDA_ASSERT(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (major < 9) GTEST_SKIP() << "the streamed matvec needs sm_90 (bulk copies); this device is sm_" << major << "x";
+  struct Shape {
+    int warps, units, stages;
+  };
+  const Shape shapes[] = {{0, 0, 0}, {1, 32, 2}, {3, 64, 3}, {8, 32, 8}, {5, 64, 2}};
+  for (const MatvecCase c : {MatvecCase{DType::kQ8_0, 37, 896}, MatvecCase{DType::kQ8_0, 64, 4864},
+                             MatvecCase{DType::kQ8_0, 9, 96}, MatvecCase{DType::kQ4_K, 96, 3584},
+                             MatvecCase{DType::kQ4_K, 33, 256}, MatvecCase{DType::kQ4_K, 32, 4608},
+                             MatvecCase{DType::kQ5_K, 64, 4864}, MatvecCase{DType::kQ6_K, 45, 18944},
+                             MatvecCase{DType::kQ6_K, 64, 3584}}) {
+    TestWeight w(c.type, c.rows, c.k, 91), w2(c.type, c.rows, c.k, 92), w3(c.type, 2 * c.rows + 3, c.k, 93);
+    const std::vector<float> x = test::random_floats(static_cast<size_t>(c.k), 94);
+    const std::vector<float> bias = test::random_floats(static_cast<size_t>(c.rows), 95);
+    const std::vector<float> resid = test::random_floats(static_cast<size_t>(c.rows), 96);
+    DeviceArray<float> dx, db;
+    dx.upload(x);
+    db.upload(bias);
+    Q8Device xq(1, c.k);
+    CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, c.k, xq.rows(), nullptr));
+    kernels::MatvecInput in{dx.get(), xq.rows()};
+    struct Out {
+      std::vector<float> y1, y2, y3, h;
+      std::vector<int8_t> hq;
+      unsigned long long argmax = 0;
+    };
+    auto run = [&](bool stream, Out& o) {
+      kernels::set_matvec_stream(stream);
+      DeviceArray<float> y1(static_cast<size_t>(c.rows)), y2, y3(static_cast<size_t>(2 * c.rows + 3));
+      y2.upload(resid);
+      DeviceArray<unsigned long long> am(1);
+      CUDA_ASSERT(cudaMemset(am.get(), 0, sizeof(unsigned long long)));
+      // With a bias; accumulating into a residual; folding an argmax.
+      kernels::MatvecTask t[3] = {{w.dev, y1.get(), db.get()},
+                                  {w2.dev, y2.get(), nullptr, true},
+                                  {w3.dev, y3.get(), nullptr, false, am.get()}};
+      CUDA_ASSERT(kernels::launch_matvec(t, 3, in, nullptr));
+      if (c.rows % 32 == 0) {
+        DeviceArray<float> h(static_cast<size_t>(c.rows));
+        Q8Device hq(1, c.rows);
+        CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, in, h.get(), hq.rows(), nullptr));
+        o.h = h.download();
+        o.hq = hq.q.download();
+      }
+      o.y1 = y1.download();
+      o.y2 = y2.download();
+      o.y3 = y3.download();
+      o.argmax = am.download()[0];
+      kernels::set_matvec_stream(false);
+    };
+    Out plain;
+    run(false, plain);
+    ASSERT_FALSE(HasFatalFailure());
+    for (const Shape& sh : shapes) {
+      kernels::set_matvec_stream_shape(sh.warps, sh.units, sh.stages);
+      Out got;
+      const uint64_t launches = kernels::matvec_stream_launches();
+      run(true, got);
+      kernels::set_matvec_stream_shape(0, 0, 0);
+      ASSERT_FALSE(HasFatalFailure());
+      // Every matvec shape here fits its stages; the default gate/up shape too
+      // (others may not, and fall back to the plain kernel).
+      const uint64_t streamed = kernels::matvec_stream_launches() - launches;
+      if (sh.warps == 0) {
+        EXPECT_EQ(streamed, c.rows % 32 == 0 ? 2u : 1u) << "streamed launches, " << dtype_name(c.type) << " k " << c.k;
+      } else {
+        EXPECT_GE(streamed, 1u) << "streamed launches, " << dtype_name(c.type) << " k " << c.k;
+      }
+      const std::string what = std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k) +
+                               " shape " + std::to_string(sh.warps) + "/" + std::to_string(sh.units) + "/" + std::to_string(sh.stages);
+      test::expect_same_bits(got.y1, plain.y1, what + " bias");
+      test::expect_same_bits(got.y2, plain.y2, what + " residual");
+      test::expect_same_bits(got.y3, plain.y3, what + " third weight");
+      EXPECT_EQ(got.argmax, plain.argmax) << what;
+      test::expect_same_bits(got.h, plain.h, what + " gate/up");
+      EXPECT_EQ(got.hq, plain.hq) << what;
+    }
+    for (float v : plain.y3) ASSERT_TRUE(std::isfinite(v)) << dtype_name(c.type);
   }
 }
 

@@ -1,7 +1,11 @@
 // Decode matvec kernels alone, on the weight shapes of real models: time per
-// launch and the weight bandwidth it reaches, for each load schedule
-// (kernels::set_matvec_schedule; -1 is the per-launch choice). A tool for run_on_device.sh's bench-kernels
-// stage, not a test: it asserts nothing, and the weights are random bytes.
+// launch and the weight bandwidth it reaches, for each variant named on the
+// command line: the plain kernels with a load schedule
+// (kernels::set_matvec_schedule; "auto" is the per-launch choice) or the
+// streamed ones with a stage shape (kernels::set_matvec_stream_shape; where a
+// shape does not apply, the launch falls back to the plain kernel). A tool
+// for run_on_device.sh's bench-kernels stage, not a test: it asserts nothing,
+// and the weights are random bytes.
 //
 // Each case cycles through enough copies of its weights (at least 4x the L2)
 // that every launch reads them from DRAM, as a decode step does (every
@@ -69,6 +73,7 @@ struct Planes {
 
 void* device_random(size_t n, std::mt19937& rng) {
   if (n == 0) return nullptr;
+  n = (n + 15) / 16 * 16;  // planes padded to 16 bytes, as the engine's upload pads them
   std::vector<uint32_t> host((n + 3) / 4);
   for (auto& v : host) v = static_cast<uint32_t>(rng());
   void* p = nullptr;
@@ -100,7 +105,29 @@ struct Result {
   double gbps = 0;
 };
 
-Result run_case(const Case& c, int schedule, size_t l2_bytes, cudaStream_t stream) {
+// A kernel variant: the plain kernels with a load schedule (-1 auto), or the
+// streamed kernels with a stage shape (0: the default).
+struct Variant {
+  std::string label;
+  int schedule = -1;
+  bool stream = false;
+  int warps = 0, units = 0, stages = 0;
+};
+
+// "auto" | "0" | "1" | "2" | "stream" | "stream:W/U/S"
+Variant parse_variant(const std::string& a) {
+  Variant v;
+  v.label = a;
+  if (a.rfind("stream", 0) == 0) {
+    v.stream = true;
+    if (a.size() > 7) std::sscanf(a.c_str() + 7, "%d/%d/%d", &v.warps, &v.units, &v.stages);
+  } else if (a != "auto") {
+    v.schedule = std::atoi(a.c_str());
+  }
+  return v;
+}
+
+Result run_case(const Case& c, const Variant& variant, size_t l2_bytes, cudaStream_t stream) {
   std::mt19937 rng(1234);
   const int n_tasks = c.gate_up ? 2 : (c.rows[2] ? 3 : c.rows[1] ? 2 : 1);
   size_t copy_bytes = 0;
@@ -133,7 +160,9 @@ Result run_case(const Case& c, int schedule, size_t l2_bytes, cudaStream_t strea
   CHECK(cudaMalloc(reinterpret_cast<void**>(&hq), static_cast<size_t>(out_n)));
   CHECK(cudaMalloc(&hds, static_cast<size_t>(out_n / 32 + 1) * 8));
 
-  minfer::kernels::set_matvec_schedule(schedule);
+  minfer::kernels::set_matvec_schedule(variant.schedule);
+  minfer::kernels::set_matvec_stream(variant.stream);
+  minfer::kernels::set_matvec_stream_shape(variant.warps, variant.units, variant.stages);
   minfer::kernels::MatvecInput in;
   in.x = x;
   in.xq.q = xq;
@@ -188,11 +217,12 @@ Result run_case(const Case& c, int schedule, size_t l2_bytes, cudaStream_t strea
 
 }  // namespace
 
+// Arguments: the variants to time (parse_variant), each a column pair.
 int main(int argc, char** argv) {
-  std::vector<int> schedules = {-1, 0, 1, 2};
-  if (argc > 1) {
-    schedules.clear();
-    for (int i = 1; i < argc; ++i) schedules.push_back(std::atoi(argv[i]));
+  std::vector<Variant> variants;
+  for (int i = 1; i < argc; ++i) variants.push_back(parse_variant(argv[i]));
+  if (variants.empty()) {
+    for (const char* v : {"auto", "0", "1", "2", "stream"}) variants.push_back(parse_variant(v));
   }
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -203,18 +233,23 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::printf("%s, L2 %d MB, copy bandwidth %.0f GB/s\n\n", prop.name, prop.l2CacheSize >> 20, copy_gbps);
   std::printf("| case |");
-  for (int s : schedules) {
-    if (s < 0) std::printf(" auto µs | GB/s (%% of copy) |");
-    else std::printf(" schedule %d µs | GB/s (%% of copy) |", s);
-  }
+  for (const Variant& v : variants) std::printf(" %s µs | GB/s (%% of copy) |", v.label.c_str());
   std::printf("\n|---|");
-  for (size_t i = 0; i < schedules.size(); ++i) std::printf("---:|---:|");
+  for (size_t i = 0; i < variants.size(); ++i) std::printf("---:|---:|");
   std::printf("\n");
+  const char* only = std::getenv("MATVEC_BENCH_CASE");  // one case (profiling)
   for (const Case& c : kCases) {
+    if (only != nullptr && std::strcmp(only, c.name) != 0) continue;
     std::printf("| %s |", c.name);
-    for (int s : schedules) {
-      const Result r = run_case(c, s, static_cast<size_t>(prop.l2CacheSize), stream);
-      std::printf(" %.1f | %.0f (%.0f%%) |", r.us, r.gbps, copy_gbps > 0 ? 100 * r.gbps / copy_gbps : 0.0);
+    for (const Variant& v : variants) {
+      if (v.stream && prop.major < 9) {
+        std::printf(" - | (needs sm_90) |");
+        continue;
+      }
+      const uint64_t streamed = minfer::kernels::matvec_stream_launches();
+      const Result r = run_case(c, v, static_cast<size_t>(prop.l2CacheSize), stream);
+      const bool fell_back = v.stream && minfer::kernels::matvec_stream_launches() == streamed;
+      std::printf(" %.1f%s | %.0f (%.0f%%) |", r.us, fell_back ? " (plain)" : "", r.gbps, copy_gbps > 0 ? 100 * r.gbps / copy_gbps : 0.0);
     }
     std::printf("\n");
     std::fflush(stdout);

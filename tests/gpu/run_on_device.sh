@@ -12,6 +12,7 @@
 #        and the default again (order effects)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
 #     ncu-large    the same for 7B Q4_K_M
+#     ncu-stream   stall reasons of the streamed vs the plain gate/up kernel (kernel bench)
 #     ncu-detail   stall reasons, memory and occupancy of 7B's matvecs, and their SASS
 #     profile-large  7B Q4_K_M pp512 / tg128 time per op kind (minfer bench --profile)
 #     daemon       minferd on the GPU in a sandbox like the unit's, queried over its socket
@@ -34,7 +35,7 @@ note() { echo "$*" | tee -a "$summary"; }
 
 # The lent H200 machines have Boost's headers but no compiled Boost libraries.
 # Boost.ProgramOptions is then built from its sources, carried in
-# .carry/boost_po (Debian's boost1.81 source package; git-ignored), and
+# .carry/boost_po (Debian's boost1.81 sources, fetched by fetch_boost_po.sh; git-ignored), and
 # offered to CMake as a package config.
 boost_po_args=()
 boost_po_fallback() {
@@ -124,6 +125,7 @@ stage_bench_small() {
   bench "$a" 0.5b-q8_0-nographs MINFER_NO_CUDA_GRAPH=1
   [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-nopdl MINFER_NO_PDL=1
   [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-sched0 MINFER_MATVEC_SCHEDULE=0
+  [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-stream MINFER_MATVEC_STREAM=1
   [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-again
   bench "$b" 0.5b-q4_k_m
   bench "$c" 1.5b-q4_k_m
@@ -213,10 +215,29 @@ PY
 }
 
 # Decode matvec kernels alone on 7B and 0.5B weight shapes: µs a launch and
-# GB/s for the per-launch choice and each forced load schedule
-# (tests/gpu/matvec_bench.cpp).
+# GB/s for each variant (tests/gpu/matvec_bench.cpp): the plain kernels'
+# per-launch schedule choice, and the streamed kernels with stage shapes
+# warps/units/stages (KERNEL_VARIANTS overrides the list).
 stage_bench_kernels() {
-  "$build/tests/gpu/gpu_matvec_bench" -1 0 1 2 2>&1 | tee -a "$summary"
+  # shellcheck disable=SC2086
+  "$build/tests/gpu/gpu_matvec_bench" ${KERNEL_VARIANTS:-auto stream stream:8/64/2 stream:4/128/4} 2>&1 | tee -a "$summary"
+}
+
+# The streamed and the plain gate/up kernel on 7B Q4_K shapes under Nsight
+# Compute: stall reasons a issued instruction, instructions, shared-memory
+# bank conflicts, DRAM throughput (why the streamed one is slower).
+stage_ncu_stream() {
+  local ncu v k
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [ -n "$ncu" ] || { note "ncu: not found"; return 0; }
+  for v in stream auto; do
+    k=matvec_stream_kernel; [ "$v" = auto ] && k=gate_up_kernel
+    MATVEC_BENCH_CASE="${NCU_CASE:-7b gate_up q4_k}" "$ncu" --clock-control none --cache-control none -k "regex:$k" --launch-skip 20 --launch-count 1 \
+      --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__t_sector_hit_rate.pct,smsp__warps_active.avg.per_cycle_active,smsp__issue_active.avg.per_cycle_active,launch__grid_size,launch__occupancy_limit_shared_mem" \
+      "$build/tests/gpu/gpu_matvec_bench" "$v" >"$out/ncu-stream-$v.txt" 2>&1
+    note "ncu $v ($k):"
+    grep -E "^    [a-z_]+__" "$out/ncu-stream-$v.txt" | awk '{v=$NF; if (v != "0" && v != "0.00" && v != "0,00") print}' | head -45 | tee -a "$summary"
+  done
 }
 
 # Where a 7B Q4_K_M pp512 and tg128 spend their time, per op kind (CUDA events).
@@ -305,8 +326,8 @@ stage_bench_large() {
   bench "$a" 7b-q4_k_m
   bench "$b" 7b-q8_0
   if [ -n "${AB:-}" ]; then
-    bench "$a" 7b-q4_k_m-sched0 MINFER_MATVEC_SCHEDULE=0
-    bench "$b" 7b-q8_0-sched0 MINFER_MATVEC_SCHEDULE=0
+    bench "$a" 7b-q4_k_m-stream MINFER_MATVEC_STREAM=1
+    bench "$b" 7b-q8_0-stream MINFER_MATVEC_STREAM=1
   fi
 }
 
@@ -318,6 +339,7 @@ for s in "${stages[@]}"; do
     bench-small) stage_bench_small || status=1 ;;
     bench-large) stage_bench_large || status=1 ;;
     bench-kernels) stage_bench_kernels || status=1 ;;
+    ncu-stream) stage_ncu_stream || status=1 ;;
     ncu) stage_ncu || status=1 ;;
     ncu-large) stage_ncu_large || status=1 ;;
     ncu-detail) stage_ncu_detail || status=1 ;;

@@ -118,6 +118,12 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   const char* schedule = std::getenv("MINFER_MATVEC_SCHEDULE");
   const std::string_view sched = schedule != nullptr ? schedule : "";
   kernels::set_matvec_schedule(sched == "0" ? 0 : sched == "1" ? 1 : sched == "2" ? 2 : -1);
+  // Decode matvecs whose weights stream through shared memory by bulk copies
+  // (kernels.h; sm_90 and newer): opt-in (MINFER_MATVEC_STREAM=1) while they
+  // lose to the plain kernels on the H200 (7B gate/up Q4_K 39.7 vs 31.6 µs;
+  // bench/results/2026-11-30-h200-session4). The same bits either way.
+  const char* stream_env = std::getenv("MINFER_MATVEC_STREAM");
+  kernels::set_matvec_stream(facts_.cc_major >= 9 && stream_env != nullptr && std::string_view(stream_env) == "1");
   const char* fuse_norm = std::getenv("MINFER_FUSE_NORM");
   fuse_norm_ = fuse_norm != nullptr && std::string_view(fuse_norm) != "0";
   CUDA_TRY(cudaSetDevice(facts_.device));
