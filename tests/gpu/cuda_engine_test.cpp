@@ -228,10 +228,7 @@ TEST_F(CudaSwitches, NoFuseFfnIsBitIdentical) {
 // MINFER_MATVEC_STREAM=1: the streamed matvecs (sm_90) instead of the plain
 // register-loading ones; they must run in that arm and only there.
 TEST_F(CudaSwitches, MatvecStreamIsBitIdentical) {
-  int dev = 0, major = 0;
-  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
-  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), cudaSuccess);
-  if (major < 9) GTEST_SKIP() << "the streamed matvec needs sm_90; this device is sm_" << major << "x";
+  MINFER_REQUIRE_SM90();
   const uint64_t before = kernels::matvec_stream_launches();
   const auto plain = run({});
   EXPECT_EQ(kernels::matvec_stream_launches(), before) << "the default run streamed";

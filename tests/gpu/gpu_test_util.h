@@ -28,6 +28,16 @@ inline std::string gpu_unavailable_reason() {
     if (!minfer_gpu_why_.empty()) GTEST_SKIP() << "GPU test skipped: " << minfer_gpu_why_; \
   } while (0)
 
+// Skips the test unless the current device is sm_90 or newer (the streamed
+// matvec's bulk copies), saying which device it has.
+#define MINFER_REQUIRE_SM90()                                                                     \
+  do {                                                                                            \
+    int minfer_dev_ = 0, minfer_major_ = 0;                                                       \
+    ASSERT_EQ(cudaGetDevice(&minfer_dev_), cudaSuccess);                                          \
+    ASSERT_EQ(cudaDeviceGetAttribute(&minfer_major_, cudaDevAttrComputeCapabilityMajor, minfer_dev_), cudaSuccess); \
+    if (minfer_major_ < 9) GTEST_SKIP() << "needs sm_90 (bulk copies); this device is sm_" << minfer_major_ << "x"; \
+  } while (0)
+
 #define CUDA_ASSERT(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
 
 // A device buffer that frees itself.

@@ -255,10 +255,7 @@ TEST(GpuMatvecSchedule, ClampedGroupsEqualUnitAtATimeBitForBit) {
 // residual and argmax, and gate/up with its Q8 output.
 TEST(GpuMatvecStream, StreamedEqualsPlainBitForBit) {
   MINFER_REQUIRE_GPU();
-  int dev = 0, major = 0;
-  CUDA_ASSERT(cudaGetDevice(&dev));
-  CUDA_ASSERT(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  if (major < 9) GTEST_SKIP() << "the streamed matvec needs sm_90 (bulk copies); this device is sm_" << major << "x";
+  MINFER_REQUIRE_SM90();
   struct Shape {
     int warps, units, stages;
   };

@@ -9,7 +9,8 @@
 #     bench-large  synth 7B Q4_K_M and Q8_0: pp512, tg128
 #     bench-kernels  decode matvecs alone on 7B / 0.5B shapes, per load schedule
 #   AB=1 adds same-run A/B benches: no PDL, matvec schedule 0 (MINFER_MATVEC_SCHEDULE=0),
-#        and the default again (order effects)
+#        the streamed matvecs (MINFER_MATVEC_STREAM=1, 0.5B and 7B), and the default
+#        again (order effects)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
 #     ncu-large    the same for 7B Q4_K_M
 #     ncu-stream   stall reasons of the streamed vs the plain gate/up kernel (kernel bench)

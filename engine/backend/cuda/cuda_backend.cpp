@@ -120,7 +120,7 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   kernels::set_matvec_schedule(sched == "0" ? 0 : sched == "1" ? 1 : sched == "2" ? 2 : -1);
   // Decode matvecs whose weights stream through shared memory by bulk copies
   // (kernels.h; sm_90 and newer): opt-in (MINFER_MATVEC_STREAM=1) while they
-  // lose to the plain kernels on the H200 (7B gate/up Q4_K 39.7 vs 31.6 µs;
+  // lose to the plain kernels on the H200 (7B gate/up Q4_K 37.5 vs 29.7 µs;
   // bench/results/2026-11-30-h200-session4). The same bits either way.
   const char* stream_env = std::getenv("MINFER_MATVEC_STREAM");
   kernels::set_matvec_stream(facts_.cc_major >= 9 && stream_env != nullptr && std::string_view(stream_env) == "1");
