@@ -8,14 +8,16 @@
 #     bench-small  synth 0.5B Q8_0 / Q4_K_M and 1.5B Q4_K_M: pp512, tg128, graphs on/off, profile
 #     bench-large  synth 7B Q4_K_M and Q8_0: pp512, tg128
 #     bench-kernels  decode matvecs alone on 7B / 0.5B shapes, per load schedule
-#   AB=1 adds same-run A/B benches: no PDL, matvec schedule 0 (MINFER_MATVEC_SCHEDULE=0),
-#        the streamed matvecs (MINFER_MATVEC_STREAM=1, 0.5B and 7B), and the default
-#        again (order effects)
+#   AB="ARM..." adds same-run A/B benches, AB=1 all of them: nopdl (MINFER_NO_PDL=1),
+#        sched0 (MINFER_MATVEC_SCHEDULE=0), stream (MINFER_MATVEC_STREAM=1, 0.5B and 7B),
+#        nofusenorm (MINFER_FUSE_NORM=0, 0.5B and 7B Q4_K_M), again (the default again:
+#        order effects)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
 #     ncu-large    the same for 7B Q4_K_M
 #     ncu-stream   stall reasons of the streamed vs the plain gate/up kernel (kernel bench)
 #     ncu-detail   stall reasons, memory and occupancy of 7B's matvecs, and their SASS
 #     profile-large  7B Q4_K_M pp512 / tg128 time per op kind (minfer bench --profile)
+#     timeline     each decode kernel's share of a replayed step (CUPTI), 0.5B Q8_0 and 7B Q4_K_M
 #     daemon       minferd on the GPU in a sandbox like the unit's, queried over its socket
 #   default: build test bench-small
 #
@@ -69,6 +71,9 @@ CFG
   note "Boost.ProgramOptions $ver built from .carry/boost_po"
 }
 
+# The CUPTI timeline tool is built where the toolkit has CUPTI.
+timeline_target() { grep -q "build gpu_decode_timeline\b\|tests/gpu/gpu_decode_timeline:" "$build/build.ninja" 2>/dev/null && echo gpu_decode_timeline; }
+
 stage_build() {
   boost_po_fallback || return 1
   local systemd=ON
@@ -76,7 +81,7 @@ stage_build() {
   local t0=$(date +%s)
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
     -DMINFER_SYSTEMD=$systemd -DMINFER_TESTS=ON "${boost_po_args[@]}" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
-  ninja -C "$build" -j"$(nproc)" minfer minferd gpu_kernels_test gpu_engine_test engine_e2e_test gpu_matvec_bench >"$out/build.log" 2>&1 \
+  ninja -C "$build" -j"$(nproc)" minfer minferd gpu_kernels_test gpu_engine_test engine_e2e_test gpu_matvec_bench $(timeline_target) >"$out/build.log" 2>&1 \
     || { grep -E "error|FAILED" "$out/build.log" | head -40; return 1; }
   note "build: ok in $(( $(date +%s) - t0 )) s (systemd $systemd)"
 }
@@ -90,6 +95,15 @@ stage_test() {
     grep -E '^\[  FAILED  \]|Failure|parity   \]|graphs   \]' "$out/$t.log" | head -40
   done
   return $failed
+}
+
+# The A/B arms AB asks for: a list of names, or 1 for all of them.
+ab_arms() {
+  case "${AB:-}" in
+    "") ;;
+    1) echo nopdl sched0 stream nofusenorm again ;;
+    *) echo "$AB" ;;
+  esac
 }
 
 synth() {  # preset type
@@ -124,10 +138,16 @@ stage_bench_small() {
   a=$(synth qwen2.5-0.5b q8_0); b=$(synth qwen2.5-0.5b q4_k_m); c=$(synth qwen2.5-1.5b q4_k_m)
   bench "$a" 0.5b-q8_0
   bench "$a" 0.5b-q8_0-nographs MINFER_NO_CUDA_GRAPH=1
-  [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-nopdl MINFER_NO_PDL=1
-  [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-sched0 MINFER_MATVEC_SCHEDULE=0
-  [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-stream MINFER_MATVEC_STREAM=1
-  [ -n "${AB:-}" ] && bench "$a" 0.5b-q8_0-again
+  local arm
+  for arm in $(ab_arms); do
+    case $arm in
+      nopdl) bench "$a" 0.5b-q8_0-nopdl MINFER_NO_PDL=1 ;;
+      sched0) bench "$a" 0.5b-q8_0-sched0 MINFER_MATVEC_SCHEDULE=0 ;;
+      stream) bench "$a" 0.5b-q8_0-stream MINFER_MATVEC_STREAM=1 ;;
+      nofusenorm) bench "$a" 0.5b-q8_0-nofusenorm MINFER_FUSE_NORM=0 ;;
+      again) bench "$a" 0.5b-q8_0-again ;;
+    esac
+  done
   bench "$b" 0.5b-q4_k_m
   bench "$c" 1.5b-q4_k_m
 }
@@ -241,6 +261,20 @@ stage_ncu_stream() {
   done
 }
 
+# Each decode kernel's share of a replayed step (CUPTI kernel records; graphs
+# and PDL on, as the service runs): 0.5B Q8_0 and 7B Q4_K_M, tg128 after a
+# one-token prompt like the bench. TIMELINE_MODELS overrides the list
+# (preset:type ...); every kernel of the last step goes to a CSV in the logs.
+stage_timeline() {
+  [ -x "$build/tests/gpu/gpu_decode_timeline" ] || { note "timeline: gpu_decode_timeline not built (no CUPTI)"; return 0; }
+  local m f
+  for m in ${TIMELINE_MODELS:-qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m}; do
+    f=$(synth "${m%%:*}" "${m##*:}")
+    "$build/tests/gpu/gpu_decode_timeline" "$f" 1 128 "$out/timeline-${m/:/-}.csv" 2>"$out/timeline-${m/:/-}.log" | tee -a "$summary" \
+      || { tail -5 "$out/timeline-${m/:/-}.log"; return 1; }
+  done
+}
+
 # Where a 7B Q4_K_M pp512 and tg128 spend their time, per op kind (CUDA events).
 stage_profile_large() {
   local f
@@ -326,10 +360,13 @@ stage_bench_large() {
   a=$(synth qwen2.5-7b q4_k_m); b=$(synth qwen2.5-7b q8_0)
   bench "$a" 7b-q4_k_m
   bench "$b" 7b-q8_0
-  if [ -n "${AB:-}" ]; then
-    bench "$a" 7b-q4_k_m-stream MINFER_MATVEC_STREAM=1
-    bench "$b" 7b-q8_0-stream MINFER_MATVEC_STREAM=1
-  fi
+  local arm
+  for arm in $(ab_arms); do
+    case $arm in
+      stream) bench "$a" 7b-q4_k_m-stream MINFER_MATVEC_STREAM=1; bench "$b" 7b-q8_0-stream MINFER_MATVEC_STREAM=1 ;;
+      nofusenorm) bench "$a" 7b-q4_k_m-nofusenorm MINFER_FUSE_NORM=0 ;;
+    esac
+  done
 }
 
 status=0
@@ -345,6 +382,7 @@ for s in "${stages[@]}"; do
     ncu-large) stage_ncu_large || status=1 ;;
     ncu-detail) stage_ncu_detail || status=1 ;;
     profile-large) stage_profile_large || status=1 ;;
+    timeline) stage_timeline || status=1 ;;
     daemon) stage_daemon || status=1 ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac

@@ -1,0 +1,200 @@
+// Where a decode step's time goes, kernel by kernel, as the service runs it:
+// replayed CUDA graphs with programmatic dependent launch. CUPTI's kernel
+// activity records give each kernel's start and end on the GPU. With PDL a
+// kernel starts (its blocks run up to their wait) before its predecessor
+// ends, so durations overlap and do not add up to the step; the ends do: a
+// kernel's share of the step is the time from the previous kernel's end to
+// its own. Not a test: a measuring tool (run_on_device.sh timeline).
+//
+//   gpu_decode_timeline MODEL.gguf [PROMPT_TOKENS [DECODE_TOKENS]] [CSV]
+//
+// Prints, per kernel (name and grid), launches a step, the mean share of the
+// step, the mean duration and how long before its predecessor's end it
+// started; CSV (optional) gets every kernel of the last step.
+#include <cupti.h>
+#include <cxxabi.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/api.h"
+
+namespace {
+
+struct KernelRecord {
+  std::string name;
+  int64_t grid = 0;
+  uint64_t start = 0, end = 0;
+  uint32_t correlation = 0;
+  uint32_t graph = 0;
+};
+
+std::mutex g_mutex;
+std::vector<KernelRecord> g_records;
+
+// "minfer::kernels::(anonymous namespace)::matvec_kernel<8, 1>(...)" → "matvec_kernel<8, 1>".
+std::string short_name(const char* mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string s = status == 0 && d != nullptr ? d : mangled;
+  std::free(d);
+  int depth = 0;
+  size_t cut = s.size();
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    if (s[i] == '>') --depth;
+    if (s[i] == '(' && depth == 0 && s.compare(i, 21, "(anonymous namespace)") != 0) {
+      cut = i;
+      break;
+    }
+  }
+  s.resize(cut);
+  for (const std::string prefix : {"void ", "minfer::kernels::", "(anonymous namespace)::"}) {
+    for (size_t p; (p = s.find(prefix)) != std::string::npos;) s.erase(p, prefix.size());
+  }
+  return s;
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 32u << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* rec = nullptr;
+  std::lock_guard lock(g_mutex);
+  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
+    const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+    g_records.push_back(KernelRecord{short_name(k->name), static_cast<int64_t>(k->gridX) * k->gridY * k->gridZ, k->start,
+                                     k->end, k->correlationId, k->graphId});
+  }
+  std::free(buffer);
+}
+
+bool cupti_ok(CUptiResult r, const char* what) {
+  if (r == CUPTI_SUCCESS) return true;
+  const char* s = nullptr;
+  cuptiGetResultString(r, &s);
+  std::cerr << "gpu_decode_timeline: " << what << ": " << (s ? s : "?") << "\n";
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace minfer;
+  if (argc < 2) {
+    std::cerr << "usage: gpu_decode_timeline MODEL.gguf [PROMPT_TOKENS [DECODE_TOKENS]] [CSV]\n";
+    return 2;
+  }
+  const int n_prompt = argc > 2 ? std::atoi(argv[2]) : 1;
+  const int n_gen = argc > 3 ? std::atoi(argv[3]) : 128;
+  const std::string csv = argc > 4 ? argv[4] : "";
+  if (!cupti_ok(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "register") ||
+      !cupti_ok(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enable kernel records")) {
+    return 1;
+  }
+  EngineConfig config;
+  config.model_path = argv[1];
+  config.backend = BackendChoice::kCuda;
+  config.n_ctx = n_prompt + n_gen + 16;
+  config.apply_environment();
+  auto loaded = Engine::load(config);
+  if (!loaded) {
+    std::cerr << "gpu_decode_timeline: " << loaded.error().message << "\n";
+    return 1;
+  }
+  Engine& e = **loaded;
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> dist(0, e.info().vocab_size - 1);
+  GenerationRequest req;
+  for (int i = 0; i < n_prompt; ++i) req.prompt.push_back(dist(rng));
+  req.max_tokens = n_gen;
+  req.sampling.temperature = 0.0f;
+  req.ignore_eos = true;
+  {
+    std::lock_guard lock(g_mutex);
+    g_records.clear();
+  }
+  cuptiActivityFlushAll(1);
+  {
+    std::lock_guard lock(g_mutex);
+    g_records.clear();
+  }
+  const GenerationResult r = e.generate(req, nullptr, nullptr);
+  cuptiActivityFlushAll(1);
+  if (r.finish == FinishReason::kError) {
+    std::cerr << "gpu_decode_timeline: " << r.error->message << "\n";
+    return 1;
+  }
+  // Decode steps: the kernels of one graph launch share its correlation id.
+  std::map<uint32_t, std::vector<KernelRecord>> by_launch;
+  for (const KernelRecord& k : g_records) {
+    if (k.graph != 0) by_launch[k.correlation].push_back(k);
+  }
+  std::vector<std::vector<KernelRecord>> steps;
+  for (auto& [id, ks] : by_launch) {
+    std::sort(ks.begin(), ks.end(), [](const KernelRecord& a, const KernelRecord& b) { return a.end < b.end; });
+    steps.push_back(std::move(ks));
+  }
+  std::sort(steps.begin(), steps.end(), [](const auto& a, const auto& b) { return a.front().start < b.front().start; });
+  // The first steps warm caches and clocks: keep the second half.
+  if (steps.size() < 4) {
+    std::cerr << "gpu_decode_timeline: " << steps.size() << " graph launches recorded (graphs off?)\n";
+    return 1;
+  }
+  steps.erase(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2));
+  struct Agg {
+    double share = 0, duration = 0, early = 0;
+    int64_t count = 0;
+  };
+  std::map<std::pair<std::string, int64_t>, Agg> agg;
+  double step_sum = 0, kernel_sum = 0;
+  for (const auto& ks : steps) {
+    step_sum += static_cast<double>(ks.back().end - ks.front().start);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      Agg& a = agg[{ks[i].name, ks[i].grid}];
+      const uint64_t prev_end = i == 0 ? ks[i].start : ks[i - 1].end;
+      a.share += static_cast<double>(ks[i].end) - static_cast<double>(prev_end);
+      a.duration += static_cast<double>(ks[i].end - ks[i].start);
+      a.early += std::max(0.0, static_cast<double>(prev_end) - static_cast<double>(ks[i].start));
+      ++a.count;
+      kernel_sum += static_cast<double>(ks[i].end - ks[i].start);
+    }
+  }
+  const double n = static_cast<double>(steps.size());
+  fmt::print("decode timeline: {} ({} prompt tokens, {} generated, {:.0f} tok/s decode), {} steps measured\n", argv[1],
+             n_prompt, n_gen, r.decode_tokens_per_s(), steps.size());
+  fmt::print("step {:.1f} us on the GPU (first start to last end), {} kernels; kernel durations add up to {:.1f} us\n",
+             step_sum / n / 1e3, steps.back().size(), kernel_sum / n / 1e3);
+  std::vector<std::pair<std::pair<std::string, int64_t>, Agg>> rows(agg.begin(), agg.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.share > b.second.share; });
+  fmt::print("| kernel | grid | a step | share us (%) | us each: share | duration | started early |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const auto& [key, a] : rows) {
+    const double c = static_cast<double>(a.count);
+    fmt::print("| {} | {} | {:.0f} | {:.1f} ({:.0f}%) | {:.2f} | {:.2f} | {:.2f} |\n", key.first.substr(0, 70), key.second, c / n,
+               a.share / n / 1e3, 100.0 * a.share / step_sum, a.share / c / 1e3, a.duration / c / 1e3, a.early / c / 1e3);
+  }
+  if (!csv.empty()) {
+    std::ofstream f(csv);
+    f << "index,kernel,grid,start_ns,end_ns,share_ns,duration_ns\n";
+    const auto& ks = steps.back();
+    for (size_t i = 0; i < ks.size(); ++i) {
+      const uint64_t prev_end = i == 0 ? ks[i].start : ks[i - 1].end;
+      f << i << ",\"" << ks[i].name << "\"," << ks[i].grid << "," << ks[i].start - ks.front().start << ","
+        << ks[i].end - ks.front().start << "," << static_cast<int64_t>(ks[i].end) - static_cast<int64_t>(prev_end) << ","
+        << ks[i].end - ks[i].start << "\n";
+    }
+  }
+  return 0;
+}
