@@ -77,7 +77,25 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
 // warp tree (sum_block_sums).
 constexpr int kSumPass = 256;
 
-__device__ __forceinline__ float sq_block_sum(float v) { return warp_sum(v * v); }
+// The square explicitly rounded: never contracted into an FMA with the
+// butterfly's first add, whichever kernel inlines it (norm_quad_sum below
+// must reproduce the same tree).
+__device__ __forceinline__ float sq_block_sum(float v) { return warp_sum(__fmul_rn(v, v)); }
+
+// sq_block_sum of one 32-element block computed by a quad of lanes (lanes
+// 4i..4i+3 of a warp; t = lane % 4) whose lane t holds elements t, t + 4, ...,
+// t + 28 in v[0..7]: warp_sum's butterfly adds elements 16 apart first, then
+// 8, 4 (here inside the thread), then 2 and 1 (here across the quad). Float
+// addition is commutative, so each add has the butterfly's operands and the
+// result has its bits. Every lane of the warp must call it.
+__device__ __forceinline__ float norm_quad_sum(const float (&v)[8]) {
+  float a[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) a[j] = __fadd_rn(__fmul_rn(v[j], v[j]), __fmul_rn(v[j + 4], v[j + 4]));
+  float s = __fadd_rn(__fadd_rn(a[0], a[2]), __fadd_rn(a[1], a[3]));
+  s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, 2));
+  return __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, 1));
+}
 
 // Warp 0: the pass's `count` block sums in `scratch`, reduced (every lane gets it).
 __device__ __forceinline__ float sum_block_sums(const float* scratch, int count, int lane) {

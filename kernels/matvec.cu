@@ -5,6 +5,7 @@
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
 #include "kernels/matvec_stream.cuh"
+#include "kernels/norm.cuh"
 
 namespace minfer::kernels {
 namespace {
@@ -25,25 +26,36 @@ struct MatvecBatch {
   int k;
 };
 
-size_t norm_smem_bytes(int k) { return static_cast<size_t>(k) * (sizeof(float) + 1) + static_cast<size_t>(k / 32) * sizeof(float2); }
-
-// The norm prologue: RMS-normalise norm_x with norm_w into shared memory, as
-// f32 and as Q8 blocks, exactly as the norm kernel computes them. Returns the
-// DotInput over shared memory. All threads of the block must call it.
-__device__ DotInput norm_prologue(const float* x, const float* w, float eps, int k, unsigned char* smem) {
-  __shared__ float scratch[kSumPass + 1];
-  float* xf = reinterpret_cast<float*>(smem);
-  int8_t* xq = reinterpret_cast<int8_t*>(xf + k);
-  float2* xds = reinterpret_cast<float2*>(xq + k + (16 - k % 16) % 16);  // 8-byte aligned (k % 32 == 0 anyway)
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, n_warps = blockDim.x / kWarp;
-  const float scale = rsqrtf(row_sum_squares(x, k, scratch) / static_cast<float>(k) + eps);
-  for (int blk = warp; blk < k / 32; blk += n_warps) {
-    const int i = blk * 32 + lane;
-    const float v = x[i] * scale * w[i];
-    xf[i] = v;
-    quantize_block_q8(v, lane, blk, xq, xds);
+// The norm prologue's shared memory: Q8 values [k], Q8 scales [k/32], the
+// blocks' sums of squares [k/32], and (float weights only) f32 values [k].
+struct NormSmem {
+  size_t xq, xds, sums, xf, total;
+  __host__ __device__ NormSmem(int k, bool f32) {
+    const size_t nb = static_cast<size_t>(k) / 32;
+    xq = 0;
+    xds = static_cast<size_t>(k);  // k % 32 == 0: 16-byte aligned
+    sums = xds + nb * sizeof(float2);
+    xf = (sums + nb * sizeof(float) + 15) / 16 * 16;
+    total = f32 ? xf + static_cast<size_t>(k) * sizeof(float) : xf;
   }
-  __syncthreads();
+};
+
+// Weight types whose dots read f32 activations (kType < 0: mixed, maybe).
+constexpr bool reads_f32(int kType) {
+  return kType < 0 || kType == static_cast<int>(WType::kF32) || kType == static_cast<int>(WType::kF16) ||
+         kType == static_cast<int>(WType::kBF16);
+}
+
+// The norm prologue (decode): RMS-normalise norm_x with norm_w into shared
+// memory, as Q8 blocks (and f32 when kF32), with the norm kernel's code and
+// bits (rms_norm_quads). All threads of the block must call it.
+template <bool kF32>
+__device__ DotInput norm_prologue(const float* x, const float* w, float eps, int k, unsigned char* smem) {
+  const NormSmem l(k, kF32);
+  int8_t* xq = reinterpret_cast<int8_t*>(smem + l.xq);
+  float2* xds = reinterpret_cast<float2*>(smem + l.xds);
+  float* xf = kF32 ? reinterpret_cast<float*>(smem + l.xf) : nullptr;
+  rms_norm_quads(x, w, k, eps, reinterpret_cast<float*>(smem + l.sums), xf, nullptr, xq, xds);
   return DotInput{xf, xq, xds};
 }
 
@@ -59,15 +71,17 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
   const int lane = threadIdx.x % kWarp;
   const int r = (blk - begin) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarp;
   if (r < t.w.n_rows) prefetch_row(t.w, r, lane);
+  if (b.norm_w != nullptr) norm_quads_prefetch_weights(b.norm_w, b.k);
   pdl_begin();
-  const DotInput in = b.norm_w != nullptr ? norm_prologue(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem) : b.in;
+  const DotInput in =
+      b.norm_w != nullptr ? norm_prologue<reads_f32(kType)>(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem) : b.in;
   if (r >= t.w.n_rows) return;
   float v = row_dot_k<kType, kSched>(t.w, r, in, lane);
   if (lane == 0) {
     if (t.bias != nullptr) v += t.bias[r];
     const float out = t.accumulate ? t.y[r] + v : v;
     t.y[r] = out;
-    if (t.argmax != nullptr) atomicMax(t.argmax, argmax_pack(out, r));
+    if (t.argmax != nullptr) argmax_fold(t.argmax, argmax_pack(out, r));
   }
 }
 
@@ -90,8 +104,10 @@ __global__ void __launch_bounds__(kGateUpWarps * kWarp, kMinBlocks)
     prefetch_row(gate, first_row + i, threadIdx.x % kWarp);
     prefetch_row(up, first_row + i, threadIdx.x % kWarp);
   }
+  if (norm_w != nullptr) norm_quads_prefetch_weights(norm_w, gate.k);
   pdl_begin();
-  const DotInput in = norm_w != nullptr ? norm_prologue(norm_x, norm_w, norm_eps, gate.k, gate_up_smem) : in_global;
+  const DotInput in =
+      norm_w != nullptr ? norm_prologue<reads_f32(kType)>(norm_x, norm_w, norm_eps, gate.k, gate_up_smem) : in_global;
   __shared__ float out[kGateUpWarps * kGateUpRowsPerWarp];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   // Both rows' dots before any store: a store to h could alias the
@@ -152,7 +168,7 @@ DotInput dot_input(const MatvecInput& in) {
 }  // namespace
 
 // 48 KB: the default dynamic shared memory of a block, no opt-in needed.
-bool matvec_norm_fits(int k) { return k % 32 == 0 && norm_smem_bytes(k) + 64 <= 48 * 1024; }
+bool matvec_norm_fits(int k) { return k % 32 == 0 && NormSmem(k, true).total <= 48 * 1024; }
 
 cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, cudaStream_t stream) {
   if (n_tasks < 1 || n_tasks > kMaxMatvecTasks) return cudaErrorInvalidValue;
@@ -180,10 +196,10 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
       if (tasks[i].w.k != b.k) return cudaErrorInvalidValue;
     }
     if (!matvec_norm_fits(b.k)) return cudaErrorInvalidValue;
-    smem = norm_smem_bytes(b.k);
   }
   bool one_type = true;
   for (int i = 1; i < n_tasks; ++i) one_type &= tasks[i].w.type == tasks[0].w.type;
+  if (in.norm_w != nullptr) smem = NormSmem(b.k, !one_type || !wtype_is_quantized_host(tasks[0].w.type)).total;
   auto launch = [&](auto kernel) { return launch_kernel(kernel, dim3(blocks), dim3(kWarpsPerBlock * kWarp), smem, stream, b); };
   if (!one_type) return launch(matvec_kernel<-1, 0>);
   return dispatch_wtype(tasks[0].w.type, [&](auto type) {
@@ -199,7 +215,7 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
   size_t smem = 0;
   if (in.norm_w != nullptr) {
     if (!matvec_norm_fits(gate.k)) return cudaErrorInvalidValue;
-    smem = norm_smem_bytes(gate.k);
+    smem = NormSmem(gate.k, gate.type != up.type || !wtype_is_quantized_host(gate.type)).total;
   }
   const DotInput din = dot_input(in);
   float2* hds = static_cast<float2*>(hq.ds);

@@ -281,7 +281,7 @@ __global__ void __launch_bounds__(kPair ? 512 : 256) matvec_stream_kernel(Stream
         if (t.bias != nullptr) y += t.bias[r];
         const float o = t.accumulate ? t.y[r] + y : y;
         t.y[r] = o;
-        if (t.argmax != nullptr) atomicMax(t.argmax, argmax_pack(o, r));
+        if (t.argmax != nullptr) argmax_fold(t.argmax, argmax_pack(o, r));
       }
       acc = acc_up = 0.0f;
     }

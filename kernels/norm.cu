@@ -1,7 +1,9 @@
 // RMSNorm and Q8 activation quantization, one block per row. The sum of
-// squares has row_sum_squares's order (common.cuh), so this kernel, the
-// norm-fused matvec prologue and the chain norm-then-quantize give the same bits.
+// squares has row_sum_squares's order (common.cuh) on every path, so this
+// kernel, the norm-fused matvec prologue (the same rms_norm_quads) and the
+// chain norm-then-quantize give the same bits.
 #include "kernels/common.cuh"
+#include "kernels/norm.cuh"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
 
@@ -10,12 +12,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// The norm kernel: 16 warps, each holding up to 8 32-element blocks of the row
-// in registers, so a row of up to 4096 elements takes one round trip for x
-// (its weights are loaded before the PDL wait: they are constant).
+// The norm kernel: one block of 16 warps a row. Rows whose width is a
+// multiple of 32 (every model's) up to kQuadMaxWidth take rms_norm_quads
+// (norm.cuh), the matvec prologue's code; others the generic loop.
 constexpr int kNormWarps = 16;
-constexpr int kNormBatch = 8;
-constexpr int kNormRegElems = kNormWarps * kNormBatch * kWarp;
+constexpr int kQuadMaxWidth = kSumPass * 32;
 
 __device__ __forceinline__ void norm_store(float v, size_t i, float* y32, __half* y16) {
   if (y32) y32[i] = v;
@@ -25,47 +26,18 @@ __device__ __forceinline__ void norm_store(float v, size_t i, float* y32, __half
 __global__ void __launch_bounds__(kNormWarps * kWarp) rms_norm_kernel(const float* x, const float* w, int n, float eps,
                                                                       float* y32, __half* y16, int8_t* q, float2* ds) {
   __shared__ float scratch[kSumPass + 1];
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const size_t row = blockIdx.x;
   const float* xr = x + row * n;
-  const int nb = (n + kWarp - 1) / kWarp;
-  if (n <= kNormRegElems) {
-    float wv[kNormBatch], xv[kNormBatch];
-#pragma unroll
-    for (int j = 0; j < kNormBatch; ++j) {
-      const int i = (warp + j * kNormWarps) * kWarp + lane;
-      wv[j] = i < n ? w[i] : 0.0f;
-    }
+  if (n % 32 == 0 && n <= kQuadMaxWidth) {
+    norm_quads_prefetch_weights(w, n);  // constant: before the wait
     pdl_begin();
-#pragma unroll
-    for (int j = 0; j < kNormBatch; ++j) {
-      const int i = (warp + j * kNormWarps) * kWarp + lane;
-      xv[j] = i < n ? xr[i] : 0.0f;
-    }
-#pragma unroll
-    for (int j = 0; j < kNormBatch; ++j) {
-      const int b = warp + j * kNormWarps;
-      const float s = sq_block_sum(xv[j]);
-      if (lane == 0 && b < nb) scratch[b] = s;
-    }
-    __syncthreads();
-    if (warp == 0) {
-      const float t = sum_block_sums(scratch, nb, lane);
-      if (lane == 0) scratch[kSumPass] = 0.0f + t;  // the same first add as row_sum_squares
-    }
-    __syncthreads();
-    const float scale = rsqrtf(scratch[kSumPass] / static_cast<float>(n) + eps);
-#pragma unroll
-    for (int j = 0; j < kNormBatch; ++j) {
-      const int b = warp + j * kNormWarps, i = b * kWarp + lane;
-      if (b >= nb) break;
-      const float v = xv[j] * scale * wv[j];
-      if (i < n) norm_store(v, row * n + i, y32, y16);
-      if (q != nullptr) quantize_block_q8(v, lane, b, q + row * n, ds + row * (n / 32));
-    }
+    rms_norm_quads(xr, w, n, eps, scratch, y32 ? y32 + row * n : nullptr, y16 ? y16 + row * n : nullptr,
+                   q ? q + row * n : nullptr, q ? ds + row * (n / 32) : nullptr);
     return;
   }
   pdl_begin();
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int nb = (n + kWarp - 1) / kWarp;
   const float scale = rsqrtf(row_sum_squares(xr, n, scratch) / static_cast<float>(n) + eps);
   for (int b = warp; b < nb; b += kNormWarps) {
     const int i = b * kWarp + lane;

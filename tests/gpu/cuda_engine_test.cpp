@@ -239,6 +239,23 @@ TEST_F(CudaSwitches, MatvecStreamIsBitIdentical) {
   expect_same_bits(streamed, plain);
 }
 
+// MINFER_FUSE_NORM=0|1: a layer's RMS norms as their own launches, or folded
+// into the prologue of the q/k/v and gate/up matvecs (two launches a layer).
+TEST_F(CudaSwitches, FuseNormIsBitIdentical) {
+  std::vector<float> logits[2];
+  int launches[2] = {0, 0};
+  for (int fold = 0; fold < 2; ++fold) {
+    ::setenv("MINFER_FUSE_NORM", fold == 1 ? "1" : "0", 1);
+    auto b = make_backend(true, *m_, {});
+    logits[fold] = run_sequence(*b, *m_, prompt_, cont_);
+    launches[fold] = b->decode_launches();
+  }
+  ::unsetenv("MINFER_FUSE_NORM");
+  EXPECT_EQ(launches[0] - launches[1], 2 * m_->config.n_layers) << "launches a decode step: " << launches[0] << " apart, "
+                                                                 << launches[1] << " folded";
+  expect_same_bits(logits[1], logits[0]);
+}
+
 TEST_F(CudaSwitches, NoFlashPrefillMatchesWithinF16Rounding) {
   BackendOptions off;
   off.fa_prefill = false;

@@ -337,8 +337,19 @@ TEST(GpuMatvecStream, StreamedEqualsPlainBitForBit) {
 
 TEST(GpuMatvecNormFusion, PrologueEqualsNormKernelThenMatvecBitForBit) {
   MINFER_REQUIRE_GPU();
-  for (DType type : {DType::kQ8_0, DType::kQ4_K, DType::kF16, DType::kQ6_K}) {
-    const int rows = 96, k = 1024;
+  // Row widths: 0.5B and 7B models; fewer blocks than a warp's quads; two
+  // passes of the block sums (k > 32 * kSumPass).
+  struct Case {
+    DType type;
+    int k;
+  };
+  for (const Case c : {Case{DType::kQ8_0, 1024}, Case{DType::kQ4_K, 1024}, Case{DType::kF16, 1024}, Case{DType::kQ6_K, 1024},
+                       Case{DType::kQ8_0, 896}, Case{DType::kQ4_K, 3584}, Case{DType::kF16, 96}, Case{DType::kQ8_0, 8960},
+                       Case{DType::kF32, 8960}}) {
+    const DType type = c.type;
+    const int rows = 96, k = c.k;
+    SCOPED_TRACE(std::string(dtype_name(type)) + " k " + std::to_string(k));
+    ASSERT_TRUE(kernels::matvec_norm_fits(k));
     TestWeight w(type, rows, k, 81), w2(type, rows, k, 82);
     const auto x = test::random_floats(static_cast<size_t>(k), 83, 2.0f);
     const auto nw = test::random_floats(static_cast<size_t>(k), 84);

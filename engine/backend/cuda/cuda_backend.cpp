@@ -28,6 +28,10 @@ Status cublas_check(cublasStatus_t st, const char* call, const char* file, int l
 
 bool has_q8_copy(Buf b) { return b == Buf::kXNorm || b == Buf::kAttn || b == Buf::kGate; }
 
+// The widest row whose RMS norm folds into the next matvec unless
+// MINFER_FUSE_NORM says otherwise (see prepare()).
+constexpr int kFuseNormMaxWidth = 1024;
+
 }  // namespace
 
 CudaBackend::CudaBackend(cuda::DeviceFacts facts) : facts_(std::move(facts)) {}
@@ -109,10 +113,14 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // predecessor's run (Hopper and newer); MINFER_NO_PDL=1 turns it off.
   const char* no_pdl = std::getenv("MINFER_NO_PDL");
   kernels::set_pdl(facts_.cc_major >= 9 && (no_pdl == nullptr || std::string_view(no_pdl) == "0"));
-  // Folding the one-row RMS norm into the next matvec saves 2 launches a
-  // layer but makes every block of that matvec redo the norm: on the H200 it
-  // lost (0.5B Q8_0 tg128 567 vs 633 tok/s, same run), so it is opt-in
-  // (MINFER_FUSE_NORM=1) until the prologue is cheaper.
+  // Folding a layer's one-row RMS norms into the matvecs that read them
+  // (q/k/v, gate/up) saves 2 launches a layer, but every block of the matvec
+  // redoes the norm in a prologue (matvec.cu), before its weights stream. On
+  // the H200 (2026-12-01, same run) that won on narrow rows and lost on wide
+  // ones: 0.5B Q8_0 (896) tg128 1,083 / 1,062 vs 1,019 tok/s apart; 7B
+  // Q4_K_M (3,584) 275 vs 336. So by default rows of at most
+  // kFuseNormMaxWidth fold; MINFER_FUSE_NORM=0|1 forces either way (the same
+  // bits either way).
   // Matvec load schedule (kernels.h): picked per launch unless
   // MINFER_MATVEC_SCHEDULE=0|1|2 forces one (A/B runs).
   const char* schedule = std::getenv("MINFER_MATVEC_SCHEDULE");
@@ -125,7 +133,9 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   const char* stream_env = std::getenv("MINFER_MATVEC_STREAM");
   kernels::set_matvec_stream(facts_.cc_major >= 9 && stream_env != nullptr && std::string_view(stream_env) == "1");
   const char* fuse_norm = std::getenv("MINFER_FUSE_NORM");
-  fuse_norm_ = fuse_norm != nullptr && std::string_view(fuse_norm) != "0";
+  fuse_norm_max_width_ = fuse_norm == nullptr || *fuse_norm == '\0' ? kFuseNormMaxWidth
+                        : std::string_view(fuse_norm) != "0"     ? INT_MAX
+                                                                 : 0;
   CUDA_TRY(cudaSetDevice(facts_.device));
   CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUDA_TRY(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
@@ -502,10 +512,11 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       const int first = n.rows == Rows::kLast ? src.rows - 1 : 0;
       const int rows = n.rows == Rows::kLast ? 1 : src.rows;
       dst.rows = rows;
-      // One row feeding a matvec: the matvec's blocks normalise it themselves
-      // (one launch fewer, bit-identical). Not while tracing, which reads
-      // every node's output.
-      if (rows == 1 && fuse_norm_ && trace_ == nullptr && next != nullptr && next->src == n.dst &&
+      // One row of a layer feeding a matvec: the matvec's blocks normalise it
+      // themselves (one launch fewer, bit-identical). Not the output norm: the
+      // head's ~38,000 blocks would each redo it. Not while tracing, which
+      // reads every node's output.
+      if (rows == 1 && src.width <= fuse_norm_max_width_ && n.layer >= 0 && trace_ == nullptr && next != nullptr && next->src == n.dst &&
           (next->op == Op::kMatmul || next->op == Op::kGateUpSwiglu) && kernels::matvec_norm_fits(src.width)) {
         pending_norm_ = PendingNorm{n.dst, src.f32 + static_cast<size_t>(first) * src.width, dv(n.w)};
         dst.q8_ok = dst.f16_ok = false;

@@ -152,7 +152,7 @@ class CudaBackend final : public Backend {
     const float* x = nullptr;
     const float* w = nullptr;
   } pending_norm_;
-  bool fuse_norm_ = false;  // MINFER_FUSE_NORM=1 (see prepare())
+  int fuse_norm_max_width_ = 0;  // norms of rows up to this wide fold into the next matvec (see prepare())
   // Fills in.norm_* when src's norm is pending (and clears it).
   void take_pending_norm(Buf src, kernels::MatvecInput& in);
 
