@@ -28,9 +28,14 @@ __device__ __forceinline__ float load_kv(const void* cache, bool f16, size_t i) 
 // host uploaded them before the step began, no kernel of the step writes
 // them); after it, the cells' positions and their whole K and V rows are
 // copied into shared memory at once (cp.async), so every later pass reads
-// shared memory. Scores: warps take cells, lanes split the head dimension
-// (lane holds dims lane + 32 i), a cell's score is a warp sum. Weighted V sum:
-// threads split the dimensions and the cells, then add up in shared memory.
+// shared memory. Scores: a warp a query head, a lane a cell (kSplitCells is
+// the warp's width), each lane's dot product over the whole head dimension;
+// the chunk's softmax statistics are then one warp max and one warp sum.
+// (Lanes splitting the head dimension, a warp sum a score, took a chain of
+// 5 shuffles for each of a group's scores: 7B's split kernel was 13.4 µs of
+// each layer's step, CUPTI timeline on the H200, 2026-12-01.) Weighted V
+// sum: threads split the dimensions and the cells, then add up in shared
+// memory.
 //
 // Tried on the H200 (2026-11-30): the combine done by the last split block
 // of each KV head (an atomic count, one launch a layer fewer) lost to the
@@ -42,20 +47,25 @@ constexpr int kSplitThreads = kSplitWarps * kWarp;
 // blocks of 64, each with half the work: 0.5B Q8_0 tg128 1067 vs 995 tok/s,
 // 7B Q4_K_M 289 vs 280.
 constexpr int kSplitCells = 32;
+static_assert(kSplitCells == kWarp, "the scores take a lane a cell");
 
 struct SplitLayout {  // shared-memory carve-up, the same on host and device
-  int row_bytes;      // one staged K or V row, padded to 16 bytes
-  size_t cells, visible, p, stats, kv, red, total;
+  // One staged K or V row: 16-byte pieces, an odd number of them, so that
+  // lanes reading "their" rows at the same offset hit distinct banks.
+  int row_stride;
+  size_t cells, visible, p, stats, q, kv, red, total;
   __host__ __device__ SplitLayout(int head_dim, int group, bool f16, int split_cells) {
-    row_bytes = (head_dim * (f16 ? 2 : 4) + 15) / 16 * 16;
+    const int pieces = (head_dim * (f16 ? 2 : 4) + 15) / 16;
+    row_stride = (pieces | 1) * 16;
     const int dim_threads = (head_dim + kWarp - 1) / kWarp * kWarp;
     const int cell_groups = dim_threads >= kSplitThreads ? 1 : kSplitThreads / dim_threads;
     cells = 0;
     visible = cells + sizeof(int) * split_cells;
     p = visible + sizeof(int) * split_cells;
     stats = p + sizeof(float) * group * split_cells;
-    kv = (stats + sizeof(float) * 2 * group + 15) / 16 * 16;
-    red = kv + 2 * static_cast<size_t>(split_cells) * row_bytes;
+    q = (stats + sizeof(float) * 2 * group + 15) / 16 * 16;
+    kv = (q + sizeof(float) * group * head_dim + 15) / 16 * 16;
+    red = kv + 2 * static_cast<size_t>(split_cells) * row_stride;
     total = red + sizeof(float) * cell_groups * group * head_dim;
   }
 };
@@ -70,7 +80,40 @@ __device__ __forceinline__ float staged(const unsigned char* row, bool f16, int 
   return f16 ? __half2float(reinterpret_cast<const __half*>(row)[d]) : reinterpret_cast<const float*>(row)[d];
 }
 
-template <int kDims>
+// Lane c's score of cell c (its K row staged at krow) against q (shared
+// memory, the same address for the whole warp: a broadcast), 16-byte reads.
+__device__ __forceinline__ float cell_score(const unsigned char* krow, const float* q, int hd, bool f16) {
+  float acc = 0.0f;
+  if (f16 && hd % 8 == 0) {
+    for (int d = 0; d < hd; d += 8) {
+      const int4 raw = *reinterpret_cast<const int4*>(krow + d * 2);
+      const __half2* h = reinterpret_cast<const __half2*>(&raw);
+      const float4 q0 = *reinterpret_cast<const float4*>(q + d), q1 = *reinterpret_cast<const float4*>(q + d + 4);
+      const float2 k0 = __half22float2(h[0]), k1 = __half22float2(h[1]), k2 = __half22float2(h[2]), k3 = __half22float2(h[3]);
+      acc = fmaf(q0.x, k0.x, acc);
+      acc = fmaf(q0.y, k0.y, acc);
+      acc = fmaf(q0.z, k1.x, acc);
+      acc = fmaf(q0.w, k1.y, acc);
+      acc = fmaf(q1.x, k2.x, acc);
+      acc = fmaf(q1.y, k2.y, acc);
+      acc = fmaf(q1.z, k3.x, acc);
+      acc = fmaf(q1.w, k3.y, acc);
+    }
+  } else if (!f16 && hd % 4 == 0) {
+    for (int d = 0; d < hd; d += 4) {
+      const float4 k = *reinterpret_cast<const float4*>(krow + d * 4);
+      const float4 qv = *reinterpret_cast<const float4*>(q + d);
+      acc = fmaf(qv.x, k.x, acc);
+      acc = fmaf(qv.y, k.y, acc);
+      acc = fmaf(qv.z, k.z, acc);
+      acc = fmaf(qv.w, k.w, acc);
+    }
+  } else {
+    for (int d = 0; d < hd; ++d) acc = fmaf(q[d], staged(krow, f16, d), acc);
+  }
+  return acc;
+}
+
 __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(AttentionArgs a) {
   extern __shared__ __align__(16) unsigned char split_smem[];
   const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = blockIdx.x, split = blockIdx.y;
@@ -78,10 +121,11 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(Attentio
   const SplitLayout l(hd, group, a.cache_f16, kSplitCells);
   int* cells = reinterpret_cast<int*>(split_smem + l.cells);
   int* visible = reinterpret_cast<int*>(split_smem + l.visible);
-  float* p = reinterpret_cast<float*>(split_smem + l.p);          // [group][kSplitCells] scores, then weights
+  float* p = reinterpret_cast<float*>(split_smem + l.p);          // [group][kSplitCells] weights
   float* stats = reinterpret_cast<float*>(split_smem + l.stats);  // [group][2]
-  unsigned char* kst = split_smem + l.kv;                         // [kSplitCells][row_bytes] K rows
-  unsigned char* vst = kst + static_cast<size_t>(kSplitCells) * l.row_bytes;
+  float* qs = reinterpret_cast<float*>(split_smem + l.q);         // [group][hd] the group's q rows
+  unsigned char* kst = split_smem + l.kv;                         // [kSplitCells][row_stride] K rows
+  unsigned char* vst = kst + static_cast<size_t>(kSplitCells) * l.row_stride;
   float* red = reinterpret_cast<float*>(split_smem + l.red);      // [cell groups][group][hd]
 
   // Before the wait: the sequence's cells (uploaded by the host, see above).
@@ -104,65 +148,35 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(Attentio
       const int which = i / (n_here * chunks), rest = i % (n_here * chunks), c = rest / chunks, piece = rest % chunks;
       const unsigned char* src = static_cast<const unsigned char*>(which == 0 ? a.k_cache : a.v_cache) +
                                  (static_cast<size_t>(cells[c]) * kv_dim + static_cast<size_t>(kvh) * hd) * esize + piece * 16;
-      cp_async16((which == 0 ? kst : vst) + static_cast<size_t>(c) * l.row_bytes + piece * 16, src);
+      cp_async16((which == 0 ? kst : vst) + static_cast<size_t>(c) * l.row_stride + piece * 16, src);
     }
   } else {
     for (int i = threadIdx.x; i < 2 * n_here * hd; i += kSplitThreads) {
       const int which = i / (n_here * hd), rest = i % (n_here * hd), c = rest / hd, d = rest % hd;
       const size_t e = static_cast<size_t>(cells[c]) * kv_dim + static_cast<size_t>(kvh) * hd + d;
-      unsigned char* dst = (which == 0 ? kst : vst) + static_cast<size_t>(c) * l.row_bytes;
+      unsigned char* dst = (which == 0 ? kst : vst) + static_cast<size_t>(c) * l.row_stride;
       const void* cache = which == 0 ? a.k_cache : a.v_cache;
       if (a.cache_f16) reinterpret_cast<__half*>(dst)[d] = static_cast<const __half*>(cache)[e];
       else reinterpret_cast<float*>(dst)[d] = static_cast<const float*>(cache)[e];
     }
   }
-  const float scale = rsqrtf(static_cast<float>(hd));
-  float q[kMaxGroup][kDims];
   const float* qbase = a.q + static_cast<size_t>(kvh) * group * hd;
-#pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g)
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) {
-      const int d = lane + 32 * i;
-      q[g][i] = (g < group && d < hd) ? qbase[g * hd + d] * scale : 0.0f;
-    }
+  for (int i = threadIdx.x; i < group * hd; i += kSplitThreads) qs[i] = qbase[i];
   cp_async_wait_all();
   __syncthreads();
 
-  // Scores: warp w takes cells w, w + 8, ...
-  for (int c = warp; c < n_here; c += kSplitWarps) {
-    const unsigned char* krow = kst + static_cast<size_t>(c) * l.row_bytes;
-    float k[kDims];
-#pragma unroll
-    for (int i = 0; i < kDims; ++i) {
-      const int d = lane + 32 * i;
-      k[i] = d < hd ? staged(krow, a.cache_f16, d) : 0.0f;
-    }
-    const bool vis = visible[c] != 0;
-#pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      if (g >= group) break;
-      float s = 0.0f;
-#pragma unroll
-      for (int i = 0; i < kDims; ++i) s += q[g][i] * k[i];
-      s = warp_sum(s);
-      if (lane == 0) p[g * kSplitCells + c] = vis ? s : -INFINITY;
-    }
-  }
-  __syncthreads();
-
-  // Softmax statistics of the chunk, one warp per query head.
+  // Scores and the chunk's softmax statistics: warp w takes query heads w,
+  // w + 8, ...; lane c scores cell c over the whole head dimension, so a
+  // head's scores are one per lane (no shuffles for the dot products).
+  const float scale = rsqrtf(static_cast<float>(hd));
   for (int g = warp; g < group; g += kSplitWarps) {
-    float m = -INFINITY;
-    for (int i = lane; i < n_here; i += kWarp) m = fmaxf(m, p[g * kSplitCells + i]);
-    m = warp_max(m);
-    float sum = 0.0f;
-    for (int i = lane; i < n_here; i += kWarp) {
-      const float e = m == -INFINITY ? 0.0f : expf(p[g * kSplitCells + i] - m);
-      p[g * kSplitCells + i] = e;
-      sum += e;
-    }
-    sum = warp_sum(sum);
+    const float s = lane < n_here && visible[lane] != 0
+                        ? cell_score(kst + static_cast<size_t>(lane) * l.row_stride, qs + g * hd, hd, a.cache_f16) * scale
+                        : -INFINITY;
+    const float m = warp_max(s);
+    const float e = m == -INFINITY ? 0.0f : expf(s - m);
+    const float sum = warp_sum(e);
+    p[g * kSplitCells + lane] = e;
     if (lane == 0) {
       stats[2 * g] = m;
       stats[2 * g + 1] = sum;
@@ -180,7 +194,7 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(Attentio
 #pragma unroll
     for (int g = 0; g < kMaxGroup; ++g) acc[g] = 0.0f;
     for (int c = cg; c < n_here; c += n_cg) {
-      const float v = staged(vst + static_cast<size_t>(c) * l.row_bytes, a.cache_f16, d);
+      const float v = staged(vst + static_cast<size_t>(c) * l.row_stride, a.cache_f16, d);
 #pragma unroll
       for (int g = 0; g < kMaxGroup; ++g) {
         if (g >= group) break;
@@ -209,27 +223,41 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(Attentio
   }
 }
 
+// Block h combines head h's chunks: the largest chunk maximum, each chunk's
+// weight exp(max_s - max) (threads split the chunks: one round trip for all
+// statistics), then each output dimension as one pass over the chunks'
+// partial sums with the weights from shared memory (independent loads).
 __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quantize) {
+  extern __shared__ float weight[];  // [chunks]
+  __shared__ float scratch[kWarp + 1];
   pdl_begin();
-  const int h = blockIdx.x, hd = a.head_dim;
+  const int h = blockIdx.x, hd = a.head_dim, t = threadIdx.x;
   const int n_splits = (*a.n_seq + chunk - 1) / chunk;
+  const size_t stride = static_cast<size_t>(a.n_heads) * (hd + 2);
+  const float* head = a.partials + static_cast<size_t>(h) * (hd + 2);
   float m = -INFINITY;
-  for (int s = 0; s < n_splits; ++s) {
-    const float* st = a.partials + (static_cast<size_t>(s) * a.n_heads + h) * (hd + 2) + hd;
+  for (int s = t; s < n_splits; s += blockDim.x) {
+    const float* st = head + s * stride + hd;
     if (st[1] > 0.0f) m = fmaxf(m, st[0]);
   }
-  float denom = 0.0f;
-  for (int s = 0; s < n_splits; ++s) {
-    const float* st = a.partials + (static_cast<size_t>(s) * a.n_heads + h) * (hd + 2) + hd;
-    if (st[1] > 0.0f) denom += expf(st[0] - m) * st[1];
+  m = warp_max(m);
+  if (t % kWarp == 0) scratch[t / kWarp] = m;
+  __syncthreads();
+  m = -INFINITY;
+  for (int w = 0; w < static_cast<int>(blockDim.x + kWarp - 1) / kWarp; ++w) m = fmaxf(m, scratch[w]);
+  float part = 0.0f;
+  for (int s = t; s < n_splits; s += blockDim.x) {
+    const float* st = head + s * stride + hd;
+    const float w = st[1] > 0.0f ? expf(st[0] - m) : 0.0f;
+    weight[s] = w;
+    part += w * st[1];
   }
+  const float denom = block_sum(part, scratch);  // its barriers also publish weight[]
   const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
-  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+  for (int d = t; d < hd; d += blockDim.x) {
     float acc = 0.0f;
-    for (int s = 0; s < n_splits; ++s) {
-      const float* part = a.partials + (static_cast<size_t>(s) * a.n_heads + h) * (hd + 2);
-      if (part[hd + 1] > 0.0f) acc += expf(part[hd] - m) * part[d];
-    }
+#pragma unroll 8
+    for (int s = 0; s < n_splits; ++s) acc += weight[s] * head[s * stride + d];
     const float v = acc * inv;
     a.out[static_cast<size_t>(h) * hd + d] = v;
     if (quantize) {
@@ -378,22 +406,16 @@ cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream)
   const int n_splits = (a.max_cells + kSplitCells - 1) / kSplitCells;
   const size_t smem = SplitLayout(a.head_dim, group, a.cache_f16, kSplitCells).total;
   const dim3 grid(a.n_kv_heads, n_splits);
-  const int dims = (a.head_dim + kWarp - 1) / kWarp;
-  auto launch = [&](auto kernel) {
-    if (smem > 48 * 1024) {
-      const cudaError_t st = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-      if (st != cudaSuccess) return st;
-    }
-    return launch_kernel(kernel, grid, dim3(kSplitThreads), smem, stream, a);
-  };
-  cudaError_t e = dims <= 1   ? launch(attention_split_kernel<1>)
-                  : dims <= 2 ? launch(attention_split_kernel<2>)
-                  : dims <= 4 ? launch(attention_split_kernel<4>)
-                              : launch(attention_split_kernel<8>);
+  if (smem > 48 * 1024) {
+    const cudaError_t st =
+        cudaFuncSetAttribute(attention_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (st != cudaSuccess) return st;
+  }
+  cudaError_t e = launch_kernel(attention_split_kernel, grid, dim3(kSplitThreads), smem, stream, a);
   if (e != cudaSuccess) return e;
   const bool fused_q = a.out_q.q != nullptr && a.head_dim % 32 == 0;
-  e = launch_kernel(attention_combine_kernel, dim3(a.n_heads), dim3(fused_q ? a.head_dim : block_threads(a.head_dim)), 0, stream, a,
-                    kSplitCells, fused_q);
+  e = launch_kernel(attention_combine_kernel, dim3(a.n_heads), dim3(fused_q ? a.head_dim : block_threads(a.head_dim)),
+                    sizeof(float) * n_splits, stream, a, kSplitCells, fused_q);
   if (e != cudaSuccess || a.out_q.q == nullptr || fused_q) return e;
   return launch_quantize_q8(a.out, 1, a.n_heads * a.head_dim, a.out_q, stream);
 }
