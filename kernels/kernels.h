@@ -54,6 +54,17 @@ struct MatvecInput {
   const float* norm_x = nullptr;
   const float* norm_w = nullptr;
   float norm_eps = 0.0f;
+  // RMS norm folded into the product's end (decode; one task accumulating
+  // into the residual stream, rows % 32 == 0): the last block to finish (a
+  // count in *tail_counter, which must be zero before the launch and is zero
+  // again after it) normalises the whole of y with tail_norm_w into
+  // tail_norm_y (f32) and tail_norm_q (Q8), with the norm kernel's code, so
+  // the same bits as launch_rms_norm after the matvec, one launch fewer.
+  const float* tail_norm_w = nullptr;
+  float tail_norm_eps = 0.0f;
+  float* tail_norm_y = nullptr;
+  Q8Rows tail_norm_q;
+  int* tail_counter = nullptr;
 };
 // Shared memory of the norm prologue fits a block (k f32 + k int8 + scales).
 bool matvec_norm_fits(int k);

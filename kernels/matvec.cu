@@ -1,6 +1,8 @@
 // Decode matrix-vector products: one warp per weight row, 16-byte loads of the
 // plane layout, dequantization on the fly (dot.cuh). Memory bound: each weight
 // byte is read once; the activations (a few KB) stay in L1/L2.
+#include <algorithm>
+
 #include "kernels/dot.cuh"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
@@ -24,7 +26,29 @@ struct MatvecBatch {
   const float* norm_w;
   float norm_eps;
   int k;
+  const float* tail_norm_w;  // norm of y by the last block (see MatvecInput)
+  float tail_norm_eps;
+  float* tail_norm_y;
+  int8_t* tail_norm_q;
+  float2* tail_norm_ds;
+  int* tail_counter;
 };
+
+// The tail norm (MatvecInput::tail_norm_w): each block, once its rows are
+// written and fenced, counts itself; the last one normalises all of y (read
+// from L2: other SMs wrote it) and resets the count. All threads of the block
+// call it. smem: y's n / 32 floats for the block sums.
+__device__ void matvec_tail_norm(const MatvecBatch& b, const float* y, int n, unsigned char* smem) {
+  __shared__ int last;
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(b.tail_counter, 1) == static_cast<int>(gridDim.x) - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  rms_norm_quads<true>(y, b.tail_norm_w, n, b.tail_norm_eps, reinterpret_cast<float*>(smem), b.tail_norm_y, nullptr,
+                       b.tail_norm_q, b.tail_norm_ds);
+  if (threadIdx.x == 0) *b.tail_counter = 0;
+}
 
 // The norm prologue's shared memory: Q8 values [k], Q8 scales [k/32], the
 // blocks' sums of squares [k/32], and (float weights only) f32 values [k].
@@ -75,14 +99,18 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
   pdl_begin();
   const DotInput in =
       b.norm_w != nullptr ? norm_prologue<reads_f32(kType)>(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem) : b.in;
-  if (r >= t.w.n_rows) return;
-  float v = row_dot_k<kType, kSched>(t.w, r, in, lane);
-  if (lane == 0) {
-    if (t.bias != nullptr) v += t.bias[r];
-    const float out = t.accumulate ? t.y[r] + v : v;
-    t.y[r] = out;
-    if (t.argmax != nullptr) argmax_fold(t.argmax, argmax_pack(out, r));
+  if (r >= t.w.n_rows && b.tail_norm_w == nullptr) return;
+  if (r < t.w.n_rows) {
+    float v = row_dot_k<kType, kSched>(t.w, r, in, lane);
+    if (lane == 0) {
+      if (t.bias != nullptr) v += t.bias[r];
+      const float out = t.accumulate ? t.y[r] + v : v;
+      t.y[r] = out;
+      if (t.argmax != nullptr) argmax_fold(t.argmax, argmax_pack(out, r));
+      if (b.tail_norm_w != nullptr) __threadfence();  // y[r] visible before this block counts itself
+    }
   }
+  if (b.tail_norm_w != nullptr) matvec_tail_norm(b, t.y, t.w.n_rows, matvec_smem);
 }
 
 // Gate and up rows share an output index: one warp per row computes both
@@ -186,7 +214,17 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
   b.norm_w = in.norm_w;
   b.norm_eps = in.norm_eps;
   b.k = tasks[0].w.k;
-  if (in.norm_w == nullptr) {
+  b.tail_norm_w = in.tail_norm_w;
+  b.tail_norm_eps = in.tail_norm_eps;
+  b.tail_norm_y = in.tail_norm_y;
+  b.tail_norm_q = in.tail_norm_q.q;
+  b.tail_norm_ds = static_cast<float2*>(in.tail_norm_q.ds);
+  b.tail_counter = in.tail_counter;
+  if (in.tail_norm_w != nullptr &&
+      (n_tasks != 1 || !tasks[0].accumulate || tasks[0].w.n_rows % 32 != 0 || in.tail_counter == nullptr)) {
+    return cudaErrorInvalidValue;
+  }
+  if (in.norm_w == nullptr && in.tail_norm_w == nullptr) {
     const cudaError_t st = launch_matvec_streamed(tasks, n_tasks, b.in, stream);
     if (st != cudaErrorNotSupported) return st;
   }
@@ -200,6 +238,8 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
   bool one_type = true;
   for (int i = 1; i < n_tasks; ++i) one_type &= tasks[i].w.type == tasks[0].w.type;
   if (in.norm_w != nullptr) smem = NormSmem(b.k, !one_type || !wtype_is_quantized_host(tasks[0].w.type)).total;
+  // The tail norm's block sums reuse the prologue's memory (done with by then).
+  if (in.tail_norm_w != nullptr) smem = std::max(smem, sizeof(float) * static_cast<size_t>(tasks[0].w.n_rows / 32));
   auto launch = [&](auto kernel) { return launch_kernel(kernel, dim3(blocks), dim3(kWarpsPerBlock * kWarp), smem, stream, b); };
   if (!one_type) return launch(matvec_kernel<-1, 0>);
   return dispatch_wtype(tasks[0].w.type, [&](auto type) {

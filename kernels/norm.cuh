@@ -32,9 +32,12 @@ __device__ __forceinline__ void norm_quads_prefetch_weights(const float* w, int 
 // sums: n / 32 floats of shared memory. All threads of the block call it
 // (blockDim.x a multiple of 32); it ends with a barrier, so the outputs may be
 // shared memory that the block reads next. x is read twice (the second time
-// from L1).
+// from L1); kL2 reads it from L2 instead, for a row other blocks of the same
+// kernel wrote (this SM's L1 may hold stale lines of it).
+template <bool kL2 = false>
 __device__ __forceinline__ void rms_norm_quads(const float* x, const float* w, int n, float eps, float* sums, float* y32,
                                                __half* y16, int8_t* q, float2* ds) {
+  auto ld = [x](int i) { return kL2 ? __ldcg(x + i) : x[i]; };
   const int nb = n / 32, lane = threadIdx.x % kWarp, t = lane % 4;
   const int quads = static_cast<int>(blockDim.x) / 4, first = static_cast<int>(threadIdx.x) / 4;
   const int warp_first = static_cast<int>(threadIdx.x) / kWarp * (kWarp / 4);
@@ -46,7 +49,7 @@ __device__ __forceinline__ void rms_norm_quads(const float* x, const float* w, i
     for (int u = 0; u < kNormQuadBlocks; ++u) {
       const int b = first + b0 + u * quads;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) v[u][j] = b < nb ? x[b * 32 + t + 4 * j] : 0.0f;
+      for (int j = 0; j < 8; ++j) v[u][j] = b < nb ? ld(b * 32 + t + 4 * j) : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < kNormQuadBlocks; ++u) {
@@ -67,7 +70,7 @@ __device__ __forceinline__ void rms_norm_quads(const float* x, const float* w, i
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int i = b * 32 + t + 4 * j;
-      v[j] = here ? x[i] * scale * w[i] : 0.0f;
+      v[j] = here ? ld(i) * scale * w[i] : 0.0f;
       amax = fmaxf(amax, fabsf(v[j]));
     }
     if (here) {

@@ -244,6 +244,7 @@ TEST_F(CudaSwitches, MatvecStreamIsBitIdentical) {
 TEST_F(CudaSwitches, FuseNormIsBitIdentical) {
   std::vector<float> logits[2];
   int launches[2] = {0, 0};
+  ::setenv("MINFER_NORM_TAIL", "0", 1);  // else the products' last blocks take every norm but one
   for (int fold = 0; fold < 2; ++fold) {
     ::setenv("MINFER_FUSE_NORM", fold == 1 ? "1" : "0", 1);
     auto b = make_backend(true, *m_, {});
@@ -251,8 +252,29 @@ TEST_F(CudaSwitches, FuseNormIsBitIdentical) {
     launches[fold] = b->decode_launches();
   }
   ::unsetenv("MINFER_FUSE_NORM");
+  ::unsetenv("MINFER_NORM_TAIL");
   EXPECT_EQ(launches[0] - launches[1], 2 * m_->config.n_layers) << "launches a decode step: " << launches[0] << " apart, "
                                                                  << launches[1] << " folded";
+  expect_same_bits(logits[1], logits[0]);
+}
+
+// MINFER_NORM_TAIL=0|1: the norm of the residual stream as its own launch, or
+// done by the last block of the product that adds to it. With the prologue
+// fold off, every norm but the first layer's attention norm moves: 2 a layer.
+TEST_F(CudaSwitches, NormTailIsBitIdentical) {
+  std::vector<float> logits[2];
+  int launches[2] = {0, 0};
+  ::setenv("MINFER_FUSE_NORM", "0", 1);
+  for (int tail = 0; tail < 2; ++tail) {
+    ::setenv("MINFER_NORM_TAIL", tail == 1 ? "1" : "0", 1);
+    auto b = make_backend(true, *m_, {});
+    logits[tail] = run_sequence(*b, *m_, prompt_, cont_);
+    launches[tail] = b->decode_launches();
+  }
+  ::unsetenv("MINFER_NORM_TAIL");
+  ::unsetenv("MINFER_FUSE_NORM");
+  EXPECT_EQ(launches[0] - launches[1], 2 * m_->config.n_layers) << "launches a decode step: " << launches[0] << " apart, "
+                                                                 << launches[1] << " on the products";
   expect_same_bits(logits[1], logits[0]);
 }
 

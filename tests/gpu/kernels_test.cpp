@@ -380,6 +380,66 @@ TEST(GpuMatvecNormFusion, PrologueEqualsNormKernelThenMatvecBitForBit) {
   }
 }
 
+// The norm of the residual stream done by the last block of the product
+// that adds to it: the same y, and the same norm bits as the norm kernel
+// after the product; the count is back to zero, so a second launch works too.
+TEST(GpuMatvecNormFusion, TailNormEqualsMatvecThenNormKernelBitForBit) {
+  MINFER_REQUIRE_GPU();
+  struct Case {
+    DType type;
+    int rows, k;
+  };
+  for (const Case c : {Case{DType::kQ8_0, 896, 896}, Case{DType::kQ4_K, 3584, 1024}, Case{DType::kQ6_K, 96, 4864},
+                       Case{DType::kF16, 64, 256}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k));
+    TestWeight w(c.type, c.rows, c.k, 91);
+    const auto x = test::random_floats(static_cast<size_t>(c.k), 92);
+    const auto resid = test::random_floats(static_cast<size_t>(c.rows), 93, 3.0f);
+    const auto nw = test::random_floats(static_cast<size_t>(c.rows), 94);
+    DeviceArray<float> dx, dnw, y1, y2, n1(static_cast<size_t>(c.rows)), n2(static_cast<size_t>(c.rows));
+    DeviceArray<int> counter(1);
+    CUDA_ASSERT(cudaMemset(counter.get(), 0, sizeof(int)));
+    dx.upload(x);
+    dnw.upload(nw);
+    Q8Device xq(1, c.k), q1(1, c.rows), q2(1, c.rows);
+    CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, c.k, xq.rows(), nullptr));
+    kernels::MatvecInput in{dx.get(), xq.rows()};
+    kernels::MatvecTask t;
+    t.w = w.dev;
+    t.accumulate = true;
+    // Apart: the product, then the norm kernel.
+    y1.upload(resid);
+    t.y = y1.get();
+    CUDA_ASSERT(kernels::launch_matvec(&t, 1, in, nullptr));
+    CUDA_ASSERT(kernels::launch_rms_norm(y1.get(), dnw.get(), 1, c.rows, 1e-6f, n1.get(), nullptr, q1.rows(), nullptr));
+    // Folded, twice (the count must reset): the second launch adds again.
+    y2.upload(resid);
+    t.y = y2.get();
+    kernels::MatvecInput folded = in;
+    folded.tail_norm_w = dnw.get();
+    folded.tail_norm_eps = 1e-6f;
+    folded.tail_norm_y = n2.get();
+    folded.tail_norm_q = q2.rows();
+    folded.tail_counter = counter.get();
+    CUDA_ASSERT(kernels::launch_matvec(&t, 1, folded, nullptr));
+    EXPECT_EQ(counter.download()[0], 0);
+    test::expect_same_bits(y2.download(), y1.download(), "residual");
+    test::expect_same_bits(n2.download(), n1.download(), "norm");
+    EXPECT_EQ(q2.q.download(), q1.q.download());
+    test::expect_same_bits(q2.ds.download(), q1.ds.download(), "Q8 scales");
+    t.y = y1.get();
+    CUDA_ASSERT(kernels::launch_matvec(&t, 1, in, nullptr));
+    CUDA_ASSERT(kernels::launch_rms_norm(y1.get(), dnw.get(), 1, c.rows, 1e-6f, n1.get(), nullptr, q1.rows(), nullptr));
+    t.y = y2.get();
+    CUDA_ASSERT(kernels::launch_matvec(&t, 1, folded, nullptr));
+    test::expect_same_bits(n2.download(), n1.download(), "norm, second launch");
+    EXPECT_EQ(q2.q.download(), q1.q.download());
+    // Two tasks, or no residual: refused.
+    t.accumulate = false;
+    EXPECT_EQ(kernels::launch_matvec(&t, 1, folded, nullptr), cudaErrorInvalidValue);
+  }
+}
+
 TEST(GpuRmsNorm, MatchesReferenceAndQ8DecodesBack) {
   MINFER_REQUIRE_GPU();
   // Odd widths (no Q8 copy) and widths past the kernel's register path.

@@ -10,8 +10,8 @@
 #     bench-kernels  decode matvecs alone on 7B / 0.5B shapes, per load schedule
 #   AB="ARM..." adds same-run A/B benches, AB=1 all of them: nopdl (MINFER_NO_PDL=1),
 #        sched0 (MINFER_MATVEC_SCHEDULE=0), stream (MINFER_MATVEC_STREAM=1, 0.5B and 7B),
-#        nofusenorm (MINFER_FUSE_NORM=0, 0.5B and 7B Q4_K_M), again (the default again:
-#        order effects)
+#        nofusenorm (MINFER_FUSE_NORM=0, 0.5B and 7B Q4_K_M), tail (MINFER_NORM_TAIL=1,
+#        0.5B and 7B), again (the default again: order effects)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
 #     ncu-large    the same for 7B Q4_K_M
 #     ncu-stream   stall reasons of the streamed vs the plain gate/up kernel (kernel bench)
@@ -101,7 +101,7 @@ stage_test() {
 ab_arms() {
   case "${AB:-}" in
     "") ;;
-    1) echo nopdl sched0 stream nofusenorm again ;;
+    1) echo nopdl sched0 stream nofusenorm tail again ;;
     *) echo "$AB" ;;
   esac
 }
@@ -145,6 +145,7 @@ stage_bench_small() {
       sched0) bench "$a" 0.5b-q8_0-sched0 MINFER_MATVEC_SCHEDULE=0 ;;
       stream) bench "$a" 0.5b-q8_0-stream MINFER_MATVEC_STREAM=1 ;;
       nofusenorm) bench "$a" 0.5b-q8_0-nofusenorm MINFER_FUSE_NORM=0 ;;
+      tail) bench "$a" 0.5b-q8_0-tail MINFER_NORM_TAIL=1 ;;
       again) bench "$a" 0.5b-q8_0-again ;;
     esac
   done
@@ -365,6 +366,7 @@ stage_bench_large() {
     case $arm in
       stream) bench "$a" 7b-q4_k_m-stream MINFER_MATVEC_STREAM=1; bench "$b" 7b-q8_0-stream MINFER_MATVEC_STREAM=1 ;;
       nofusenorm) bench "$a" 7b-q4_k_m-nofusenorm MINFER_FUSE_NORM=0 ;;
+      tail) bench "$a" 7b-q4_k_m-tail MINFER_NORM_TAIL=1; bench "$b" 7b-q8_0-tail MINFER_NORM_TAIL=1 ;;
     esac
   done
 }

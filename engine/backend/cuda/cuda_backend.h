@@ -76,7 +76,7 @@ class CudaBackend final : public Backend {
   Status run_node(const Graph& g, size_t& i, int n_tokens);
   Status matmul(const Node& n, const Node* residual_add, float* dst_override);
   Status matvec_group(const std::vector<const Node*>& nodes, const Node* residual_add,
-                      unsigned long long* argmax = nullptr);
+                      unsigned long long* argmax = nullptr, const Node* tail_norm = nullptr);
   Status gemm(const Weight& w, const Act& src, int first_row, int rows, float* y, int ldy, bool accumulate);
   Status ensure_q8(Act& a);
   Status ensure_f16(Act& a);
@@ -152,6 +152,8 @@ class CudaBackend final : public Backend {
     const float* x = nullptr;
     const float* w = nullptr;
   } pending_norm_;
+  bool norm_tail_ = false;       // MINFER_NORM_TAIL=1 (see prepare())
+  int* tail_counter_ = nullptr;  // the tail norm's count of finished blocks (zero between launches)
   int fuse_norm_max_width_ = 0;  // norms of rows up to this wide fold into the next matvec (see prepare())
   // Fills in.norm_* when src's norm is pending (and clears it).
   void take_pending_norm(Buf src, kernels::MatvecInput& in);
