@@ -211,6 +211,24 @@ class CudaSwitches : public testing::Test {
     auto b = make_backend(true, *m_, o);
     return run_sequence(*b, *m_, prompt_, cont_, f);
   }
+  // A norm-moving switch (`name`=0 vs 1, with `other`=0 in both arms): the
+  // same logits bits, and two norm launches a layer fewer a decode step.
+  void expect_norm_switch(const char* name, const char* other, const char* on_label) {
+    std::vector<float> logits[2];
+    int launches[2] = {0, 0};
+    ::setenv(other, "0", 1);
+    for (int on = 0; on < 2; ++on) {
+      ::setenv(name, on == 1 ? "1" : "0", 1);
+      auto b = make_backend(true, *m_, {});
+      logits[on] = run_sequence(*b, *m_, prompt_, cont_);
+      launches[on] = b->decode_launches();
+    }
+    ::unsetenv(name);
+    ::unsetenv(other);
+    EXPECT_EQ(launches[0] - launches[1], 2 * m_->config.n_layers)
+        << name << ": launches a decode step: " << launches[0] << " apart, " << launches[1] << " " << on_label;
+    expect_same_bits(logits[1], logits[0]);
+  }
   std::unique_ptr<Loaded> m_;
   std::vector<int32_t> prompt_, cont_;
 };
@@ -242,41 +260,14 @@ TEST_F(CudaSwitches, MatvecStreamIsBitIdentical) {
 // MINFER_FUSE_NORM=0|1: a layer's RMS norms as their own launches, or folded
 // into the prologue of the q/k/v and gate/up matvecs (two launches a layer).
 TEST_F(CudaSwitches, FuseNormIsBitIdentical) {
-  std::vector<float> logits[2];
-  int launches[2] = {0, 0};
-  ::setenv("MINFER_NORM_TAIL", "0", 1);  // else the products' last blocks take every norm but one
-  for (int fold = 0; fold < 2; ++fold) {
-    ::setenv("MINFER_FUSE_NORM", fold == 1 ? "1" : "0", 1);
-    auto b = make_backend(true, *m_, {});
-    logits[fold] = run_sequence(*b, *m_, prompt_, cont_);
-    launches[fold] = b->decode_launches();
-  }
-  ::unsetenv("MINFER_FUSE_NORM");
-  ::unsetenv("MINFER_NORM_TAIL");
-  EXPECT_EQ(launches[0] - launches[1], 2 * m_->config.n_layers) << "launches a decode step: " << launches[0] << " apart, "
-                                                                 << launches[1] << " folded";
-  expect_same_bits(logits[1], logits[0]);
+  // Without the tail norm, else the products' last blocks take every norm but one.
+  expect_norm_switch("MINFER_FUSE_NORM", "MINFER_NORM_TAIL", "folded");
 }
 
 // MINFER_NORM_TAIL=0|1: the norm of the residual stream as its own launch, or
 // done by the last block of the product that adds to it. With the prologue
 // fold off, every norm but the first layer's attention norm moves: 2 a layer.
-TEST_F(CudaSwitches, NormTailIsBitIdentical) {
-  std::vector<float> logits[2];
-  int launches[2] = {0, 0};
-  ::setenv("MINFER_FUSE_NORM", "0", 1);
-  for (int tail = 0; tail < 2; ++tail) {
-    ::setenv("MINFER_NORM_TAIL", tail == 1 ? "1" : "0", 1);
-    auto b = make_backend(true, *m_, {});
-    logits[tail] = run_sequence(*b, *m_, prompt_, cont_);
-    launches[tail] = b->decode_launches();
-  }
-  ::unsetenv("MINFER_NORM_TAIL");
-  ::unsetenv("MINFER_FUSE_NORM");
-  EXPECT_EQ(launches[0] - launches[1], 2 * m_->config.n_layers) << "launches a decode step: " << launches[0] << " apart, "
-                                                                 << launches[1] << " on the products";
-  expect_same_bits(logits[1], logits[0]);
-}
+TEST_F(CudaSwitches, NormTailIsBitIdentical) { expect_norm_switch("MINFER_NORM_TAIL", "MINFER_FUSE_NORM", "on the products"); }
 
 TEST_F(CudaSwitches, NoFlashPrefillMatchesWithinF16Rounding) {
   BackendOptions off;

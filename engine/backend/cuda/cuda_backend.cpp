@@ -540,8 +540,9 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       // themselves (one launch fewer, bit-identical). Not the output norm: the
       // head's ~38,000 blocks would each redo it. Not while tracing, which
       // reads every node's output.
-      if (rows == 1 && src.width <= fuse_norm_max_width_ && n.layer >= 0 && trace_ == nullptr && next != nullptr && next->src == n.dst &&
-          (next->op == Op::kMatmul || next->op == Op::kGateUpSwiglu) && kernels::matvec_norm_fits(src.width)) {
+      if (rows == 1 && src.width <= fuse_norm_max_width_ && n.layer >= 0 && trace_ == nullptr && next != nullptr &&
+          next->src == n.dst && (next->op == Op::kMatmul || next->op == Op::kGateUpSwiglu) &&
+          kernels::matvec_norm_fits(src.width)) {
         pending_norm_ = PendingNorm{n.dst, src.f32 + static_cast<size_t>(first) * src.width, dv(n.w)};
         dst.q8_ok = dst.f16_ok = false;
         return ok_status();
