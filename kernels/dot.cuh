@@ -63,19 +63,21 @@ __device__ __forceinline__ float add_rn(float acc, float v) { return __fadd_rn(a
 // Row r of every plane of w into L2 (prefetch: no registers, nothing waits
 // for it). Decode kernels call it before their PDL wait: weights are
 // constant, so the first DRAM round trip of a row overlaps the previous kernel.
-__device__ __forceinline__ void prefetch_plane_row(const void* plane, size_t row_bytes, int r, int lane) {
+// `lanes` lanes share the row (lane: 0 .. lanes - 1).
+__device__ __forceinline__ void prefetch_plane_row(const void* plane, size_t row_bytes, int r, int lane, int lanes) {
   if (plane == nullptr || row_bytes == 0) return;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(plane) + static_cast<size_t>(r) * row_bytes;
-  for (uintptr_t a = (begin & ~uintptr_t{127}) + static_cast<uintptr_t>(lane) * 128; a < begin + row_bytes; a += kWarp * 128) {
+  const uintptr_t step = static_cast<uintptr_t>(lanes) * 128;
+  for (uintptr_t a = (begin & ~uintptr_t{127}) + static_cast<uintptr_t>(lane) * 128; a < begin + row_bytes; a += step) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
   }
 }
-__device__ __forceinline__ void prefetch_row(const DeviceWeight& w, int r, int lane) {
+__device__ __forceinline__ void prefetch_row(const DeviceWeight& w, int r, int lane, int lanes = kWarp) {
   const PlaneSizes ps = plane_sizes(w.type, w.k);
-  prefetch_plane_row(w.q, ps.q_row, r, lane);
-  prefetch_plane_row(w.qh, ps.qh_row, r, lane);
-  prefetch_plane_row(w.meta, ps.meta_row, r, lane);
-  prefetch_plane_row(w.d, ps.d_row, r, lane);
+  prefetch_plane_row(w.q, ps.q_row, r, lane, lanes);
+  prefetch_plane_row(w.qh, ps.qh_row, r, lane, lanes);
+  prefetch_plane_row(w.meta, ps.meta_row, r, lane, lanes);
+  prefetch_plane_row(w.d, ps.d_row, r, lane, lanes);
 }
 
 __device__ __forceinline__ int dot_q8x16(int4 w, int4 x, int acc) {
@@ -546,6 +548,101 @@ __device__ __forceinline__ float2 row_dot_pair_t(const DeviceWeight& a, const De
     }
   }
   return make_float2(warp_sum(acc_a), warp_sum(acc_b));
+}
+
+// A row a quarter-warp: kQuarter lanes a row, four rows a warp, the same bits
+// as row_dot_t. With 32 lanes a row, a 7B gate/up row (56 Q4_K units) keeps
+// 8 lanes at one unit while 24 do two, and every lane reads its units'
+// activations for itself (64 bytes for each 32 bytes of weights); with 8,
+// every lane has 7 units, and the four rows of a warp read the same
+// activations at once (one load serves four lanes).
+//
+// Lane s of the quarter plays row_dot_t's lanes s, s + 8, s + 16 and s + 24:
+// those take units s + 8m for m = 0, 4, 8, ..., for m = 1, 5, 9, ..., and so
+// on, so lane s adds unit s + 8m into acc[m % 4], in unit order. The warp
+// sum's butterfly then runs as it would: its steps across 16 and 8 lanes are
+// additions inside a lane (acc[0] + acc[2], acc[1] + acc[3], then the two),
+// its steps across 4, 2 and 1 lane shuffles inside the quarter. (Each step
+// adds two lanes' values; addition commutes, so the order of the two does
+// not matter.)
+constexpr int kQuarter = 8;
+
+// acc[4] as warp_sum would reduce the 32 lanes they stand for; every lane of
+// the quarter gets it. All 32 lanes of the warp must call it.
+__device__ __forceinline__ float quarter_sum(const float (&acc)[4]) {
+  float v = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+  v += __shfl_xor_sync(0xffffffffu, v, 4);
+  v += __shfl_xor_sync(0xffffffffu, v, 2);
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v;
+}
+
+// Units a lane loads before its first dot product, by kDepth (0, 1, 2: the
+// load schedule, kernels.h): 1, 2 or 4.
+template <int kDepth>
+constexpr int kQuarterGroup = kDepth == 0 ? 1 : kDepth == 1 ? 2 : 4;
+
+// Lane s's units of row r of a (and of b when kPair) into acc_a (acc_b).
+// Groups of kQuarterGroup units: their loads first (an index past the row
+// clamped to its last unit, its value dropped), then their dot products.
+template <WType T, int kDepth, bool kPair>
+__device__ __forceinline__ void quarter_units(const DeviceWeight& a, const DeviceWeight& b, int r, const DotInput& in, int s,
+                                              float (&acc_a)[4], float (&acc_b)[4]) {
+  constexpr int G = kQuarterGroup<kDepth>;
+  const int n_units = a.k / Unit<T>::kElems;
+  for (int m0 = 0; s + kQuarter * m0 < n_units; m0 += 4) {
+#pragma unroll
+    for (int t0 = 0; t0 < 4; t0 += G) {
+      if (s + kQuarter * (m0 + t0) >= n_units) break;
+      float pa[G], pb[G];
+      if constexpr (kHasRaw<T>) {
+        typename Unit<T>::Raw ra[G], rb[G];
+#pragma unroll
+        for (int j = 0; j < G; ++j) {
+          const int u = min(s + kQuarter * (m0 + t0 + j), n_units - 1);
+          ra[j] = Unit<T>::load(a, r, u);
+          if constexpr (kPair) rb[j] = Unit<T>::load(b, r, u);
+        }
+#pragma unroll
+        for (int j = 0; j < G; ++j) {
+          const int u = min(s + kQuarter * (m0 + t0 + j), n_units - 1);
+          pa[j] = kPair ? pair_unit_dot<T>(ra[j], u, in) : Unit<T>::dot(ra[j], u, in);
+          if constexpr (kPair) pb[j] = pair_unit_dot<T>(rb[j], u, in);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < G; ++j) {
+          const int u = min(s + kQuarter * (m0 + t0 + j), n_units - 1);
+          pa[j] = Unit<T>::dot(a, r, u, in);
+          if constexpr (kPair) pb[j] = Unit<T>::dot(b, r, u, in);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < G; ++j) {
+        if (s + kQuarter * (m0 + t0 + j) < n_units) {
+          acc_a[t0 + j] = add_rn(acc_a[t0 + j], pa[j]);
+          if constexpr (kPair) acc_b[t0 + j] = add_rn(acc_b[t0 + j], pb[j]);
+        }
+      }
+    }
+  }
+}
+
+// Row r of a (and b) by the quarter of lane s; `valid` false: no loads, but
+// the quarter still takes part in the warp's shuffles (every lane must).
+// Quantized types only (the float types' unaligned rows take a scalar path).
+template <int kType, int kDepth>
+__device__ __forceinline__ float quarter_dot(const DeviceWeight& w, int r, bool valid, const DotInput& in, int s) {
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, unused[4];
+  if (valid) quarter_units<static_cast<WType>(kType), kDepth, false>(w, w, r, in, s, acc, unused);
+  return quarter_sum(acc);
+}
+template <int kType, int kDepth>
+__device__ __forceinline__ float2 quarter_dot_pair(const DeviceWeight& a, const DeviceWeight& b, int r, bool valid,
+                                                   const DotInput& in, int s) {
+  float acc_a[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc_b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (valid) quarter_units<static_cast<WType>(kType), kDepth, true>(a, b, r, in, s, acc_a, acc_b);
+  return make_float2(quarter_sum(acc_a), quarter_sum(acc_b));
 }
 
 __device__ __forceinline__ float row_dot_float_scalar(const DeviceWeight& w, int r, const DotInput& in, int lane) {

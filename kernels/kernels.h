@@ -196,6 +196,11 @@ void set_pdl(bool on);
 // sums are the same bits either way. For A/B runs and tests.
 void set_matvec_schedule(int schedule);
 int matvec_schedule();
+// Lanes a row in the decode matvecs and gate/up of quantized weights: 32 (a
+// warp a row) or 8 (a quarter-warp a row, four rows a warp); 0 (the
+// default) picks per launch (matvec.cu). The same bits either way.
+void set_matvec_lanes(int lanes);
+int matvec_lanes();
 // Decode matvecs and gate/up whose weights stream through shared memory by
 // bulk copies (matvec_stream.cu; sm_90 and later only: the caller checks).
 // Applies to Q8_0, Q4_K, Q5_K and Q6_K weights of one type a launch, without

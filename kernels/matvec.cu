@@ -83,7 +83,12 @@ __device__ DotInput norm_prologue(const float* x, const float* w, float eps, int
   return DotInput{xf, xq, xds};
 }
 
-template <int kType, int kSched>
+// kLanes lanes a row: 32 (a warp, row_dot_k) or kQuarter (four rows a warp,
+// quarter_dot; quantized types, one type a launch). The same bits either way.
+template <int kLanes>
+constexpr int kRowsPerBlock = kWarpsPerBlock * (kWarp / kLanes);
+
+template <int kType, int kSched, int kLanes>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBatch b) {
   extern __shared__ __align__(16) unsigned char matvec_smem[];
   // Pick the task with constant indices: indexing the parameter array with a
@@ -92,17 +97,23 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
   const int ti = (b.n_tasks > 2 && blk >= b.block_begin[2]) ? 2 : (b.n_tasks > 1 && blk >= b.block_begin[1]) ? 1 : 0;
   const MatvecTask& t = ti == 2 ? b.t[2] : ti == 1 ? b.t[1] : b.t[0];
   const int begin = ti == 2 ? b.block_begin[2] : ti == 1 ? b.block_begin[1] : 0;
-  const int lane = threadIdx.x % kWarp;
-  const int r = (blk - begin) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarp;
-  if (r < t.w.n_rows) prefetch_row(t.w, r, lane);
+  const int lane = threadIdx.x % kWarp, s = lane % kLanes;
+  const int warp_row = (blk - begin) * kRowsPerBlock<kLanes> + static_cast<int>(threadIdx.x) / kWarp * (kWarp / kLanes);
+  const int r = warp_row + lane / kLanes;
+  if (r < t.w.n_rows) prefetch_row(t.w, r, s, kLanes);
   if (b.norm_w != nullptr) norm_quads_prefetch_weights(b.norm_w, b.k);
   pdl_begin();
   const DotInput in =
       b.norm_w != nullptr ? norm_prologue<reads_f32(kType)>(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem) : b.in;
-  if (r >= t.w.n_rows && b.tail_norm_w == nullptr) return;
-  if (r < t.w.n_rows) {
-    float v = row_dot_k<kType, kSched>(t.w, r, in, lane);
-    if (lane == 0) {
+  if (warp_row >= t.w.n_rows && b.tail_norm_w == nullptr) return;  // the whole warp (its shuffles need every lane)
+  if (warp_row < t.w.n_rows) {
+    float v;
+    if constexpr (kLanes == kWarp) {
+      v = row_dot_k<kType, kSched>(t.w, r, in, lane);
+    } else {
+      v = quarter_dot<kType, kSched>(t.w, r, r < t.w.n_rows, in, s);
+    }
+    if (s == 0 && r < t.w.n_rows) {
       if (t.bias != nullptr) v += t.bias[r];
       const float out = t.accumulate ? t.y[r] + v : v;
       t.y[r] = out;
@@ -113,48 +124,80 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
   if (b.tail_norm_w != nullptr) matvec_tail_norm(b, t.y, t.w.n_rows, matvec_smem);
 }
 
-// Gate and up rows share an output index: one warp per row computes both
-// dots in one pass (row_dot_pair), 32 rows per block, so the block also
-// writes the Q8 block of h that the down projection reads (no extra launch).
-// 16 warps of 2 rows: 512 threads leave ptxas 128 registers a thread (a
-// 1024-thread block caps it at 64 and spills the K-quant dots).
-constexpr int kGateUpWarps = 16;
-constexpr int kGateUpRowsPerWarp = 2;
+// Gate and up rows share an output index: one warp (or quarter, kLanes)
+// per row computes both dots in one pass (row_dot_pair, quarter_dot_pair),
+// 32 rows per block, so the block also writes the Q8 block of h that the
+// down projection reads (no extra launch). 32 lanes a row: 16 warps of 2
+// rows; 512 threads leave ptxas 128 registers a thread (a 1024-thread block
+// caps it at 64 and spills the K-quant dots). A quarter a row: 8 warps of 4.
+constexpr int kGateUpRows = 32;
+template <int kLanes>
+constexpr int kGateUpThreads = kLanes == kWarp ? 512 : 256;
 
-template <int kType, int kMinBlocks, int kSched>
-__global__ void __launch_bounds__(kGateUpWarps * kWarp, kMinBlocks)
+template <int kType, int kMinBlocks, int kSched, int kLanes>
+__global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
     gate_up_kernel(DeviceWeight gate, DeviceWeight up, DotInput in_global, const float* norm_x, const float* norm_w,
                    float norm_eps, float* h, int8_t* hq, float2* hds) {
   extern __shared__ __align__(16) unsigned char gate_up_smem[];
-  const int first_row = blockIdx.x * 32 + static_cast<int>(threadIdx.x) / kWarp * kGateUpRowsPerWarp;
+  constexpr int kWarps = kGateUpThreads<kLanes> / kWarp;
+  constexpr int kRowsPerWarp = kGateUpRows / kWarps;  // 2 (rows one after the other) or 4 (a quarter each)
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, s = lane % kLanes;
+  const int first_row = blockIdx.x * kGateUpRows + warp * kRowsPerWarp + (kLanes == kWarp ? 0 : lane / kLanes);
+  constexpr int kOwnRows = kLanes == kWarp ? kRowsPerWarp : 1;  // rows of this lane's warp or quarter
 #pragma unroll
-  for (int i = 0; i < kGateUpRowsPerWarp; ++i) {
-    prefetch_row(gate, first_row + i, threadIdx.x % kWarp);
-    prefetch_row(up, first_row + i, threadIdx.x % kWarp);
+  for (int i = 0; i < kOwnRows; ++i) {
+    prefetch_row(gate, first_row + i, s, kLanes);
+    prefetch_row(up, first_row + i, s, kLanes);
   }
   if (norm_w != nullptr) norm_quads_prefetch_weights(norm_w, gate.k);
   pdl_begin();
   const DotInput in =
       norm_w != nullptr ? norm_prologue<reads_f32(kType)>(norm_x, norm_w, norm_eps, gate.k, gate_up_smem) : in_global;
-  __shared__ float out[kGateUpWarps * kGateUpRowsPerWarp];
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  __shared__ float out[kGateUpRows];
   // Both rows' dots before any store: a store to h could alias the
   // activations, which would keep the second row's loads from being issued
   // with the first's.
-  float2 gu[kGateUpRowsPerWarp];
+  float2 gu[kOwnRows];
 #pragma unroll
-  for (int i = 0; i < kGateUpRowsPerWarp; ++i) gu[i] = row_dot_pair_k<kType, kSched>(gate, up, first_row + i, in, lane);
+  for (int i = 0; i < kOwnRows; ++i) {
+    if constexpr (kLanes == kWarp) gu[i] = row_dot_pair_k<kType, kSched>(gate, up, first_row + i, in, lane);
+    else gu[i] = quarter_dot_pair<kType, kSched>(gate, up, first_row + i, true, in, s);
+  }
 #pragma unroll
-  for (int i = 0; i < kGateUpRowsPerWarp; ++i) {
-    const int local = warp * kGateUpRowsPerWarp + i;
-    if (lane == 0) {
+  for (int i = 0; i < kOwnRows; ++i) {
+    if (s == 0) {
       const float v = silu(gu[i].x) * gu[i].y;
-      out[local] = v;
+      out[first_row + i - blockIdx.x * kGateUpRows] = v;
       h[first_row + i] = v;
     }
   }
   __syncthreads();
   if (warp == 0 && hq != nullptr) quantize_block_q8(out[lane], lane, blockIdx.x, hq, hds);
+}
+
+// Lanes a row (kLanes above): the one set_matvec_lanes forces, else a
+// quarter-warp for rows of fewer units than a warp has lanes, a warp for the
+// rest (quantized types; float types always take a warp). On the H200
+// (tests/gpu/matvec_bench.cpp, bench/results/2026-12-01-h200-session6; µs a
+// launch, a warp vs a quarter a row): rows of 28 units (0.5B, k = 896) win —
+// output head Q8_0 57.5 vs 40.6, gate/up 6.2 vs 4.9, q/k/v 4.0 vs 3.0 — as a
+// warp a row leaves 4 lanes idle and the block scheduler hands out four times
+// the blocks; rows of 56 units tie or lose a little (7B gate/up Q4_K 30.1 vs
+// 30.7, q/k/v 9.0 vs 9.0, output head Q6_K 143.6 vs 139.4), and long rows
+// lose badly, having a quarter of the warps (7B ffn_down Q4_K 21.8 vs 36.9,
+// 0.5B ffn_down Q8_0 3.8 vs 7.4).
+template <int kType>
+constexpr bool kQuarterable = kType >= 0 && kType != static_cast<int>(WType::kF32) && kType != static_cast<int>(WType::kF16) &&
+                              kType != static_cast<int>(WType::kBF16);
+template <int kType>
+int lanes_for(int k) {
+  if constexpr (!kQuarterable<kType>) {
+    return kWarp;
+  } else {
+    const int forced = matvec_lanes();
+    if (forced == kQuarter || forced == kWarp) return forced;
+    return k / Unit<static_cast<WType>(kType)>::kElems < kWarp ? kQuarter : kWarp;
+  }
 }
 
 // The load schedule (row_dot_t in dot.cuh) of a launch: the one
@@ -163,27 +206,31 @@ __global__ void __launch_bounds__(kGateUpWarps * kWarp, kMinBlocks)
 // bench/results/2026-11-30-h200-session4; µs a launch with schedules 0 / 1 / 2):
 //  - gate/up, whenever every lane has a unit: groups (7B Q4_K 39.1 / 29.7 /
 //    29.8, Q8_0 56.1 / 51.1 / 55.1).
-//  - matvec, Q4_K and Q5_K: one unit at a time, whose unrolled loop already
-//    issues four units' loads together on long rows (7B ffn_down Q4_K 21.6 /
-//    24.1 / 23.6 — 17.9 / 20.1 / 27.6 with the byte-wise scales it now uses
-//    again; attn_output 4.6 / 5.3 / 6.1).
+//  - matvec, Q4_K and Q5_K: one unit at a time under four units a lane
+//    (attn_output 4.6 / 5.3 / 6.1 in session 4; 5.2 / 5.2 in session 6),
+//    groups from there (7B ffn_down Q4_K 21.6 / 24.1 / 23.6 in session 4,
+//    21.8 / 19.7 in session 6, after the byte-wise scales).
 //  - matvec, Q6_K: groups under four units a lane (7B output head 170 / 142 /
 //    203), double groups from there (7B ffn_down 28.8 / 28.0 / 27.0).
 //  - matvec, other types: groups once a lane has 3 units (7B q/k/v Q8_0
 //    8.8 / 6.9 / 8.7), double groups from 16 (7B ffn_down Q8_0 32.5 / 26.7 /
 //    26.2); fewer units a lane would make most of a group's loads repeats of
 //    the last unit (0.5B output head Q8_0, under one a lane: 57 / 75 / 115).
+//  - a quarter a row (lanes == kQuarter; rows of under 32 units by default):
+//    gate/up one unit at a time (0.5B Q8_0 4.9 / 6.1 / 6.7), matvec groups of
+//    4 (0.5B q/k/v 4.2 / 3.6 / 3.0; output head 40.6 / 40.6 / 41.7).
 template <int kType>
-int schedule_for(bool gate_up, int k) {
+int schedule_for(bool gate_up, int k, int lanes) {
   const int forced = matvec_schedule();
   if (forced >= 0) return forced;
   constexpr WType T = static_cast<WType>(kType);
   if constexpr (kType < 0) {
     return 0;
   } else {
+    if (lanes == kQuarter) return gate_up ? 0 : 2;
     const int per_lane = k / Unit<T>::kElems / kWarp;
     if (gate_up) return per_lane >= 1 ? 1 : 0;
-    if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return 0;
+    if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return per_lane >= 4 ? 1 : 0;
     if constexpr (T == WType::kQ6_K) return per_lane < 4 ? 1 : 2;
     return per_lane >= 16 ? 2 : per_lane >= 3 ? 1 : 0;
   }
@@ -203,11 +250,16 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
   MatvecBatch b{};
   b.n_tasks = n_tasks;
   b.in = dot_input(in);
+  bool one_type = true;
+  for (int i = 1; i < n_tasks; ++i) one_type &= tasks[i].w.type == tasks[0].w.type;
+  const int lanes =
+      one_type ? dispatch_wtype(tasks[0].w.type, [&](auto type) { return lanes_for<decltype(type)::value>(tasks[0].w.k); }) : kWarp;
+  const int rows_per_block = lanes == kWarp ? kRowsPerBlock<kWarp> : kRowsPerBlock<kQuarter>;
   int blocks = 0;
   for (int i = 0; i < n_tasks; ++i) {
     b.t[i] = tasks[i];
     b.block_begin[i] = blocks;
-    blocks += (tasks[i].w.n_rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    blocks += (tasks[i].w.n_rows + rows_per_block - 1) / rows_per_block;
   }
   b.block_begin[n_tasks] = blocks;
   b.norm_x = in.norm_x;
@@ -235,17 +287,22 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
     }
     if (!matvec_norm_fits(b.k)) return cudaErrorInvalidValue;
   }
-  bool one_type = true;
-  for (int i = 1; i < n_tasks; ++i) one_type &= tasks[i].w.type == tasks[0].w.type;
   if (in.norm_w != nullptr) smem = NormSmem(b.k, !one_type || !wtype_is_quantized_host(tasks[0].w.type)).total;
   // The tail norm's block sums reuse the prologue's memory (done with by then).
   if (in.tail_norm_w != nullptr) smem = std::max(smem, sizeof(float) * static_cast<size_t>(tasks[0].w.n_rows / 32));
   auto launch = [&](auto kernel) { return launch_kernel(kernel, dim3(blocks), dim3(kWarpsPerBlock * kWarp), smem, stream, b); };
-  if (!one_type) return launch(matvec_kernel<-1, 0>);
+  if (!one_type) return launch(matvec_kernel<-1, 0, kWarp>);
   return dispatch_wtype(tasks[0].w.type, [&](auto type) {
     constexpr int T = decltype(type)::value;
-    const int sched = schedule_for<T>(false, b.k);
-    return sched == 2 ? launch(matvec_kernel<T, 2>) : sched == 1 ? launch(matvec_kernel<T, 1>) : launch(matvec_kernel<T, 0>);
+    const int sched = schedule_for<T>(false, b.k, lanes);
+    if constexpr (kQuarterable<T>) {
+      if (lanes == kQuarter) {
+        return sched == 2   ? launch(matvec_kernel<T, 2, kQuarter>)
+               : sched == 1 ? launch(matvec_kernel<T, 1, kQuarter>)
+                            : launch(matvec_kernel<T, 0, kQuarter>);
+      }
+    }
+    return sched == 2 ? launch(matvec_kernel<T, 2, kWarp>) : sched == 1 ? launch(matvec_kernel<T, 1, kWarp>) : launch(matvec_kernel<T, 0, kWarp>);
   });
 }
 
@@ -263,11 +320,11 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
     const cudaError_t st = launch_gate_up_streamed(gate, up, din, h, hq.q, hds, stream);
     if (st != cudaErrorNotSupported) return st;
   }
-  auto launch = [&](auto kernel) {
-    return launch_kernel(kernel, dim3(gate.n_rows / 32), dim3(kGateUpWarps * kWarp), smem, stream, gate, up, din, in.norm_x,
-                         in.norm_w, in.norm_eps, h, hq.q, hds);
+  auto launch = [&](auto kernel, int threads) {
+    return launch_kernel(kernel, dim3(gate.n_rows / kGateUpRows), dim3(threads), smem, stream, gate, up, din, in.norm_x, in.norm_w,
+                         in.norm_eps, h, hq.q, hds);
   };
-  if (gate.type != up.type) return launch(gate_up_kernel<-1, 1, 0>);
+  if (gate.type != up.type) return launch(gate_up_kernel<-1, 1, 0, kWarp>, kGateUpThreads<kWarp>);
   // Two resident 512-thread blocks an SM need at most 64 registers a thread:
   // the legacy blocks and the float types fit (Q8_0 and Q5_0 spill a few
   // bytes). Q4_K needs 90 for one block an SM; capped at 64 it spills 148
@@ -275,10 +332,22 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
   // run, 2026-11-30). Q5_K and Q6_K would spill far more: one block.
   return dispatch_wtype(gate.type, [&](auto type) {
     constexpr int T = decltype(type)::value;
+    const int lanes = lanes_for<T>(gate.k);
+    const int sched = schedule_for<T>(true, gate.k, lanes);
+    if constexpr (kQuarterable<T>) {
+      if (lanes == kQuarter) {
+        constexpr int kThreads = kGateUpThreads<kQuarter>;
+        return sched == 2   ? launch(gate_up_kernel<T, 1, 2, kQuarter>, kThreads)
+               : sched == 1 ? launch(gate_up_kernel<T, 1, 1, kQuarter>, kThreads)
+                            : launch(gate_up_kernel<T, 1, 0, kQuarter>, kThreads);
+      }
+    }
     constexpr bool one_block = T < 0 || T == static_cast<int>(WType::kQ5_K) || T == static_cast<int>(WType::kQ6_K);
     constexpr int B = one_block ? 1 : 2;
-    const int sched = schedule_for<T>(true, gate.k);
-    return sched == 2 ? launch(gate_up_kernel<T, B, 2>) : sched == 1 ? launch(gate_up_kernel<T, B, 1>) : launch(gate_up_kernel<T, B, 0>);
+    constexpr int kThreads = kGateUpThreads<kWarp>;
+    return sched == 2   ? launch(gate_up_kernel<T, B, 2, kWarp>, kThreads)
+           : sched == 1 ? launch(gate_up_kernel<T, B, 1, kWarp>, kThreads)
+                        : launch(gate_up_kernel<T, B, 0, kWarp>, kThreads);
   });
 }
 

@@ -335,6 +335,99 @@ TEST(GpuMatvecStream, StreamedEqualsPlainBitForBit) {
   }
 }
 
+// A quarter-warp a row (kernels::set_matvec_lanes(8)) sums each row's units
+// in the order a warp a row does: identical bits for every load schedule, on
+// rows whose unit count leaves every remainder over 8 lanes (fewer units than
+// lanes, a partial group, several rounds), row counts that leave a block's
+// last warp partly empty, a three-weight batch with bias, residual and argmax,
+// gate/up with its Q8 output, and the norm prologue.
+TEST(GpuMatvecQuarter, QuarterRowsEqualWarpRowsBitForBit) {
+  MINFER_REQUIRE_GPU();
+  const int saved_lanes = kernels::matvec_lanes(), saved_schedule = kernels::matvec_schedule();
+  for (const MatvecCase c : {MatvecCase{DType::kQ8_0, 37, 896}, MatvecCase{DType::kQ8_0, 64, 4864},
+                             MatvecCase{DType::kQ8_0, 9, 96}, MatvecCase{DType::kQ4_K, 96, 3584},
+                             MatvecCase{DType::kQ4_K, 33, 256}, MatvecCase{DType::kQ4_K, 32, 18944},
+                             MatvecCase{DType::kQ5_K, 64, 1536}, MatvecCase{DType::kQ6_K, 45, 18944},
+                             MatvecCase{DType::kQ6_K, 64, 3584}, MatvecCase{DType::kQ4_0, 64, 2080},
+                             MatvecCase{DType::kQ5_1, 32, 896}}) {
+    TestWeight w(c.type, c.rows, c.k, 191), w2(c.type, c.rows, c.k, 192), w3(c.type, 2 * c.rows + 3, c.k, 193);
+    const std::vector<float> x = test::random_floats(static_cast<size_t>(c.k), 194, 2.0f);
+    const std::vector<float> bias = test::random_floats(static_cast<size_t>(c.rows), 195);
+    const std::vector<float> resid = test::random_floats(static_cast<size_t>(c.rows), 196);
+    const std::vector<float> nw = test::random_floats(static_cast<size_t>(c.k), 197);
+    DeviceArray<float> dx, db, dnw;
+    dx.upload(x);
+    db.upload(bias);
+    dnw.upload(nw);
+    Q8Device xq(1, c.k);
+    CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, c.k, xq.rows(), nullptr));
+    kernels::MatvecInput in{dx.get(), xq.rows()};
+    kernels::MatvecInput normed;
+    normed.norm_x = dx.get();
+    normed.norm_w = dnw.get();
+    normed.norm_eps = 1e-6f;
+    const bool fits = kernels::matvec_norm_fits(c.k);
+    struct Out {
+      std::vector<float> y1, y2, y3, h, yn, hn;
+      std::vector<int8_t> hq;
+      unsigned long long argmax = 0;
+    };
+    auto run = [&](int lanes, int schedule, Out& o) {
+      kernels::set_matvec_lanes(lanes);
+      kernels::set_matvec_schedule(schedule);
+      DeviceArray<float> y1(static_cast<size_t>(c.rows)), y2, y3(static_cast<size_t>(2 * c.rows + 3)), yn(static_cast<size_t>(c.rows));
+      y2.upload(resid);
+      DeviceArray<unsigned long long> am(1);
+      CUDA_ASSERT(cudaMemset(am.get(), 0, sizeof(unsigned long long)));
+      kernels::MatvecTask t[3] = {{w.dev, y1.get(), db.get()},
+                                  {w2.dev, y2.get(), nullptr, true},
+                                  {w3.dev, y3.get(), nullptr, false, am.get()}};
+      CUDA_ASSERT(kernels::launch_matvec(t, 3, in, nullptr));
+      if (fits) {
+        kernels::MatvecTask tn{w.dev, yn.get()};
+        CUDA_ASSERT(kernels::launch_matvec(&tn, 1, normed, nullptr));
+        o.yn = yn.download();
+      }
+      if (c.rows % 32 == 0) {
+        DeviceArray<float> h(static_cast<size_t>(c.rows)), hn(static_cast<size_t>(c.rows));
+        Q8Device hq(1, c.rows), hqn(1, c.rows);
+        CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, in, h.get(), hq.rows(), nullptr));
+        o.h = h.download();
+        o.hq = hq.q.download();
+        if (fits) {
+          CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, normed, hn.get(), hqn.rows(), nullptr));
+          o.hn = hn.download();
+        }
+      }
+      o.y1 = y1.download();
+      o.y2 = y2.download();
+      o.y3 = y3.download();
+      o.argmax = am.download()[0];
+    };
+    Out warp;
+    run(32, -1, warp);
+    ASSERT_FALSE(HasFatalFailure());
+    for (int schedule : {-1, 0, 1, 2}) {
+      Out got;
+      run(8, schedule, got);
+      ASSERT_FALSE(HasFatalFailure());
+      const std::string what = std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k) +
+                               " schedule " + std::to_string(schedule);
+      test::expect_same_bits(got.y1, warp.y1, what + " bias");
+      test::expect_same_bits(got.y2, warp.y2, what + " residual");
+      test::expect_same_bits(got.y3, warp.y3, what + " third weight");
+      EXPECT_EQ(got.argmax, warp.argmax) << what;
+      test::expect_same_bits(got.h, warp.h, what + " gate/up");
+      EXPECT_EQ(got.hq, warp.hq) << what;
+      test::expect_same_bits(got.yn, warp.yn, what + " norm prologue");
+      test::expect_same_bits(got.hn, warp.hn, what + " gate/up, norm prologue");
+    }
+    for (float v : warp.y3) ASSERT_TRUE(std::isfinite(v)) << dtype_name(c.type);
+  }
+  kernels::set_matvec_lanes(saved_lanes);
+  kernels::set_matvec_schedule(saved_schedule);
+}
+
 TEST(GpuMatvecNormFusion, PrologueEqualsNormKernelThenMatvecBitForBit) {
   MINFER_REQUIRE_GPU();
   // Row widths: 0.5B and 7B models; fewer blocks than a warp's quads; two

@@ -109,16 +109,22 @@ struct Result {
 // streamed kernels with a stage shape (0: the default).
 struct Variant {
   std::string label;
+  int lanes = 0;  // lanes a row of the plain kernels (kernels::set_matvec_lanes; 0: per launch)
   int schedule = -1;
   bool stream = false;
   int warps = 0, units = 0, stages = 0;
 };
 
-// "auto" | "0" | "1" | "2" | "stream" | "stream:W/U/S"
+// "auto" | "0" | "1" | "2" (lanes a row picked per launch) | "w:S" (a warp a
+// row) | "q:S" (a quarter-warp a row), S = auto, 0, 1 or 2 | "stream" |
+// "stream:W/U/S"
 Variant parse_variant(const std::string& a) {
   Variant v;
   v.label = a;
-  if (a.rfind("stream", 0) == 0) {
+  if (a.rfind("q:", 0) == 0 || a.rfind("w:", 0) == 0) {
+    v.lanes = a[0] == 'q' ? 8 : 32;
+    if (a.substr(2) != "auto") v.schedule = std::atoi(a.c_str() + 2);
+  } else if (a.rfind("stream", 0) == 0) {
     v.stream = true;
     if (a.size() > 7) std::sscanf(a.c_str() + 7, "%d/%d/%d", &v.warps, &v.units, &v.stages);
   } else if (a != "auto") {
@@ -160,6 +166,7 @@ Result run_case(const Case& c, const Variant& variant, size_t l2_bytes, cudaStre
   CHECK(cudaMalloc(reinterpret_cast<void**>(&hq), static_cast<size_t>(out_n)));
   CHECK(cudaMalloc(&hds, static_cast<size_t>(out_n / 32 + 1) * 8));
 
+  minfer::kernels::set_matvec_lanes(variant.lanes);
   minfer::kernels::set_matvec_schedule(variant.schedule);
   minfer::kernels::set_matvec_stream(variant.stream);
   minfer::kernels::set_matvec_stream_shape(variant.warps, variant.units, variant.stages);

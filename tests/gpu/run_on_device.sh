@@ -11,7 +11,8 @@
 #   AB="ARM..." adds same-run A/B benches, AB=1 all of them: nopdl (MINFER_NO_PDL=1),
 #        sched0 (MINFER_MATVEC_SCHEDULE=0), stream (MINFER_MATVEC_STREAM=1, 0.5B and 7B),
 #        nofusenorm (MINFER_FUSE_NORM=0, 0.5B and 7B Q4_K_M), tail (MINFER_NORM_TAIL=1,
-#        0.5B and 7B), again (the default again: order effects)
+#        0.5B and 7B), again (the default again: order effects), quarter / warp
+#        (MINFER_MATVEC_LANES=8 / 32: a quarter-warp or a warp a matvec row; every model)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
 #     ncu-large    the same for 7B Q4_K_M
 #     ncu-stream   stall reasons of the streamed vs the plain gate/up kernel (kernel bench)
@@ -147,6 +148,10 @@ stage_bench_small() {
       nofusenorm) bench "$a" 0.5b-q8_0-nofusenorm MINFER_FUSE_NORM=0 ;;
       tail) bench "$a" 0.5b-q8_0-tail MINFER_NORM_TAIL=1 ;;
       again) bench "$a" 0.5b-q8_0-again ;;
+      quarter) bench "$a" 0.5b-q8_0-quarter MINFER_MATVEC_LANES=8; bench "$b" 0.5b-q4_k_m-quarter MINFER_MATVEC_LANES=8
+               bench "$c" 1.5b-q4_k_m-quarter MINFER_MATVEC_LANES=8 ;;
+      warp) bench "$a" 0.5b-q8_0-warp MINFER_MATVEC_LANES=32; bench "$b" 0.5b-q4_k_m-warp MINFER_MATVEC_LANES=32
+            bench "$c" 1.5b-q4_k_m-warp MINFER_MATVEC_LANES=32 ;;
     esac
   done
   bench "$b" 0.5b-q4_k_m
@@ -367,6 +372,8 @@ stage_bench_large() {
       stream) bench "$a" 7b-q4_k_m-stream MINFER_MATVEC_STREAM=1; bench "$b" 7b-q8_0-stream MINFER_MATVEC_STREAM=1 ;;
       nofusenorm) bench "$a" 7b-q4_k_m-nofusenorm MINFER_FUSE_NORM=0 ;;
       tail) bench "$a" 7b-q4_k_m-tail MINFER_NORM_TAIL=1; bench "$b" 7b-q8_0-tail MINFER_NORM_TAIL=1 ;;
+      quarter) bench "$a" 7b-q4_k_m-quarter MINFER_MATVEC_LANES=8; bench "$b" 7b-q8_0-quarter MINFER_MATVEC_LANES=8 ;;
+      warp) bench "$a" 7b-q4_k_m-warp MINFER_MATVEC_LANES=32; bench "$b" 7b-q8_0-warp MINFER_MATVEC_LANES=32 ;;
     esac
   done
 }

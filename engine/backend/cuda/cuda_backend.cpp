@@ -126,6 +126,11 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   const char* schedule = std::getenv("MINFER_MATVEC_SCHEDULE");
   const std::string_view sched = schedule != nullptr ? schedule : "";
   kernels::set_matvec_schedule(sched == "0" ? 0 : sched == "1" ? 1 : sched == "2" ? 2 : -1);
+  // Lanes a row in the quantized decode matvecs (kernels.h): picked per
+  // launch unless MINFER_MATVEC_LANES=8|32 forces one (A/B runs).
+  const char* lanes = std::getenv("MINFER_MATVEC_LANES");
+  const std::string_view lanes_sv = lanes != nullptr ? lanes : "";
+  kernels::set_matvec_lanes(lanes_sv == "8" ? 8 : lanes_sv == "32" ? 32 : 0);
   // Decode matvecs whose weights stream through shared memory by bulk copies
   // (kernels.h; sm_90 and newer): opt-in (MINFER_MATVEC_STREAM=1) while they
   // lose to the plain kernels on the H200 (7B gate/up Q4_K 37.5 vs 29.7 µs;
