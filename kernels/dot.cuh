@@ -80,6 +80,14 @@ __device__ __forceinline__ void prefetch_row(const DeviceWeight& w, int r, int l
   prefetch_plane_row(w.d, ps.d_row, r, lane, lanes);
 }
 
+// dp4a with unsigned bytes in a and signed bytes in b (no intrinsic has
+// the mixed form).
+__device__ __forceinline__ int dp4a_us(int a, int b, int c) {
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
 __device__ __forceinline__ int dot_q8x16(int4 w, int4 x, int acc) {
   acc = __dp4a(w.x, x.x, acc);
   acc = __dp4a(w.y, x.y, acc);
@@ -120,40 +128,27 @@ __device__ __forceinline__ int dot_nibbles5(int4 w, uint32_t qh, int4 x0, int4 x
   return __dp4a(((w.w >> 4) & kLo) | spread_bits4(qh >> 28), x1.w, acc);
 }
 
-// Byte i (run-time) of 16 bytes held in registers, without spilling them to
-// local memory (taking their address would).
-__device__ __forceinline__ int byte_at(const int4& v, int i) {
-  const int w = i < 8 ? (i < 4 ? v.x : v.y) : (i < 12 ? v.z : v.w);
-  return (w >> (8 * (i & 3))) & 0xFF;
-}
-// ggml's get_scale_min_k4 on the 12 scale bytes at offset 4 of a K-quant
-// meta block held in registers: sub-block j's 6-bit scale and min.
-__device__ __forceinline__ void scale_min_k4_reg(int j, const int4& meta, int* sc, int* m) {
-  auto s = [&](int i) { return byte_at(meta, 4 + i); };
-  if (j < 4) {
-    *sc = s(j) & 63;
-    *m = s(j + 4) & 63;
-  } else {
-    *sc = (s(j + 4) & 0xF) | ((s(j - 4) >> 6) << 4);
-    *m = (s(j + 4) >> 4) | ((s(j) >> 6) << 4);
-  }
-}
-// The same for sub-blocks 2p and 2p + 1 of a K-quant meta
+// ggml's get_scale_min_k4 for sub-blocks 2p and 2p + 1 of a K-quant meta
 // block held in registers (bytes 4..15 are the 12 scale bytes s). Sub-block j
 // < 4 has scale s[j] & 63 and min s[j + 4] & 63; j ≥ 4 has scale
 // (s[j + 4] & 15) | (s[j - 4] >> 6) << 4 and min (s[j + 4] >> 4) |
 // (s[j] >> 6) << 4. Computed for four sub-blocks at once, a byte each, with
-// word operations, then the pair's two bytes taken out.
+// word operations, then the pair's two bytes taken out. Both halves' words
+// are computed and one is kept by a mask, without a branch: the lanes of a
+// warp hold every p, and a branch on it would run both sides one after the
+// other.
 __device__ __forceinline__ void scale_min_k4_pair(int p, const int4& meta, int* sc0, int* m0, int* sc1, int* m1) {
   const uint32_t s0 = static_cast<uint32_t>(meta.y), s4 = static_cast<uint32_t>(meta.z), s8 = static_cast<uint32_t>(meta.w);
-  const bool high = p >= 2;
-  const uint32_t sc = high ? (s8 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u) : s0 & 0x3F3F3F3Fu;
-  const uint32_t m = high ? ((s8 >> 4) & 0x0F0F0F0Fu) | ((s4 >> 2) & 0x30303030u) : s4 & 0x3F3F3F3Fu;
-  const int shift = 16 * (p & 1);
-  *sc0 = static_cast<int>((sc >> shift) & 0xFF);
-  *sc1 = static_cast<int>((sc >> (shift + 8)) & 0xFF);
-  *m0 = static_cast<int>((m >> shift) & 0xFF);
-  *m1 = static_cast<int>((m >> (shift + 8)) & 0xFF);
+  const uint32_t high = 0u - static_cast<uint32_t>(p >= 2);  // all ones for sub-blocks 4..7
+  const uint32_t sc = (high & ((s8 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u))) | (~high & s0 & 0x3F3F3F3Fu);
+  const uint32_t m = (high & (((s8 >> 4) & 0x0F0F0F0Fu) | ((s4 >> 2) & 0x30303030u))) | (~high & s4 & 0x3F3F3F3Fu);
+  // Bytes 2 (p & 1) and 2 (p & 1) + 1, each alone in a word (one byte
+  // permute each; selector 4 takes a zero byte of the second operand).
+  const uint32_t b0 = 0x4440u + 2u * static_cast<uint32_t>(p & 1);
+  *sc0 = static_cast<int>(__byte_perm(sc, 0u, b0));
+  *sc1 = static_cast<int>(__byte_perm(sc, 0u, b0 + 1));
+  *m0 = static_cast<int>(__byte_perm(m, 0u, b0));
+  *m1 = static_cast<int>(__byte_perm(m, 0u, b0 + 1));
 }
 
 // ggml's get_scale_min_k4: the 6-bit scale and min of sub-block j (0..7).
@@ -171,6 +166,14 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint8_t* s, int* sc, i
 template <WType T>
 struct Unit;
 
+// Offsets in a row's q plane of the two 16-byte halves of 32-byte unit u
+// (split halves, weight_layout.h; split_offset with b = 0 and 16).
+__device__ __forceinline__ uint2 split_halves_at(unsigned u, unsigned n_units) {
+  const unsigned first = u & ~31u, size = min(32u, n_units - first);
+  const unsigned a = 32u * first + 16u * (u - first);
+  return make_uint2(a, a + 16u * size);
+}
+
 template <>
 struct Unit<WType::kQ8_0> {
   static constexpr int kElems = 32;
@@ -180,8 +183,9 @@ struct Unit<WType::kQ8_0> {
   };
   template <bool kSmem = false>
   __device__ static Raw load(const DeviceWeight& w, int r, int u) {
-    const int8_t* q = static_cast<const int8_t*>(w.q) + static_cast<size_t>(r) * w.k + u * 32;
-    return Raw{ldw<kSmem>(q), ldw<kSmem>(q + 16), static_cast<const uint16_t*>(w.meta)[static_cast<size_t>(r) * (w.k / 32) + u]};
+    const int8_t* q = static_cast<const int8_t*>(w.q) + static_cast<size_t>(r) * w.k;
+    const uint2 at = split_halves_at(static_cast<unsigned>(u), static_cast<unsigned>(w.k / 32));
+    return Raw{ldw<kSmem>(q + at.x), ldw<kSmem>(q + at.y), static_cast<const uint16_t*>(w.meta)[static_cast<size_t>(r) * (w.k / 32) + u]};
   }
   __device__ static float dot(const Raw& raw, int u, const DotInput& in) {
     const int sumi = dot_q8x16(raw.q0, ld16a(in.q + u * 32), dot_q8x16(raw.q1, ld16a(in.q + u * 32 + 16), 0));
@@ -252,12 +256,15 @@ struct RawQK45 {
 };
 template <bool kFive, bool kSmem>
 __device__ __forceinline__ RawQK45 load_qk45(const DeviceWeight& w, int r, int u) {
-  const int sb = u / 4, p = u % 4;
-  const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + sb * 128 + p * 32;
+  // Unit indices are never negative: unsigned division and remainder are
+  // shifts and masks (signed ones need a rounding fix-up).
+  const unsigned uu = static_cast<unsigned>(u), sb = uu / 4;
+  const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2);
+  const uint2 at = split_halves_at(uu, static_cast<unsigned>(w.k / 64));
   RawQK45 raw;
   raw.meta = ldw<kSmem>(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
-  raw.w0 = ldw<kSmem>(q);
-  raw.w1 = ldw<kSmem>(q + 16);
+  raw.w0 = ldw<kSmem>(q + at.x);
+  raw.w1 = ldw<kSmem>(q + at.y);
   if constexpr (kFive) {
     const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 8) + sb * 32;
     raw.h0 = ldw<kSmem>(qh);
@@ -266,34 +273,39 @@ __device__ __forceinline__ RawQK45 load_qk45(const DeviceWeight& w, int r, int u
   return raw;
 }
 
-// kWordScales: the scales and mins by word operations (scale_min_k4_pair)
-// rather than byte by byte; the same integers. Fewer instructions, and faster
-// in gate/up (7B Q4_K 29.7 vs 31.6 µs a launch on the H200), but slower in the
-// plain matvec (ffn_down Q4_K 21.6 vs 17.9 µs), whose unrolled loop the
-// compiler then schedules differently: gate/up alone uses it.
-template <bool kFive, bool kWordScales = false>
+// The scales and mins by word operations (scale_min_k4_pair). Byte by byte,
+// with a branch on the sub-block, they cost 141 instructions a unit in the
+// matvec loop (PTX) against 113, and 7B q/k/v took 9.0 µs a launch instead
+// of 7.5 (H200, bench/results/2026-12-01-h200-session6).
+template <bool kFive>
 __device__ __forceinline__ float dot_qk45(const RawQK45& raw, int u, const DotInput& in) {
-  const int sb = u / 4, p = u % 4;
+  const unsigned uu = static_cast<unsigned>(u), sb = uu / 4;
+  const int p = static_cast<int>(uu % 4);
   const int4 meta4 = raw.meta;
   const float d = h2f(static_cast<uint16_t>(meta4.x & 0xFFFF));
   const float dmin = h2f(static_cast<uint16_t>(static_cast<uint32_t>(meta4.x) >> 16));
   int sc0, m0, sc1, m1;
-  if constexpr (kWordScales) {
-    scale_min_k4_pair(p, meta4, &sc0, &m0, &sc1, &m1);
-  } else {
-    scale_min_k4_reg(2 * p, meta4, &sc0, &m0);
-    scale_min_k4_reg(2 * p + 1, meta4, &sc1, &m1);
-  }
+  scale_min_k4_pair(p, meta4, &sc0, &m0, &sc1, &m1);
   const int xb = sb * 8 + 2 * p;  // Q8 block of sub-block 2p
   const int8_t* x0 = in.q + xb * 32;
   const int4 w0 = raw.w0, w1 = raw.w1;
+  const int4 xa = ld16a(x0), xb4 = ld16a(x0 + 16), xc = ld16a(x0 + 32), xd = ld16a(x0 + 48);
   constexpr int kLo = 0x0F0F0F0F;
-  int lo0, lo1, lo2, lo3, lo4, lo5, lo6, lo7, hi0, hi1, hi2, hi3, hi4, hi5, hi6, hi7;
-  lo0 = w0.x & kLo; lo1 = w0.y & kLo; lo2 = w0.z & kLo; lo3 = w0.w & kLo;
-  lo4 = w1.x & kLo; lo5 = w1.y & kLo; lo6 = w1.z & kLo; lo7 = w1.w & kLo;
-  hi0 = (w0.x >> 4) & kLo; hi1 = (w0.y >> 4) & kLo; hi2 = (w0.z >> 4) & kLo; hi3 = (w0.w >> 4) & kLo;
-  hi4 = (w1.x >> 4) & kLo; hi5 = (w1.y >> 4) & kLo; hi6 = (w1.z >> 4) & kLo; hi7 = (w1.w >> 4) & kLo;
-  if constexpr (kFive) {
+  int lo0 = w0.x & kLo, lo1 = w0.y & kLo, lo2 = w0.z & kLo, lo3 = w0.w & kLo;
+  int lo4 = w1.x & kLo, lo5 = w1.y & kLo, lo6 = w1.z & kLo, lo7 = w1.w & kLo;
+  int shi;
+  if constexpr (!kFive) {
+    // The high nibbles where they are, bytes of 16 × nibble (one mask a
+    // word, not a shift and a mask): their dot product is 16 times the
+    // nibbles' (exact, |Σ| < 2^19), so a shift by 4 gives the same integer.
+    constexpr int kHi = static_cast<int>(0xF0F0F0F0u);
+    shi = dp4a_us(w0.x & kHi, xc.x, 0);
+    shi = dp4a_us(w0.y & kHi, xc.y, shi); shi = dp4a_us(w0.z & kHi, xc.z, shi); shi = dp4a_us(w0.w & kHi, xc.w, shi);
+    shi = dp4a_us(w1.x & kHi, xd.x, shi); shi = dp4a_us(w1.y & kHi, xd.y, shi); shi = dp4a_us(w1.z & kHi, xd.z, shi);
+    shi = dp4a_us(w1.w & kHi, xd.w, shi) >> 4;
+  } else {
+    int hi0 = (w0.x >> 4) & kLo, hi1 = (w0.y >> 4) & kLo, hi2 = (w0.z >> 4) & kLo, hi3 = (w0.w >> 4) & kLo;
+    int hi4 = (w1.x >> 4) & kLo, hi5 = (w1.y >> 4) & kLo, hi6 = (w1.z >> 4) & kLo, hi7 = (w1.w >> 4) & kLo;
     // qh[l] bit 2p: 5th bit of element 64p + l; bit 2p + 1: of 64p + 32 + l.
     const int4 h0 = raw.h0, h1 = raw.h1;
     const int s0 = 2 * p, s1 = 2 * p + 1;
@@ -302,14 +314,13 @@ __device__ __forceinline__ float dot_qk45(const RawQK45& raw, int u, const DotIn
     lo4 |= bits(h1.x, s0); lo5 |= bits(h1.y, s0); lo6 |= bits(h1.z, s0); lo7 |= bits(h1.w, s0);
     hi0 |= bits(h0.x, s1); hi1 |= bits(h0.y, s1); hi2 |= bits(h0.z, s1); hi3 |= bits(h0.w, s1);
     hi4 |= bits(h1.x, s1); hi5 |= bits(h1.y, s1); hi6 |= bits(h1.z, s1); hi7 |= bits(h1.w, s1);
+    shi = __dp4a(hi0, xc.x, 0);
+    shi = __dp4a(hi1, xc.y, shi); shi = __dp4a(hi2, xc.z, shi); shi = __dp4a(hi3, xc.w, shi);
+    shi = __dp4a(hi4, xd.x, shi); shi = __dp4a(hi5, xd.y, shi); shi = __dp4a(hi6, xd.z, shi); shi = __dp4a(hi7, xd.w, shi);
   }
-  const int4 xa = ld16a(x0), xb4 = ld16a(x0 + 16), xc = ld16a(x0 + 32), xd = ld16a(x0 + 48);
   int slo = __dp4a(lo0, xa.x, 0);
   slo = __dp4a(lo1, xa.y, slo); slo = __dp4a(lo2, xa.z, slo); slo = __dp4a(lo3, xa.w, slo);
   slo = __dp4a(lo4, xb4.x, slo); slo = __dp4a(lo5, xb4.y, slo); slo = __dp4a(lo6, xb4.z, slo); slo = __dp4a(lo7, xb4.w, slo);
-  int shi = __dp4a(hi0, xc.x, 0);
-  shi = __dp4a(hi1, xc.y, shi); shi = __dp4a(hi2, xc.z, shi); shi = __dp4a(hi3, xc.w, shi);
-  shi = __dp4a(hi4, xd.x, shi); shi = __dp4a(hi5, xd.y, shi); shi = __dp4a(hi6, xd.z, shi); shi = __dp4a(hi7, xd.w, shi);
   const float2 ds0 = in.ds[xb], ds1 = in.ds[xb + 1];
   return d * (static_cast<float>(sc0) * ds0.x * static_cast<float>(slo) + static_cast<float>(sc1) * ds1.x * static_cast<float>(shi)) -
          dmin * (static_cast<float>(m0) * ds0.y + static_cast<float>(m1) * ds1.y);
@@ -321,8 +332,7 @@ struct Unit<WType::kQ4_K> {
   using Raw = RawQK45;
   template <bool kSmem = false>
   __device__ static Raw load(const DeviceWeight& w, int r, int u) { return load_qk45<false, kSmem>(w, r, u); }
-  template <bool kWordScales = false>
-  __device__ static float dot(const Raw& raw, int u, const DotInput& in) { return dot_qk45<false, kWordScales>(raw, u, in); }
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in) { return dot_qk45<false>(raw, u, in); }
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
 template <>
@@ -331,8 +341,7 @@ struct Unit<WType::kQ5_K> {
   using Raw = RawQK45;
   template <bool kSmem = false>
   __device__ static Raw load(const DeviceWeight& w, int r, int u) { return load_qk45<true, kSmem>(w, r, u); }
-  template <bool kWordScales = false>
-  __device__ static float dot(const Raw& raw, int u, const DotInput& in) { return dot_qk45<true, kWordScales>(raw, u, in); }
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in) { return dot_qk45<true>(raw, u, in); }
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
 
@@ -353,9 +362,11 @@ struct Unit<WType::kQ6_K> {
   };
   template <bool kSmem = false>
   __device__ static Raw load(const DeviceWeight& w, int r, int u) {
-    const int sb = u / 4, n = (u / 2) % 2, q = u % 2;
-    const uint8_t* ql = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + sb * 128 + n * 64 + 16 * q;
-    const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 4) + sb * 64 + n * 32 + 16 * q;
+    // u = 4 sb + 2 n + q (unsigned: shifts and masks): ql at sb * 128 + n * 64
+    // + 16 q = 32 u - 16 q, qh at sb * 64 + n * 32 + 16 q = 16 u.
+    const unsigned uu = static_cast<unsigned>(u), sb = uu / 4, q = uu % 2;
+    const uint8_t* ql = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + (32 * uu - 16 * q);
+    const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 4) + 16 * uu;
     Raw raw;
     raw.sc4 = ldw<kSmem>(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
     raw.d = static_cast<const uint16_t*>(w.d)[static_cast<size_t>(r) * (w.k / 256) + sb];
@@ -366,11 +377,11 @@ struct Unit<WType::kQ6_K> {
   }
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
   __device__ static float dot(const Raw& raw, int u, const DotInput& in) {
-    const int sb = u / 4, n = (u / 2) % 2, q = u % 2;
+    const unsigned uu = static_cast<unsigned>(u), n = (uu / 2) % 2, q = uu % 2;
     const int4 sc4 = raw.sc4;
     const float d = h2f(raw.d);
-    const int8_t* x = in.q + (sb * 256 + n * 128 + 16 * q);
-    const float2* ds = in.ds + (sb * 8 + n * 4);
+    const int8_t* x = in.q + (64 * uu - 48 * q);  // sb * 256 + n * 128 + 16 q
+    const float2* ds = in.ds + (2 * uu - 2 * q);  // sb * 8 + n * 4
     const int4 l0 = raw.l0, l1 = raw.l1, h = raw.h;
     const int l0v[4] = {l0.x, l0.y, l0.z, l0.w};
     const int l1v[4] = {l1.x, l1.y, l1.z, l1.w};
@@ -443,14 +454,6 @@ struct Unit<WType::kF32> {
 // otherwise interleave with the previous unit's unpacking, and Q8_0.
 template <WType T>
 constexpr bool kHasRaw = T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K || T == WType::kQ8_0;
-// A loaded unit's dot product as gate/up computes it (the K-quants' scales by
-// word operations, see dot_qk45); the same value as Unit::dot.
-template <WType T>
-__device__ __forceinline__ float pair_unit_dot(const typename Unit<T>::Raw& raw, int u, const DotInput& in) {
-  if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return Unit<T>::template dot<true>(raw, u, in);
-  else return Unit<T>::dot(raw, u, in);
-}
-
 // Units a lane has in flight at once in schedule 1: their loads are issued
 // before any of their dot products (the registers they take bound it).
 template <WType T>
@@ -527,8 +530,8 @@ __device__ __forceinline__ float2 row_dot_pair_t(const DeviceWeight& a, const De
 #pragma unroll
         for (int j = 0; j < D; ++j) {
           const int u = min(u0 + kWarp * j, n_units - 1);
-          pa[j] = pair_unit_dot<T>(ra[j], u, in);
-          pb[j] = pair_unit_dot<T>(rb[j], u, in);
+          pa[j] = Unit<T>::dot(ra[j], u, in);
+          pb[j] = Unit<T>::dot(rb[j], u, in);
         }
       } else {
 #pragma unroll
@@ -606,8 +609,8 @@ __device__ __forceinline__ void quarter_units(const DeviceWeight& a, const Devic
 #pragma unroll
         for (int j = 0; j < G; ++j) {
           const int u = min(s + kQuarter * (m0 + t0 + j), n_units - 1);
-          pa[j] = kPair ? pair_unit_dot<T>(ra[j], u, in) : Unit<T>::dot(ra[j], u, in);
-          if constexpr (kPair) pb[j] = pair_unit_dot<T>(rb[j], u, in);
+          pa[j] = Unit<T>::dot(ra[j], u, in);
+          if constexpr (kPair) pb[j] = Unit<T>::dot(rb[j], u, in);
         }
       } else {
 #pragma unroll

@@ -206,12 +206,13 @@ int lanes_for(int k) {
 // bench/results/2026-11-30-h200-session4; µs a launch with schedules 0 / 1 / 2):
 //  - gate/up, whenever every lane has a unit: groups (7B Q4_K 39.1 / 29.7 /
 //    29.8, Q8_0 56.1 / 51.1 / 55.1).
-//  - matvec, Q4_K and Q5_K: one unit at a time under four units a lane
-//    (attn_output 4.6 / 5.3 / 6.1 in session 4; 5.2 / 5.2 in session 6),
-//    groups from there (7B ffn_down Q4_K 21.6 / 24.1 / 23.6 in session 4,
-//    21.8 / 19.7 in session 6, after the byte-wise scales).
-//  - matvec, Q6_K: groups under four units a lane (7B output head 170 / 142 /
-//    203), double groups from there (7B ffn_down 28.8 / 28.0 / 27.0).
+//  - matvec, Q4_K and Q5_K: one unit at a time, whose unrolled loop already
+//    issues four units' loads together on long rows (7B ffn_down Q4_K 21.2 /
+//    22.6 / 23.1, attn_output 4.9 / 5.2 / 6.6; session 6, after the unit's
+//    instructions were cut).
+//  - matvec, Q6_K: one unit at a time under four units a lane (7B output
+//    head 148 / 151 / 189), double groups from there (7B ffn_down 25.4 /
+//    28.1 / 23.2).
 //  - matvec, other types: groups once a lane has 3 units (7B q/k/v Q8_0
 //    8.8 / 6.9 / 8.7), double groups from 16 (7B ffn_down Q8_0 32.5 / 26.7 /
 //    26.2); fewer units a lane would make most of a group's loads repeats of
@@ -230,8 +231,8 @@ int schedule_for(bool gate_up, int k, int lanes) {
     if (lanes == kQuarter) return gate_up ? 0 : 2;
     const int per_lane = k / Unit<T>::kElems / kWarp;
     if (gate_up) return per_lane >= 1 ? 1 : 0;
-    if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return per_lane >= 4 ? 1 : 0;
-    if constexpr (T == WType::kQ6_K) return per_lane < 4 ? 1 : 2;
+    if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return 0;
+    if constexpr (T == WType::kQ6_K) return per_lane < 4 ? 0 : 2;
     return per_lane >= 16 ? 2 : per_lane >= 3 ? 1 : 0;
   }
 }

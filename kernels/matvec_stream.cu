@@ -198,7 +198,7 @@ __device__ __forceinline__ DeviceWeight staged_view(const StreamArgs& a, const D
 // Lane `lane`'s part of a slice of a staged row: units u0 + lane + 32 j, in
 // order, added to acc. Loads first (indices past the slice clamped to its
 // last unit, their values dropped), then the dot products.
-template <WType T, int kPerLane, bool kPair>
+template <WType T, int kPerLane>
 __device__ __forceinline__ void slice_dot(const DeviceWeight& v, int u0, int nu, const DotInput& in, int lane, float* acc) {
   typename Unit<T>::Raw raw[kPerLane];
 #pragma unroll
@@ -206,7 +206,7 @@ __device__ __forceinline__ void slice_dot(const DeviceWeight& v, int u0, int nu,
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) {
     const int u = u0 + min(lane + kWarp * j, nu - 1);
-    const float part = kPair ? pair_unit_dot<T>(raw[j], u, in) : Unit<T>::dot(raw[j], u, in);
+    const float part = Unit<T>::dot(raw[j], u, in);
     if (lane + kWarp * j < nu) *acc = add_rn(*acc, part);
   }
 }
@@ -263,8 +263,8 @@ __global__ void __launch_bounds__(kPair ? 512 : 256) matvec_stream_kernel(Stream
     mbar_wait(&full[st], parity);
     const unsigned char* stage = stream_smem + static_cast<size_t>(st) * a.stage_bytes;
     if (r < t.w.n_rows) {
-      slice_dot<T, kPerLane, kPair>(staged_view(a, t.w, 0, r0, warp, u0, stage), u0, nu, a.in, lane, &acc);
-      if constexpr (kPair) slice_dot<T, kPerLane, kPair>(staged_view(a, a.t[1].w, 1, r0, warp, u0, stage), u0, nu, a.in, lane, &acc_up);
+      slice_dot<T, kPerLane>(staged_view(a, t.w, 0, r0, warp, u0, stage), u0, nu, a.in, lane, &acc);
+      if constexpr (kPair) slice_dot<T, kPerLane>(staged_view(a, a.t[1].w, 1, r0, warp, u0, stage), u0, nu, a.in, lane, &acc_up);
     }
     const bool row_done = s == a.n_slices - 1;
     if (row_done) {
