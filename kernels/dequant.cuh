@@ -17,7 +17,8 @@ __device__ __forceinline__ float dequant_element(const DeviceWeight& w, int r, i
     case WType::kBF16: return bf2f(static_cast<const uint16_t*>(w.q)[row * w.k + i]);
     case WType::kQ8_0: {
       const float d = h2f(static_cast<const uint16_t*>(w.meta)[row * (w.k / 32) + i / 32]);
-      return d * static_cast<float>(static_cast<const int8_t*>(w.q)[row * w.k + i]);
+      const uint32_t at = split_offset(static_cast<uint32_t>(i / 32), static_cast<uint32_t>(i % 32), static_cast<uint32_t>(w.k / 32));
+      return d * static_cast<float>(static_cast<const int8_t*>(w.q)[row * w.k + at]);
     }
     case WType::kQ4_0:
     case WType::kQ4_1:
@@ -44,7 +45,8 @@ __device__ __forceinline__ float dequant_element(const DeviceWeight& w, int r, i
       const float dmin = h2f(*reinterpret_cast<const uint16_t*>(meta + 2));
       int sc, m;
       scale_min_k4(2 * p + high, meta + 4, &sc, &m);
-      const uint8_t byte = static_cast<const uint8_t*>(w.q)[row * (w.k / 2) + sb * 128 + p * 32 + l];
+      const uint32_t at = split_offset(static_cast<uint32_t>(4 * sb + p), static_cast<uint32_t>(l), static_cast<uint32_t>(w.k / 64));
+      const uint8_t byte = static_cast<const uint8_t*>(w.q)[row * (w.k / 2) + at];
       int v = high ? (byte >> 4) : (byte & 0xF);
       if (w.type == WType::kQ5_K) {
         const uint8_t h = static_cast<const uint8_t*>(w.qh)[row * (w.k / 8) + sb * 32 + l];
@@ -65,6 +67,40 @@ __device__ __forceinline__ float dequant_element(const DeviceWeight& w, int r, i
     }
   }
   return 0.0f;
+}
+
+// Elements i0 .. i0 + 7 of row r (i0 % 8 == 0: one quantization block, and
+// for split halves one half of one unit, so their bytes are consecutive).
+// The same values as dequant_element; the split types find their bytes once.
+__device__ __forceinline__ void dequant8(const DeviceWeight& w, int r, int i0, float (&v)[8]) {
+  const size_t row = static_cast<size_t>(r);
+  if (w.type == WType::kQ8_0) {
+    const unsigned u = static_cast<unsigned>(i0) / 32;
+    const float d = h2f(static_cast<const uint16_t*>(w.meta)[row * (w.k / 32) + u]);
+    const int8_t* q = static_cast<const int8_t*>(w.q) + row * w.k + split_offset(u, static_cast<unsigned>(i0) % 32, w.k / 32);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = d * static_cast<float>(q[j]);
+    return;
+  }
+  if (w.type == WType::kQ4_K || w.type == WType::kQ5_K) {
+    const int sb = i0 / 256, e = i0 % 256, p = e / 64, l = e % 32, high = (e % 64) / 32;
+    const uint8_t* meta = static_cast<const uint8_t*>(w.meta) + (row * (w.k / 256) + sb) * 16;
+    const float d = h2f(*reinterpret_cast<const uint16_t*>(meta));
+    const float dmin = h2f(*reinterpret_cast<const uint16_t*>(meta + 2));
+    int sc, m;
+    scale_min_k4(2 * p + high, meta + 4, &sc, &m);
+    const uint8_t* q = static_cast<const uint8_t*>(w.q) + row * (w.k / 2) + split_offset(4 * sb + p, l, w.k / 64);
+    const uint8_t* qh = w.type == WType::kQ5_K ? static_cast<const uint8_t*>(w.qh) + row * (w.k / 8) + sb * 32 + l : nullptr;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      int x = high ? (q[j] >> 4) : (q[j] & 0xF);
+      if (qh != nullptr) x |= ((qh[j] >> (2 * p + high)) & 1) << 4;
+      v[j] = d * static_cast<float>(sc) * static_cast<float>(x) - dmin * static_cast<float>(m);
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < 8; ++j) v[j] = dequant_element(w, r, i0 + j);
 }
 
 }  // namespace minfer::kernels

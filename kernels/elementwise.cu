@@ -64,9 +64,11 @@ __global__ void dequantize_f16_x8_kernel(DeviceWeight w, __half* out, int chunks
   const int per_row = w.k / 8;
   for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += gridDim.x * blockDim.x) {
     const int r = c / per_row, i0 = (c - r * per_row) * 8;
+    float f[8];
+    dequant8(w, r, i0, f);
     __align__(16) __half v[8];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = __float2half_rn(dequant_element(w, r, i0 + j));
+    for (int j = 0; j < 8; ++j) v[j] = __float2half_rn(f[j]);
     *reinterpret_cast<int4*>(out + static_cast<size_t>(c) * 8) = *reinterpret_cast<const int4*>(v);
   }
 }

@@ -25,6 +25,12 @@ int64_t block_elems(WType t) {
   }
 }
 
+// Unit u's 32 bytes into a row's q plane with split halves.
+void copy_split_unit(uint8_t* row_q, uint32_t u, uint32_t n_units, const uint8_t* unit) {
+  std::memcpy(row_q + split_offset(u, 0, n_units), unit, 16);
+  std::memcpy(row_q + split_offset(u, 16, n_units), unit + 16, 16);
+}
+
 }  // namespace
 
 bool wtype_supported(uint32_t id, int64_t k) {
@@ -45,10 +51,10 @@ void repack_rows(WType t, int64_t k, const uint8_t* src, size_t src_row_bytes, i
       case WType::kF32: case WType::kF16: case WType::kBF16:
         std::memcpy(rq, row, p.q_row);
         break;
-      case WType::kQ8_0:  // {f16 d; int8 qs[32]} = 34 B
+      case WType::kQ8_0:  // {f16 d; int8 qs[32]} = 34 B; a unit is a block
         for (int64_t b = 0; b < k / 32; ++b) {
           std::memcpy(rmeta + b * 2, row + b * 34, 2);
-          std::memcpy(rq + b * 32, row + b * 34 + 2, 32);
+          copy_split_unit(rq, static_cast<uint32_t>(b), static_cast<uint32_t>(k / 32), row + b * 34 + 2);
         }
         break;
       case WType::kQ4_0:  // {f16 d; u8 qs[16]} = 18 B
@@ -77,17 +83,21 @@ void repack_rows(WType t, int64_t k, const uint8_t* src, size_t src_row_bytes, i
           std::memcpy(rq + b * 16, row + b * 24 + 8, 16);
         }
         break;
-      case WType::kQ4_K:  // {f16 d, dmin; u8 scales[12]; u8 qs[128]} = 144 B
+      case WType::kQ4_K:  // {f16 d, dmin; u8 scales[12]; u8 qs[128]} = 144 B; units: qs in 4 parts
         for (int64_t b = 0; b < k / 256; ++b) {
           std::memcpy(rmeta + b * 16, row + b * 144, 16);
-          std::memcpy(rq + b * 128, row + b * 144 + 16, 128);
+          for (int p4 = 0; p4 < 4; ++p4) {
+            copy_split_unit(rq, static_cast<uint32_t>(4 * b + p4), static_cast<uint32_t>(k / 64), row + b * 144 + 16 + 32 * p4);
+          }
         }
         break;
       case WType::kQ5_K:  // {f16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]} = 176 B
         for (int64_t b = 0; b < k / 256; ++b) {
           std::memcpy(rmeta + b * 16, row + b * 176, 16);
           std::memcpy(rqh + b * 32, row + b * 176 + 16, 32);
-          std::memcpy(rq + b * 128, row + b * 176 + 48, 128);
+          for (int p4 = 0; p4 < 4; ++p4) {
+            copy_split_unit(rq, static_cast<uint32_t>(4 * b + p4), static_cast<uint32_t>(k / 64), row + b * 176 + 48 + 32 * p4);
+          }
         }
         break;
       case WType::kQ6_K:  // {u8 ql[128]; u8 qh[64]; int8 scales[16]; f16 d} = 210 B

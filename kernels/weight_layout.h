@@ -21,6 +21,14 @@
 //   Q4_K   nibbles [k/2]       -                 16 B: f16 d, dmin, scales[12]  [k/256]
 //   Q5_K   nibbles [k/2]       u8 [k/8]          16 B: f16 d, dmin, scales[12]  [k/256]
 //   Q6_K   ql [k/2]            u8 [k/4]          16 B: int8 scales[16] + f16 d in the d plane [k/256]
+//
+// Split halves (Q8_0, Q4_K, Q5_K: 32 bytes of the q plane a unit, one block
+// or a quarter super-block): a row's units go in groups of 32, and a group
+// stores the first 16 bytes of each of its units, then the last 16 of each
+// (a last, partial group the same way over its own units). The decode dot
+// products read a unit with two 16-byte loads by one lane, lane l unit l of
+// the group: in unit order, each load instruction of a warp would take half
+// of every 32-byte sector of 1 KB; split, it takes all of 16 sectors.
 #pragma once
 
 #include <cstddef>
@@ -78,6 +86,17 @@ inline MINFER_HOST_DEVICE PlaneSizes plane_sizes(WType t, int64_t k) {
     case WType::kQ6_K: p.q_row = n / 2; p.qh_row = n / 4; p.meta_row = n / 256 * 16; p.d_row = n / 256 * 2; break;
   }
   return p;
+}
+
+// True for the types whose q plane has split halves (above).
+inline MINFER_HOST_DEVICE bool split_halves(WType t) { return t == WType::kQ8_0 || t == WType::kQ4_K || t == WType::kQ5_K; }
+
+// Offset in a row's q plane of byte b (0..31) of unit u, for a row of
+// n_units 32-byte units with split halves.
+inline MINFER_HOST_DEVICE uint32_t split_offset(uint32_t u, uint32_t b, uint32_t n_units) {
+  const uint32_t first = u & ~31u;  // the group's first unit
+  const uint32_t size = n_units - first < 32u ? n_units - first : 32u;
+  return 32u * first + 16u * (b / 16u) * size + 16u * (u - first) + b % 16u;
 }
 
 // A matrix on the device in the plane layout.

@@ -5,6 +5,7 @@
 // checked bit for bit against the unfused chain. Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <cstring>
@@ -62,6 +63,41 @@ struct TestWeight {
     dev.d = ps.d_row ? d.get() : nullptr;
   }
 };
+
+// Host side, no GPU needed (runs in CI): the split-halves layout of 32-byte
+// units (weight_layout.h) puts every byte of a row somewhere distinct, the
+// first halves of a group's units side by side (what a warp's first load
+// instruction reads), and repack_rows puts each GGUF unit's bytes there.
+TEST(WeightLayout, SplitHalvesPlaceEveryByteOnceAndRepackFollowsThem) {
+  for (uint32_t n : {1u, 5u, 28u, 31u, 32u, 33u, 56u, 64u, 152u, 296u}) {
+    std::vector<int> seen(32 * n, 0);
+    for (uint32_t u = 0; u < n; ++u) {
+      for (uint32_t b = 0; b < 32; ++b) {
+        const uint32_t at = kernels::split_offset(u, b, n);
+        ASSERT_LT(at, 32 * n) << "unit " << u << " byte " << b << " of " << n;
+        ++seen[at];
+      }
+      const uint32_t first = u / 32 * 32;
+      EXPECT_EQ(kernels::split_offset(u, 0, n), 32 * first + 16 * (u - first)) << "unit " << u << " of " << n;
+      EXPECT_EQ(kernels::split_offset(u, 16, n) - kernels::split_offset(u, 0, n), 16 * std::min(32u, n - first));
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(32 * n)) << n << " units";
+  }
+  // One Q8_0 row of 56 blocks and one Q4_K row of 14 super-blocks (56 units).
+  const int k8 = 56 * 32, k4 = 14 * 256;
+  std::vector<uint8_t> q8(56 * 34), q4(14 * 144);
+  for (size_t i = 0; i < q8.size(); ++i) q8[i] = static_cast<uint8_t>(i * 7 + 3);
+  for (size_t i = 0; i < q4.size(); ++i) q4[i] = static_cast<uint8_t>(i * 13 + 5);
+  std::vector<uint8_t> q(k8), meta(56 * 2), q4q(k4 / 2), q4meta(14 * 16);
+  kernels::repack_rows(kernels::WType::kQ8_0, k8, q8.data(), q8.size(), 1, q.data(), nullptr, meta.data(), nullptr);
+  kernels::repack_rows(kernels::WType::kQ4_K, k4, q4.data(), q4.size(), 1, q4q.data(), nullptr, q4meta.data(), nullptr);
+  for (uint32_t u = 0; u < 56; ++u) {
+    for (uint32_t b = 0; b < 32; ++b) {
+      ASSERT_EQ(q[kernels::split_offset(u, b, 56)], q8[u * 34 + 2 + b]) << "Q8_0 block " << u << " byte " << b;
+      ASSERT_EQ(q4q[kernels::split_offset(u, b, 56)], q4[u / 4 * 144 + 16 + u % 4 * 32 + b]) << "Q4_K unit " << u << " byte " << b;
+    }
+  }
+}
 
 struct Q8Device {
   DeviceArray<int8_t> q;
