@@ -21,6 +21,7 @@
 #     timeline     each decode kernel's share of a replayed step (CUPTI), 0.5B Q8_0 and 7B Q4_K_M
 #     daemon       minferd on the GPU in a sandbox like the unit's, queried over its socket
 #   default: build test bench-small
+#   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
 #
 # Needs what the build needs (CMake, Ninja, CUDA, Boost, spdlog, nlohmann-json,
 # GoogleTest); builds without libsystemd (MINFER_SYSTEMD=OFF) when its headers
@@ -82,7 +83,8 @@ stage_build() {
   local t0=$(date +%s)
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
     -DMINFER_SYSTEMD=$systemd -DMINFER_TESTS=ON "${boost_po_args[@]}" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
-  ninja -C "$build" -j"$(nproc)" minfer minferd gpu_kernels_test gpu_engine_test engine_e2e_test gpu_matvec_bench $(timeline_target) >"$out/build.log" 2>&1 \
+  # shellcheck disable=SC2046
+  ninja -C "$build" -j"$(nproc)" ${BUILD_TARGETS:-minfer minferd gpu_kernels_test gpu_engine_test engine_e2e_test gpu_matvec_bench $(timeline_target)} >"$out/build.log" 2>&1 \
     || { grep -E "error|FAILED" "$out/build.log" | head -40; return 1; }
   note "build: ok in $(( $(date +%s) - t0 )) s (systemd $systemd)"
 }
