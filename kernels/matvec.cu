@@ -182,10 +182,13 @@ __global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
 // launch, a warp vs a quarter a row): rows of 28 units (0.5B, k = 896) win —
 // output head Q8_0 57.5 vs 40.6, gate/up 6.2 vs 4.9, q/k/v 4.0 vs 3.0 — as a
 // warp a row leaves 4 lanes idle and the block scheduler hands out four times
-// the blocks; rows of 56 units tie or lose a little (7B gate/up Q4_K 30.1 vs
-// 30.7, q/k/v 9.0 vs 9.0, output head Q6_K 143.6 vs 139.4), and long rows
-// lose badly, having a quarter of the warps (7B ffn_down Q4_K 21.8 vs 36.9,
-// 0.5B ffn_down Q8_0 3.8 vs 7.4).
+// the blocks; rows of 56 units come out within a few percent either way (7B
+// gate/up Q4_K 30.1 vs 30.7, q/k/v 9.0 vs 9.0, output head Q6_K 143.6 vs
+// 139.4), and long rows lose badly, having a quarter of the warps (7B
+// ffn_down Q4_K 21.8 vs 36.9, 0.5B ffn_down Q8_0 3.8 vs 7.4). Few rows lose
+// too, seen in a decode step but not yet handled: 0.5B attn_output (896 rows:
+// 56 blocks of 16 for 132 SMs) took 2.9 µs of a layer against 1.7 with a
+// warp a row (CUPTI timelines of sessions 6 and 5).
 template <int kType>
 constexpr bool kQuarterable = kType >= 0 && kType != static_cast<int>(WType::kF32) && kType != static_cast<int>(WType::kF16) &&
                               kType != static_cast<int>(WType::kBF16);
