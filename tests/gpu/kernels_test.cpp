@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <cstring>
@@ -96,6 +97,36 @@ TEST(WeightLayout, SplitHalvesPlaceEveryByteOnceAndRepackFollowsThem) {
       ASSERT_EQ(q[kernels::split_offset(u, b, 56)], q8[u * 34 + 2 + b]) << "Q8_0 block " << u << " byte " << b;
       ASSERT_EQ(q4q[kernels::split_offset(u, b, 56)], q4[u / 4 * 144 + 16 + u % 4 * 32 + b]) << "Q4_K unit " << u << " byte " << b;
     }
+  }
+}
+
+// Host side (runs in CI): repack_rows is row-local, so the upload can hand a
+// chunk's row ranges to several threads (cuda_backend.cpp): ranges repacked
+// at their planes' row offsets give the bytes of one whole-chunk repack.
+TEST(WeightLayout, RowRangesRepackToTheBytesOfTheWholeChunk) {
+  constexpr int kRows = 7, kK = 2 * 256;
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                     DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    const auto wt = static_cast<kernels::WType>(static_cast<uint32_t>(type));
+    const kernels::PlaneSizes ps = kernels::plane_sizes(wt, kK);
+    const size_t row_bytes = row_size(type, kK);
+    std::vector<uint8_t> src(row_bytes * kRows);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 31 + 7);
+    using Planes = std::array<std::vector<uint8_t>, 4>;
+    const std::array<size_t, 4> plane_row{ps.q_row, ps.qh_row, ps.meta_row, ps.d_row};
+    auto repack = [&](const std::vector<std::pair<int, int>>& ranges) {
+      Planes out;
+      for (int i = 0; i < 4; ++i) out[i].assign(plane_row[i] * kRows, 0);
+      for (auto [a, b] : ranges) {
+        auto at = [&](int i) { return plane_row[i] ? out[i].data() + a * plane_row[i] : nullptr; };
+        kernels::repack_rows(wt, kK, src.data() + a * row_bytes, row_bytes, b - a, at(0), at(1), at(2), at(3));
+      }
+      return out;
+    };
+    const Planes whole = repack({{0, kRows}});
+    const Planes split = repack({{0, 3}, {3, 4}, {4, kRows}});
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(split[i], whole[i]) << dtype_name(type) << " plane " << i;
+    EXPECT_NE(std::count(whole[0].begin(), whole[0].end(), 0), static_cast<long>(whole[0].size())) << dtype_name(type);
   }
 }
 

@@ -1,4 +1,5 @@
-// A fixed pool of worker threads for the CPU backend's data-parallel ops.
+// A fixed pool of worker threads for the CPU backend's data-parallel ops
+// (and the CUDA backend's weight repacking at upload).
 //
 // run(n_tasks, fn) hands task indices out through one atomic counter; the
 // calling thread works too, so a pool of N threads has N-1 workers. Workers

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/backend/cpu/thread_pool.h"
 #include "engine/backend/cuda/bounded_wait.h"
 #include "engine/backend/cuda/cublas_loader.h"
 #include "platform/log.h"
@@ -174,8 +175,11 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
 Status CudaBackend::upload_weights() {
   const auto deadline = [] { return Clock::now() + std::chrono::seconds(120); };
   // Matrices: split into planes through two pinned staging buffers, so the
-  // copy of one chunk overlaps the repacking of the next.
+  // copy of one chunk overlaps the repacking of the next. The repacking (byte
+  // shuffles, 4-10 GB/s a core) is most of an upload's time; rows are
+  // independent (weight_layout.h), so a chunk's rows go to a pool of threads.
   constexpr size_t kStaging = 32u << 20;
+  ThreadPool pool(options_.n_threads);
   void* staging[2] = {nullptr, nullptr};
   cudaEvent_t staged[2] = {nullptr, nullptr};
   auto cleanup = [&] {
@@ -239,8 +243,13 @@ Status CudaBackend::upload_weights() {
       uint8_t* sqh = sq + ps.q_row * rows;
       uint8_t* smeta = sqh + ps.qh_row * rows;
       uint8_t* sd = smeta + ps.meta_row * rows;
-      kernels::repack_rows(wt, w->n_in, w->data + r0 * w->row_bytes, w->row_bytes, static_cast<int64_t>(rows), sq,
-                           ps.qh_row ? sqh : nullptr, ps.meta_row ? smeta : nullptr, ps.d_row ? sd : nullptr);
+      const int64_t n_tasks = std::min<int64_t>(static_cast<int64_t>(rows), 4 * pool.size());
+      pool.run(n_tasks, [&](int64_t task, int) {
+        const size_t a = rows * task / n_tasks, b = rows * (task + 1) / n_tasks;
+        auto plane = [a](uint8_t* p, size_t row_bytes) { return row_bytes ? p + a * row_bytes : nullptr; };
+        kernels::repack_rows(wt, w->n_in, w->data + (r0 + a) * w->row_bytes, w->row_bytes, static_cast<int64_t>(b - a),
+                             sq + a * ps.q_row, plane(sqh, ps.qh_row), plane(smeta, ps.meta_row), plane(sd, ps.d_row));
+      });
       auto copy = [&](size_t plane_off, size_t row_bytes, const uint8_t* src) -> Status {
         if (row_bytes == 0) return ok_status();
         CUDA_TRY(cudaMemcpyAsync(base + plane_off + r0 * row_bytes, src, rows * row_bytes, cudaMemcpyHostToDevice, stream_));
