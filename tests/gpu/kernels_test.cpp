@@ -13,6 +13,8 @@
 #include <memory>
 
 #include "engine/backend/cpu/reference/reference.h"
+#include "engine/backend/cpu/thread_pool.h"
+#include "engine/backend/cuda/repack.h"
 #include "engine/common/half.h"
 #include "engine/quant/quant.h"
 #include "kernels/kernels.h"
@@ -100,33 +102,34 @@ TEST(WeightLayout, SplitHalvesPlaceEveryByteOnceAndRepackFollowsThem) {
   }
 }
 
-// Host side (runs in CI): repack_rows is row-local, so the upload can hand a
-// chunk's row ranges to several threads (cuda_backend.cpp): ranges repacked
-// at their planes' row offsets give the bytes of one whole-chunk repack.
-TEST(WeightLayout, RowRangesRepackToTheBytesOfTheWholeChunk) {
-  constexpr int kRows = 7, kK = 2 * 256;
+// Host side (runs in CI): the upload repacks a chunk's row ranges on a pool
+// of threads (cuda::repack_rows_parallel); that gives the bytes of one
+// repack_rows over the whole chunk, for every weight type and row count.
+TEST(WeightLayout, ParallelRepackGivesTheBytesOfOneRepack) {
+  constexpr int kK = 2 * 256;
+  ThreadPool pool(3);
   for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
                      DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
-    const auto wt = static_cast<kernels::WType>(static_cast<uint32_t>(type));
-    const kernels::PlaneSizes ps = kernels::plane_sizes(wt, kK);
-    const size_t row_bytes = row_size(type, kK);
-    std::vector<uint8_t> src(row_bytes * kRows);
-    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 31 + 7);
-    using Planes = std::array<std::vector<uint8_t>, 4>;
-    const std::array<size_t, 4> plane_row{ps.q_row, ps.qh_row, ps.meta_row, ps.d_row};
-    auto repack = [&](const std::vector<std::pair<int, int>>& ranges) {
-      Planes out;
-      for (int i = 0; i < 4; ++i) out[i].assign(plane_row[i] * kRows, 0);
-      for (auto [a, b] : ranges) {
-        auto at = [&](int i) { return plane_row[i] ? out[i].data() + a * plane_row[i] : nullptr; };
-        kernels::repack_rows(wt, kK, src.data() + a * row_bytes, row_bytes, b - a, at(0), at(1), at(2), at(3));
+    for (int rows : {1, 2, 7, 13, 40}) {
+      const auto wt = static_cast<kernels::WType>(static_cast<uint32_t>(type));
+      const kernels::PlaneSizes ps = kernels::plane_sizes(wt, kK);
+      const size_t row_bytes = row_size(type, kK);
+      std::vector<uint8_t> src(row_bytes * rows);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 31 + 7);
+      const std::array<size_t, 4> plane_row{ps.q_row, ps.qh_row, ps.meta_row, ps.d_row};
+      using Planes = std::array<std::vector<uint8_t>, 4>;
+      Planes one, parallel;
+      for (int i = 0; i < 4; ++i) {
+        one[i].assign(plane_row[i] * rows, 0);
+        parallel[i].assign(plane_row[i] * rows, 0);
       }
-      return out;
-    };
-    const Planes whole = repack({{0, kRows}});
-    const Planes split = repack({{0, 3}, {3, 4}, {4, kRows}});
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(split[i], whole[i]) << dtype_name(type) << " plane " << i;
-    EXPECT_NE(std::count(whole[0].begin(), whole[0].end(), 0), static_cast<long>(whole[0].size())) << dtype_name(type);
+      auto at = [&](Planes& p, int i) { return plane_row[i] ? p[i].data() : nullptr; };
+      kernels::repack_rows(wt, kK, src.data(), row_bytes, rows, at(one, 0), at(one, 1), at(one, 2), at(one, 3));
+      cuda::repack_rows_parallel(pool, wt, kK, src.data(), row_bytes, rows, at(parallel, 0), at(parallel, 1),
+                                 at(parallel, 2), at(parallel, 3));
+      for (int i = 0; i < 4; ++i) EXPECT_EQ(parallel[i], one[i]) << dtype_name(type) << " rows " << rows << " plane " << i;
+      EXPECT_NE(std::count(one[0].begin(), one[0].end(), 0), static_cast<long>(one[0].size())) << dtype_name(type);
+    }
   }
 }
 

@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/backend/cpu/thread_pool.h"
 #include "engine/backend/cuda/bounded_wait.h"
 #include "engine/backend/cuda/cublas_loader.h"
+#include "engine/backend/cuda/repack.h"
 #include "platform/log.h"
 
 namespace minfer {
@@ -243,13 +243,8 @@ Status CudaBackend::upload_weights() {
       uint8_t* sqh = sq + ps.q_row * rows;
       uint8_t* smeta = sqh + ps.qh_row * rows;
       uint8_t* sd = smeta + ps.meta_row * rows;
-      const int64_t n_tasks = std::min<int64_t>(static_cast<int64_t>(rows), 4 * pool.size());
-      pool.run(n_tasks, [&](int64_t task, int) {
-        const size_t a = rows * task / n_tasks, b = rows * (task + 1) / n_tasks;
-        auto plane = [a](uint8_t* p, size_t row_bytes) { return row_bytes ? p + a * row_bytes : nullptr; };
-        kernels::repack_rows(wt, w->n_in, w->data + (r0 + a) * w->row_bytes, w->row_bytes, static_cast<int64_t>(b - a),
-                             sq + a * ps.q_row, plane(sqh, ps.qh_row), plane(smeta, ps.meta_row), plane(sd, ps.d_row));
-      });
+      cuda::repack_rows_parallel(pool, wt, w->n_in, w->data + r0 * w->row_bytes, w->row_bytes, static_cast<int64_t>(rows),
+                                 sq, ps.qh_row ? sqh : nullptr, ps.meta_row ? smeta : nullptr, ps.d_row ? sd : nullptr);
       auto copy = [&](size_t plane_off, size_t row_bytes, const uint8_t* src) -> Status {
         if (row_bytes == 0) return ok_status();
         CUDA_TRY(cudaMemcpyAsync(base + plane_off + r0 * row_bytes, src, rows * row_bytes, cudaMemcpyHostToDevice, stream_));
