@@ -25,6 +25,13 @@ struct Q8Rows {
 // Any of y_f32 / y_f16 / yq may be null; yq (Q8) needs n % 32 == 0.
 cudaError_t launch_rms_norm(const float* x, const float* w, int rows, int n, float eps, float* y_f32, void* y_f16,
                             Q8Rows yq, cudaStream_t stream);
+// The deferred-scale RMS norm of one row (decode; n % 32 == 0): yq gets Q8
+// blocks of x ⊙ w without the norm's scale, sq[n / 32] the row's 32-element
+// block sums of squares; a product given sq (MatvecInput::defer_sq) applies
+// the scale to its results. See norm.cuh.
+cudaError_t launch_rms_norm_deferred(const float* x, const float* w, int n, Q8Rows yq, float* sq, cudaStream_t stream);
+// Widest row whose norm a product can defer.
+constexpr int kDeferNormMaxWidth = 4096;
 // Q8 quantization of `rows` rows of width n (n % 32 == 0).
 cudaError_t launch_quantize_q8(const float* x, int rows, int n, Q8Rows yq, cudaStream_t stream);
 // f32 → f16, n elements.
@@ -50,7 +57,7 @@ struct MatvecInput {
   // RMS norm fused into the input (decode): when norm_w is set, every block
   // normalises norm_x (the residual stream, [k]) with norm_w into shared memory
   // (f32 and Q8) and ignores x/xq. Bit-identical to launch_rms_norm followed
-  // by the plain matvec. Needs matvec_norm_fits(k).
+  // by the plain matvec (norm_deferred: see below). Needs matvec_norm_fits(k).
   const float* norm_x = nullptr;
   const float* norm_w = nullptr;
   float norm_eps = 0.0f;
@@ -65,6 +72,16 @@ struct MatvecInput {
   float* tail_norm_y = nullptr;
   Q8Rows tail_norm_q;
   int* tail_counter = nullptr;
+  // The deferred-scale norm (launch_rms_norm_deferred; quantized weights
+  // only, k ≤ kDeferNormMaxWidth): xq holds Q8 of x ⊙ w without the norm's
+  // scale, defer_sq the row's block sums of squares; each row value is
+  // multiplied by the scale (eps: norm_eps) before its bias, residual add and
+  // argmax.
+  const float* defer_sq = nullptr;
+  // With norm_w: the prologue writes the deferred form into shared memory
+  // (one pass, no scale) and the kernel applies the scale as above: the same
+  // bits as launch_rms_norm_deferred followed by the product with defer_sq.
+  bool norm_deferred = false;
 };
 // Shared memory of the norm prologue fits a block (k f32 + k int8 + scales).
 bool matvec_norm_fits(int k);

@@ -32,6 +32,8 @@ struct MatvecBatch {
   int8_t* tail_norm_q;
   float2* tail_norm_ds;
   int* tail_counter;
+  const float* defer_sq;  // the deferred-scale norm (see MatvecInput)
+  bool norm_deferred;
 };
 
 // The tail norm (MatvecInput::tail_norm_w): each block, once its rows are
@@ -83,12 +85,31 @@ __device__ DotInput norm_prologue(const float* x, const float* w, float eps, int
   return DotInput{xf, xq, xds};
 }
 
+// The deferred prologue (MatvecInput::norm_deferred; quantized weights): the
+// deferred form of norm_x into shared memory, its block sums of squares
+// where norm_prologue keeps its sums (*sq); the kernel applies the scale last.
+__device__ __forceinline__ DotInput deferred_prologue(const float* x, const float* w, int k, unsigned char* smem,
+                                                      const float** sq) {
+  const NormSmem l(k, false);
+  int8_t* xq = reinterpret_cast<int8_t*>(smem + l.xq);
+  float2* xds = reinterpret_cast<float2*>(smem + l.xds);
+  float* sums = reinterpret_cast<float*>(smem + l.sums);
+  deferred_norm_quads(x, w, k, xq, xds, sums);
+  *sq = sums;
+  return DotInput{nullptr, xq, xds};
+}
+
 // kLanes lanes a row: 32 (a warp, row_dot_k) or kQuarter (four rows a warp,
 // quarter_dot; quantized types, one type a launch). The same bits either way.
 template <int kLanes>
 constexpr int kRowsPerBlock = kWarpsPerBlock * (kWarp / kLanes);
 
-template <int kType, int kSched, int kLanes>
+// kDefer: the kernel that takes the deferred norm (MatvecInput::defer_sq,
+// norm_deferred); a kernel of its own, so that the plain ones keep their
+// register allocation (with the deferred code in every kernel behind a
+// run-time test, ptxas gave them other registers and spills: 7B ffn_down
+// Q6_K 23.3 → 27.8 µs a launch, H200, 2026-12-01).
+template <int kType, int kSched, int kLanes, bool kDefer>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBatch b) {
   extern __shared__ __align__(16) unsigned char matvec_smem[];
   // Pick the task with constant indices: indexing the parameter array with a
@@ -103,8 +124,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
   if (r < t.w.n_rows) prefetch_row(t.w, r, s, kLanes);
   if (b.norm_w != nullptr) norm_quads_prefetch_weights(b.norm_w, b.k);
   pdl_begin();
-  const DotInput in =
-      b.norm_w != nullptr ? norm_prologue<reads_f32(kType)>(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem) : b.in;
+  const float* sq = b.defer_sq;  // the deferred norm's block sums of squares (kDefer)
+  DotInput in = b.in;
+  if (kDefer && b.norm_w != nullptr) in = deferred_prologue(b.norm_x, b.norm_w, b.k, matvec_smem, &sq);
+  else if (b.norm_w != nullptr) in = norm_prologue<reads_f32(kType)>(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem);
   if (warp_row >= t.w.n_rows && b.tail_norm_w == nullptr) return;  // the whole warp (its shuffles need every lane)
   if (warp_row < t.w.n_rows) {
     float v;
@@ -113,6 +136,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
     } else {
       v = quarter_dot<kType, kSched>(t.w, r, r < t.w.n_rows, in, s);
     }
+    // The deferred norm's scale, read after the dot products: nothing of it
+    // stays live through their loop (the plain kernels keep their registers).
+    if constexpr (kDefer) v = __fmul_rn(v, deferred_norm_scale(deferred_norm_part(sq, b.k / 32, lane), b.k, b.norm_eps));
     if (s == 0 && r < t.w.n_rows) {
       if (t.bias != nullptr) v += t.bias[r];
       const float out = t.accumulate ? t.y[r] + v : v;
@@ -134,10 +160,11 @@ constexpr int kGateUpRows = 32;
 template <int kLanes>
 constexpr int kGateUpThreads = kLanes == kWarp ? 512 : 256;
 
-template <int kType, int kMinBlocks, int kSched, int kLanes>
+// kDefer: as matvec_kernel's (the deferred norm, a kernel of its own).
+template <int kType, int kMinBlocks, int kSched, int kLanes, bool kDefer>
 __global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
     gate_up_kernel(DeviceWeight gate, DeviceWeight up, DotInput in_global, const float* norm_x, const float* norm_w,
-                   float norm_eps, float* h, int8_t* hq, float2* hds) {
+                   float norm_eps, const float* defer_sq, float* h, int8_t* hq, float2* hds) {
   extern __shared__ __align__(16) unsigned char gate_up_smem[];
   constexpr int kWarps = kGateUpThreads<kLanes> / kWarp;
   constexpr int kRowsPerWarp = kGateUpRows / kWarps;  // 2 (rows one after the other) or 4 (a quarter each)
@@ -151,8 +178,10 @@ __global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
   }
   if (norm_w != nullptr) norm_quads_prefetch_weights(norm_w, gate.k);
   pdl_begin();
-  const DotInput in =
-      norm_w != nullptr ? norm_prologue<reads_f32(kType)>(norm_x, norm_w, norm_eps, gate.k, gate_up_smem) : in_global;
+  const float* sq = defer_sq;  // the deferred norm's block sums of squares (kDefer)
+  DotInput in = in_global;
+  if (kDefer && norm_w != nullptr) in = deferred_prologue(norm_x, norm_w, gate.k, gate_up_smem, &sq);
+  else if (norm_w != nullptr) in = norm_prologue<reads_f32(kType)>(norm_x, norm_w, norm_eps, gate.k, gate_up_smem);
   __shared__ float out[kGateUpRows];
   // Both rows' dots before any store: a store to h could alias the
   // activations, which would keep the second row's loads from being issued
@@ -162,6 +191,11 @@ __global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
   for (int i = 0; i < kOwnRows; ++i) {
     if constexpr (kLanes == kWarp) gu[i] = row_dot_pair_k<kType, kSched>(gate, up, first_row + i, in, lane);
     else gu[i] = quarter_dot_pair<kType, kSched>(gate, up, first_row + i, true, in, s);
+  }
+  if constexpr (kDefer) {
+    const float scale = deferred_norm_scale(deferred_norm_part(sq, gate.k / 32, lane), gate.k, norm_eps);
+#pragma unroll
+    for (int i = 0; i < kOwnRows; ++i) gu[i] = make_float2(__fmul_rn(gu[i].x, scale), __fmul_rn(gu[i].y, scale));
   }
 #pragma unroll
   for (int i = 0; i < kOwnRows; ++i) {
@@ -240,6 +274,10 @@ int schedule_for(bool gate_up, int k, int lanes) {
   }
 }
 
+// A row the deferred norm covers: whole Q8 blocks, few enough for a
+// consumer's registers (norm.cuh).
+bool deferred_width_ok(int n) { return n > 0 && n % 32 == 0 && n <= kDeferNormMaxWidth; }
+
 DotInput dot_input(const MatvecInput& in) {
   return DotInput{in.x, in.xq.q, static_cast<const float2*>(in.xq.ds)};
 }
@@ -276,11 +314,19 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
   b.tail_norm_q = in.tail_norm_q.q;
   b.tail_norm_ds = static_cast<float2*>(in.tail_norm_q.ds);
   b.tail_counter = in.tail_counter;
+  b.defer_sq = in.defer_sq;
+  b.norm_deferred = in.norm_w != nullptr && in.norm_deferred;
+  const bool defer = b.defer_sq != nullptr || b.norm_deferred;
+  if (defer) {
+    bool quantized = true;
+    for (int i = 0; i < n_tasks; ++i) quantized &= wtype_is_quantized_host(tasks[i].w.type) && tasks[i].w.k == b.k;
+    if (!quantized || !deferred_width_ok(b.k) || (in.defer_sq != nullptr && in.norm_w != nullptr)) return cudaErrorInvalidValue;
+  }
   if (in.tail_norm_w != nullptr &&
       (n_tasks != 1 || !tasks[0].accumulate || tasks[0].w.n_rows % 32 != 0 || in.tail_counter == nullptr)) {
     return cudaErrorInvalidValue;
   }
-  if (in.norm_w == nullptr && in.tail_norm_w == nullptr) {
+  if (in.norm_w == nullptr && in.tail_norm_w == nullptr && in.defer_sq == nullptr) {
     const cudaError_t st = launch_matvec_streamed(tasks, n_tasks, b.in, stream);
     if (st != cudaErrorNotSupported) return st;
   }
@@ -291,22 +337,28 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
     }
     if (!matvec_norm_fits(b.k)) return cudaErrorInvalidValue;
   }
-  if (in.norm_w != nullptr) smem = NormSmem(b.k, !one_type || !wtype_is_quantized_host(tasks[0].w.type)).total;
+  if (in.norm_w != nullptr) smem = NormSmem(b.k, !defer && (!one_type || !wtype_is_quantized_host(tasks[0].w.type))).total;
   // The tail norm's block sums reuse the prologue's memory (done with by then).
   if (in.tail_norm_w != nullptr) smem = std::max(smem, sizeof(float) * static_cast<size_t>(tasks[0].w.n_rows / 32));
   auto launch = [&](auto kernel) { return launch_kernel(kernel, dim3(blocks), dim3(kWarpsPerBlock * kWarp), smem, stream, b); };
-  if (!one_type) return launch(matvec_kernel<-1, 0, kWarp>);
+  // Deferred-norm launches (quantized weights only: checked above) take the
+  // kDefer kernels.
+  auto pick = [&](auto plain, auto deferred) { return defer ? launch(deferred) : launch(plain); };
+  if (!one_type) return pick(matvec_kernel<-1, 0, kWarp, false>, matvec_kernel<-1, 0, kWarp, true>);
   return dispatch_wtype(tasks[0].w.type, [&](auto type) {
     constexpr int T = decltype(type)::value;
+    constexpr bool D = kQuarterable<T>;  // a type the deferred norm takes
     const int sched = schedule_for<T>(false, b.k, lanes);
     if constexpr (kQuarterable<T>) {
       if (lanes == kQuarter) {
-        return sched == 2   ? launch(matvec_kernel<T, 2, kQuarter>)
-               : sched == 1 ? launch(matvec_kernel<T, 1, kQuarter>)
-                            : launch(matvec_kernel<T, 0, kQuarter>);
+        return sched == 2   ? pick(matvec_kernel<T, 2, kQuarter, false>, matvec_kernel<T, 2, kQuarter, D>)
+               : sched == 1 ? pick(matvec_kernel<T, 1, kQuarter, false>, matvec_kernel<T, 1, kQuarter, D>)
+                            : pick(matvec_kernel<T, 0, kQuarter, false>, matvec_kernel<T, 0, kQuarter, D>);
       }
     }
-    return sched == 2 ? launch(matvec_kernel<T, 2, kWarp>) : sched == 1 ? launch(matvec_kernel<T, 1, kWarp>) : launch(matvec_kernel<T, 0, kWarp>);
+    return sched == 2   ? pick(matvec_kernel<T, 2, kWarp, false>, matvec_kernel<T, 2, kWarp, D>)
+           : sched == 1 ? pick(matvec_kernel<T, 1, kWarp, false>, matvec_kernel<T, 1, kWarp, D>)
+                        : pick(matvec_kernel<T, 0, kWarp, false>, matvec_kernel<T, 0, kWarp, D>);
   });
 }
 
@@ -318,17 +370,29 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
     if (!matvec_norm_fits(gate.k)) return cudaErrorInvalidValue;
     smem = NormSmem(gate.k, gate.type != up.type || !wtype_is_quantized_host(gate.type)).total;
   }
+  const bool norm_deferred = in.norm_w != nullptr && in.norm_deferred;
+  if ((in.defer_sq != nullptr || norm_deferred) &&
+      (!wtype_is_quantized_host(gate.type) || !wtype_is_quantized_host(up.type) || !deferred_width_ok(gate.k) ||
+       (in.defer_sq != nullptr && in.norm_w != nullptr))) {
+    return cudaErrorInvalidValue;
+  }
   const DotInput din = dot_input(in);
   float2* hds = static_cast<float2*>(hq.ds);
-  if (in.norm_w == nullptr) {
+  if (in.norm_w == nullptr && in.defer_sq == nullptr) {
     const cudaError_t st = launch_gate_up_streamed(gate, up, din, h, hq.q, hds, stream);
     if (st != cudaErrorNotSupported) return st;
   }
   auto launch = [&](auto kernel, int threads) {
     return launch_kernel(kernel, dim3(gate.n_rows / kGateUpRows), dim3(threads), smem, stream, gate, up, din, in.norm_x, in.norm_w,
-                         in.norm_eps, h, hq.q, hds);
+                         in.norm_eps, in.defer_sq, h, hq.q, hds);
   };
-  if (gate.type != up.type) return launch(gate_up_kernel<-1, 1, 0, kWarp>, kGateUpThreads<kWarp>);
+  // Deferred-norm launches (quantized weights only: checked above) take the
+  // kDefer kernels.
+  const bool defer = in.defer_sq != nullptr || norm_deferred;
+  auto pick = [&](auto plain, auto deferred, int threads) { return defer ? launch(deferred, threads) : launch(plain, threads); };
+  if (gate.type != up.type) {
+    return pick(gate_up_kernel<-1, 1, 0, kWarp, false>, gate_up_kernel<-1, 1, 0, kWarp, true>, kGateUpThreads<kWarp>);
+  }
   // Two resident 512-thread blocks an SM need at most 64 registers a thread:
   // the legacy blocks and the float types fit (Q8_0 and Q5_0 spill a few
   // bytes). Q4_K needs 90 for one block an SM; capped at 64 it spills 148
@@ -336,22 +400,23 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
   // run, 2026-11-30). Q5_K and Q6_K would spill far more: one block.
   return dispatch_wtype(gate.type, [&](auto type) {
     constexpr int T = decltype(type)::value;
+    constexpr bool D = kQuarterable<T>;  // a type the deferred norm takes
     const int lanes = lanes_for<T>(gate.k);
     const int sched = schedule_for<T>(true, gate.k, lanes);
     if constexpr (kQuarterable<T>) {
       if (lanes == kQuarter) {
         constexpr int kThreads = kGateUpThreads<kQuarter>;
-        return sched == 2   ? launch(gate_up_kernel<T, 1, 2, kQuarter>, kThreads)
-               : sched == 1 ? launch(gate_up_kernel<T, 1, 1, kQuarter>, kThreads)
-                            : launch(gate_up_kernel<T, 1, 0, kQuarter>, kThreads);
+        return sched == 2   ? pick(gate_up_kernel<T, 1, 2, kQuarter, false>, gate_up_kernel<T, 1, 2, kQuarter, D>, kThreads)
+               : sched == 1 ? pick(gate_up_kernel<T, 1, 1, kQuarter, false>, gate_up_kernel<T, 1, 1, kQuarter, D>, kThreads)
+                            : pick(gate_up_kernel<T, 1, 0, kQuarter, false>, gate_up_kernel<T, 1, 0, kQuarter, D>, kThreads);
       }
     }
     constexpr bool one_block = T < 0 || T == static_cast<int>(WType::kQ5_K) || T == static_cast<int>(WType::kQ6_K);
     constexpr int B = one_block ? 1 : 2;
     constexpr int kThreads = kGateUpThreads<kWarp>;
-    return sched == 2   ? launch(gate_up_kernel<T, B, 2, kWarp>, kThreads)
-           : sched == 1 ? launch(gate_up_kernel<T, B, 1, kWarp>, kThreads)
-                        : launch(gate_up_kernel<T, B, 0, kWarp>, kThreads);
+    return sched == 2   ? pick(gate_up_kernel<T, B, 2, kWarp, false>, gate_up_kernel<T, B, 2, kWarp, D>, kThreads)
+           : sched == 1 ? pick(gate_up_kernel<T, B, 1, kWarp, false>, gate_up_kernel<T, B, 1, kWarp, D>, kThreads)
+                        : pick(gate_up_kernel<T, B, 0, kWarp, false>, gate_up_kernel<T, B, 0, kWarp, D>, kThreads);
   });
 }
 

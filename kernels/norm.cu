@@ -47,6 +47,22 @@ __global__ void __launch_bounds__(kNormWarps * kWarp) rms_norm_kernel(const floa
   }
 }
 
+// The deferred-scale norm of one row (norm.cuh): a quad a 32-element block,
+// no reduction over the row, so as many blocks as the row needs.
+constexpr int kDeferThreads = 128;
+__global__ void __launch_bounds__(kDeferThreads) deferred_norm_kernel(const float* x, const float* w, int n, int8_t* q,
+                                                                      float2* ds, float* sq) {
+  const int t = threadIdx.x % 4, b = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 4);
+  const bool here = b < n / 32;
+  float xv[8], wv[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) wv[j] = here ? w[b * 32 + t + 4 * j] : 0.0f;  // constant: before the wait
+  pdl_begin();
+#pragma unroll
+  for (int j = 0; j < 8; ++j) xv[j] = here ? x[b * 32 + t + 4 * j] : 0.0f;
+  deferred_norm_quad(xv, wv, here, b, t, q, ds, sq);
+}
+
 __global__ void __launch_bounds__(kThreads) quantize_kernel(const float* x, int n, int8_t* q, float2* ds) {
   pdl_begin();
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
@@ -77,6 +93,13 @@ cudaError_t launch_rms_norm(const float* x, const float* w, int rows, int n, flo
   if (yq.q != nullptr && n % 32 != 0) return cudaErrorInvalidValue;
   return launch_kernel(rms_norm_kernel, dim3(rows), dim3(kNormWarps * kWarp), 0, stream, x, w, n, eps, y_f32, static_cast<__half*>(y_f16),
                        yq.q, static_cast<float2*>(yq.ds));
+}
+
+cudaError_t launch_rms_norm_deferred(const float* x, const float* w, int n, Q8Rows yq, float* sq, cudaStream_t stream) {
+  if (n <= 0 || n % 32 != 0 || yq.q == nullptr || sq == nullptr) return cudaErrorInvalidValue;
+  const int quads = kDeferThreads / 4;
+  return launch_kernel(deferred_norm_kernel, dim3((n / 32 + quads - 1) / quads), dim3(kDeferThreads), 0, stream, x, w, n, yq.q,
+                       static_cast<float2*>(yq.ds), sq);
 }
 
 cudaError_t launch_quantize_q8(const float* x, int rows, int n, Q8Rows yq, cudaStream_t stream) {

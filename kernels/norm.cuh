@@ -12,6 +12,7 @@
 #pragma once
 
 #include "kernels/common.cuh"
+#include "kernels/kernels.h"
 
 namespace minfer::kernels {
 
@@ -25,6 +26,26 @@ __device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefe
 // are constant, into L1. Any thread layout; all threads may call it.
 __device__ __forceinline__ void norm_quads_prefetch_weights(const float* w, int n) {
   for (int i = static_cast<int>(threadIdx.x) * 32; i < n; i += static_cast<int>(blockDim.x) * 32) prefetch_l1(w + i);
+}
+
+// Q8 block b of 32 values held by a quad (lane t: elements t, t + 4, ...,
+// t + 28 in v; amax: the lane's max |v|), quantize_block_q8's arithmetic with
+// the max and the sum taken across the quad. Every lane of the warp calls it.
+__device__ __forceinline__ void quantize_quad_q8(const float (&v)[8], float amax, bool here, int b, int t, int8_t* q,
+                                                 float2* ds) {
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+  const float d = amax / 127.0f;
+  int sum = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int qi = amax == 0.0f ? 0 : __float2int_rn(v[j] / d);
+    sum += qi;
+    if (here) q[b * 32 + t + 4 * j] = static_cast<int8_t>(qi);
+  }
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  if (here && t == 0) ds[b] = make_float2(d, d * static_cast<float>(sum));
 }
 
 // y = x / sqrt(mean(x²) + eps) * w for one row of n elements (n % 32 == 0),
@@ -81,22 +102,88 @@ __device__ __forceinline__ void rms_norm_quads(const float* x, const float* w, i
         if (y16 != nullptr) y16[i] = __float2half_rn(v[j]);
       }
     }
-    if (q == nullptr) continue;  // uniform: no lane shuffles
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-    const float d = amax / 127.0f;
-    int sum = 0;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int qi = amax == 0.0f ? 0 : __float2int_rn(v[j] / d);
-      sum += qi;
-      if (here) q[b * 32 + t + 4 * j] = static_cast<int8_t>(qi);
-    }
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    if (here && t == 0) ds[b] = make_float2(d, d * static_cast<float>(sum));
+    if (q != nullptr) quantize_quad_q8(v, amax, here, b, t, q, ds);  // q: uniform (the shuffles)
   }
   __syncthreads();
+}
+
+// ---- The deferred-scale norm (decode, for products of quantized weights) ----
+//
+// RMSNorm scales the whole row by one number, s = 1 / sqrt(mean(x²) + eps),
+// and a product is linear in its input: W · (s · x ⊙ w) = s · (W · (x ⊙ w)).
+// So the norm can hand its consumer Q8 blocks of x ⊙ w, unscaled, plus the
+// row's 32-element block sums of squares (sq, norm_quad_sum's bits); the
+// consumer adds sq up in sum_block_sums's order, takes s with
+// rms_norm_quads's expression and multiplies each row value by it
+// (deferred_norm_scale). Each 32-element block of the output needs only its
+// own 32 inputs, so whoever holds a block of x whole can write it: the
+// products that end the residual stream do (matvec.cu), and the norm needs no
+// launch and no reduction over the row of its own. Not the bits of
+// rms_norm_quads then Q8 (the values are rounded to Q8 before the scale, not
+// after), but the same bits on every path that defers.
+
+// A consumer's lanes hold the row's block sums in registers, this many a
+// lane: kDeferNormMaxWidth (kernels.h) is the widest row that fits.
+constexpr int kDeferSqPerLane = kDeferNormMaxWidth / (kWarp * 32);
+static_assert(kDeferSqPerLane * kWarp * 32 == kDeferNormMaxWidth);
+
+// Block b of a deferred norm by a quad (lane t = lane % 4 holds elements t,
+// t + 4, ..., t + 28 of x and of the norm weights w): its Q8 values and
+// scales of x ⊙ w, and its sum of squares of x. Every lane of the warp calls
+// it; lanes whose quad has no block pass here = false (and zeros).
+__device__ __forceinline__ void deferred_norm_quad(const float (&x)[8], const float (&w)[8], bool here, int b, int t,
+                                                   int8_t* q, float2* ds, float* sq) {
+  const float s = norm_quad_sum(x);
+  float v[8], amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    v[j] = __fmul_rn(x[j], w[j]);
+    amax = fmaxf(amax, fabsf(v[j]));
+  }
+  quantize_quad_q8(v, amax, here, b, t, q, ds);
+  if (here && t == 0) sq[b] = s;
+}
+
+// The deferred form of one row by a whole block (the matvecs' deferred
+// prologue: q, ds, sq in shared memory): a quad a 32-element block, one pass
+// over x, no reduction over the row. All threads of the block call it
+// (blockDim.x a multiple of 32); it ends with a barrier.
+__device__ __forceinline__ void deferred_norm_quads(const float* x, const float* w, int n, int8_t* q, float2* ds, float* sq) {
+  const int nb = n / 32, t = static_cast<int>(threadIdx.x) % 4;
+  const int quads = static_cast<int>(blockDim.x) / 4, first = static_cast<int>(threadIdx.x) / 4;
+  const int warp_first = static_cast<int>(threadIdx.x) / kWarp * (kWarp / 4);
+  // Uniform within a warp (the shuffles need every lane); quads past the
+  // row hold zeros.
+  for (int b0 = 0; warp_first + b0 < nb; b0 += quads) {
+    const int b = first + b0;
+    const bool here = b < nb;
+    float xv[8], wv[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      xv[j] = here ? x[b * 32 + t + 4 * j] : 0.0f;
+      wv[j] = here ? w[b * 32 + t + 4 * j] : 0.0f;
+    }
+    deferred_norm_quad(xv, wv, here, b, t, q, ds, sq);
+  }
+  __syncthreads();
+}
+
+// A consumer's lane's share of the row's block sums of squares (sq, nb =
+// n / 32 ≤ kDeferSqPerLane · 32 of them): blocks lane, lane + 32, ... added
+// in that order, sum_block_sums's (adding the zeros of blocks past the row
+// changes no bit: the sums are ≥ 0). Read once, early, into one register
+// that the dot products do not touch (four would cost spills in the
+// 64-register gate/up kernels).
+__device__ __forceinline__ float deferred_norm_part(const float* sq, int nb, int lane) {
+  float t = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kDeferSqPerLane; ++j) t += lane + kWarp * j < nb ? sq[lane + kWarp * j] : 0.0f;
+  return t;
+}
+// s = rsqrt(Σ sq / n + eps), rms_norm_quads's expression, from the lanes'
+// parts. Every lane of the warp calls it and gets s.
+__device__ __forceinline__ float deferred_norm_scale(float part, int n, float eps) {
+  return rsqrtf(warp_sum(part) / static_cast<float>(n) + eps);
 }
 
 }  // namespace minfer::kernels

@@ -603,6 +603,227 @@ TEST(GpuMatvecNormFusion, TailNormEqualsMatvecThenNormKernelBitForBit) {
   }
 }
 
+// The deferred-scale norm (kernels.h launch_rms_norm_deferred): block b's Q8
+// values and scales are quantize_block_q8's arithmetic on x ⊙ w (computed
+// here the same way, so equal to the bit), its sum of squares is
+// norm_quad_sum's tree (replayed here: the same bits).
+struct DeferredHost {
+  std::vector<int8_t> q;
+  std::vector<float> ds, sq;  // ds: d, d·Σq a block
+};
+// x², rounded on its own (never contracted with the add into an FMA, as
+// the kernel's __fmul_rn is not).
+float rounded_square(float x) {
+  volatile float sq = x * x;
+  return sq;
+}
+DeferredHost deferred_norm_host(const std::vector<float>& x, const std::vector<float>& w) {
+  const size_t n = x.size(), nb = n / 32;
+  DeferredHost h{std::vector<int8_t>(n), std::vector<float>(2 * nb), std::vector<float>(nb)};
+  for (size_t b = 0; b < nb; ++b) {
+    const float* xb = x.data() + 32 * b;
+    float lane[4];  // lane t of the quad: elements t + 4j
+    for (int t = 0; t < 4; ++t) {
+      float a[4];
+      for (int j = 0; j < 4; ++j) a[j] = rounded_square(xb[t + 4 * j]) + rounded_square(xb[t + 4 * j + 16]);
+      lane[t] = (a[0] + a[2]) + (a[1] + a[3]);
+    }
+    h.sq[b] = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+    float v[32], amax = 0.0f;
+    for (int i = 0; i < 32; ++i) {
+      v[i] = xb[i] * w[32 * b + i];
+      amax = std::max(amax, std::abs(v[i]));
+    }
+    const float d = amax / 127.0f;
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int qi = amax == 0.0f ? 0 : static_cast<int>(std::nearbyint(v[i] / d));
+      h.q[32 * b + i] = static_cast<int8_t>(qi);
+      sum += qi;
+    }
+    h.ds[2 * b] = d;
+    h.ds[2 * b + 1] = d * static_cast<float>(sum);
+  }
+  return h;
+}
+
+// x's deferred norm with weights w (launch_rms_norm_deferred) on the device,
+// and the input of a product that applies its scale.
+struct DeferredRow {
+  DeviceArray<float> x, w, sq;
+  Q8Device q;
+  DeferredRow(const std::vector<float>& hx, const std::vector<float>& hw)
+      : sq(hx.size() / 32), q(1, static_cast<int>(hx.size())) {
+    x.upload(hx);
+    w.upload(hw);
+    EXPECT_EQ(kernels::launch_rms_norm_deferred(x.get(), w.get(), static_cast<int>(hx.size()), q.rows(), sq.get(), nullptr),
+              cudaSuccess);
+  }
+  kernels::MatvecInput input(float eps) {
+    kernels::MatvecInput in;
+    in.xq = q.rows();
+    in.defer_sq = sq.get();
+    in.norm_eps = eps;
+    return in;
+  }
+};
+
+TEST(GpuDeferredNorm, KernelWritesQ8OfXTimesWeightAndBlockSquares) {
+  MINFER_REQUIRE_GPU();
+  for (int n : {32, 896, 1536, 3584, 4096, 8192}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    auto x = test::random_floats(static_cast<size_t>(n), 301, 3.0f);
+    std::fill(x.begin() + 32 * (n / 64), x.begin() + 32 * (n / 64) + 32, 0.0f);  // an all-zero block (d = 0)
+    const auto w = test::random_floats(static_cast<size_t>(n), 302);
+    DeviceArray<float> dx, dw, sq(static_cast<size_t>(n / 32));
+    dx.upload(x);
+    dw.upload(w);
+    Q8Device q(1, n);
+    q.q.poison();
+    CUDA_ASSERT(kernels::launch_rms_norm_deferred(dx.get(), dw.get(), n, q.rows(), sq.get(), nullptr));
+    const DeferredHost want = deferred_norm_host(x, w);
+    EXPECT_EQ(q.q.download(), want.q);
+    test::expect_same_bits(q.ds.download(), want.ds, "Q8 scales");
+    test::expect_same_bits(sq.download(), want.sq, "block sums of squares");
+  }
+  DeviceArray<float> x(48), sq(2);
+  Q8Device q(1, 64);
+  EXPECT_EQ(kernels::launch_rms_norm_deferred(x.get(), x.get(), 48, q.rows(), sq.get(), nullptr), cudaErrorInvalidValue);
+}
+
+// Products given a deferred norm (MatvecInput::defer_sq) match W · rmsnorm(x)
+// of the CPU reference within the Q8 tolerance, a quarter and a warp a row
+// give the same bits, and gate/up equals its chain (the two products with
+// the scale, then SwiGLU) to the bit. Float weights and rows past
+// kDeferNormMaxWidth are refused.
+TEST(GpuDeferredNorm, ProductsApplyTheScaleAndMatchTheReference) {
+  MINFER_REQUIRE_GPU();
+  const int saved_lanes = kernels::matvec_lanes();
+  for (const MatvecCase c : {MatvecCase{DType::kQ8_0, 96, 896}, MatvecCase{DType::kQ4_K, 64, 3584},
+                             MatvecCase{DType::kQ6_K, 64, 1536}, MatvecCase{DType::kQ4_0, 32, 4096},
+                             MatvecCase{DType::kQ5_K, 32, 256}}) {
+    const std::string what = std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k);
+    SCOPED_TRACE(what);
+    TestWeight w(c.type, c.rows, c.k, 311), w2(c.type, c.rows, c.k, 312);
+    const auto x = test::random_floats(static_cast<size_t>(c.k), 313, 4.0f);
+    const auto nw = test::random_floats(static_cast<size_t>(c.k), 314);
+    const float eps = 1e-6f;
+    DeferredRow row(x, nw);
+    ASSERT_FALSE(HasFailure());
+    const kernels::MatvecInput in = row.input(eps);
+    struct Out {
+      std::vector<float> y, g, u, h, chain;
+      std::vector<int8_t> hq;
+    };
+    auto run = [&](int lanes, Out& o) {
+      kernels::set_matvec_lanes(lanes);
+      DeviceArray<float> y(static_cast<size_t>(c.rows)), g(static_cast<size_t>(c.rows)), u(static_cast<size_t>(c.rows)),
+          h(static_cast<size_t>(c.rows)), chain(static_cast<size_t>(c.rows));
+      Q8Device hq(1, c.rows), hq2(1, c.rows);
+      kernels::MatvecTask t{w.dev, y.get()};
+      CUDA_ASSERT(kernels::launch_matvec(&t, 1, in, nullptr));
+      kernels::MatvecTask gu[2] = {{w.dev, g.get()}, {w2.dev, u.get()}};
+      CUDA_ASSERT(kernels::launch_matvec(gu, 2, in, nullptr));
+      CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, in, h.get(), hq.rows(), nullptr));
+      CUDA_ASSERT(kernels::launch_swiglu(g.get(), u.get(), c.rows, chain.get(), nullptr, hq2.rows(), c.rows, nullptr));
+      o.y = y.download();
+      o.g = g.download();
+      o.h = h.download();
+      o.chain = chain.download();
+      o.hq = hq.q.download();
+      EXPECT_EQ(o.hq, hq2.q.download());
+    };
+    Out warp, quarter;
+    run(32, warp);
+    run(8, quarter);
+    ASSERT_FALSE(HasFatalFailure());
+    test::expect_same_bits(quarter.y, warp.y, what + " quarter vs warp");
+    test::expect_same_bits(quarter.h, warp.h, what + " gate/up quarter vs warp");
+    test::expect_same_bits(warp.h, warp.chain, what + " gate/up vs its chain");
+    test::expect_same_bits(warp.g, warp.y, what + " batched vs alone");
+    std::vector<float> xn(static_cast<size_t>(c.k)), want(static_cast<size_t>(c.rows));
+    ref::rms_norm_ref(x.data(), nw.data(), xn.data(), c.k, eps);
+    ref::matmul_ref(w.cpu, nullptr, xn.data(), want.data());
+    expect_rows_within(warp.y, want, abs_terms(w.cpu, xn), matvec_tolerance(c.type), what);
+  }
+  kernels::set_matvec_lanes(saved_lanes);
+  TestWeight f16(DType::kF16, 32, 256, 315), wide(DType::kQ8_0, 32, 4128, 316);
+  DeviceArray<float> y(32), sq(4128 / 32);
+  Q8Device xq(1, 4128);
+  kernels::MatvecInput in;
+  in.xq = xq.rows();
+  in.defer_sq = sq.get();
+  kernels::MatvecTask t{f16.dev, y.get()};
+  EXPECT_EQ(kernels::launch_matvec(&t, 1, in, nullptr), cudaErrorInvalidValue) << "float weights";
+  t.w = wide.dev;
+  EXPECT_EQ(kernels::launch_matvec(&t, 1, in, nullptr), cudaErrorInvalidValue) << "k past kDeferNormMaxWidth";
+  DeviceArray<float> h(32);
+  Q8Device hq(1, 32);
+  EXPECT_EQ(kernels::launch_gate_up_swiglu(f16.dev, f16.dev, in, h.get(), hq.rows(), nullptr), cudaErrorInvalidValue);
+}
+
+// The deferred prologue (MatvecInput::norm_deferred: each block writes the
+// deferred form of the row into shared memory, one pass) gives the bits of
+// launch_rms_norm_deferred followed by the product with defer_sq, for the
+// plain matvec (a q/k/v-like batch with bias) and gate/up, a warp and a
+// quarter a row, row widths of 0.5B, 1.5B and 7B.
+TEST(GpuDeferredNorm, PrologueEqualsNormKernelThenProductBitForBit) {
+  MINFER_REQUIRE_GPU();
+  const int saved_lanes = kernels::matvec_lanes();
+  for (const MatvecCase c : {MatvecCase{DType::kQ8_0, 96, 896}, MatvecCase{DType::kQ4_K, 64, 1536},
+                             MatvecCase{DType::kQ6_K, 64, 3584}, MatvecCase{DType::kQ4_0, 32, 1024}}) {
+    for (int lanes : {0, 8, 32}) {
+      const std::string what = std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k) +
+                               " lanes " + std::to_string(lanes);
+      SCOPED_TRACE(what);
+      ASSERT_TRUE(kernels::matvec_norm_fits(c.k));
+      kernels::set_matvec_lanes(lanes);
+      TestWeight w(c.type, c.rows, c.k, 331), w2(c.type, c.rows, c.k, 332);
+      const auto x = test::random_floats(static_cast<size_t>(c.k), 333, 2.0f);
+      const auto nw = test::random_floats(static_cast<size_t>(c.k), 334);
+      const auto bias = test::random_floats(static_cast<size_t>(c.rows), 335);
+      DeviceArray<float> db;
+      db.upload(bias);
+      DeferredRow row(x, nw);
+      ASSERT_FALSE(HasFailure());
+      const kernels::MatvecInput apart = row.input(1e-6f);
+      kernels::MatvecInput folded;
+      folded.norm_x = row.x.get();
+      folded.norm_w = row.w.get();
+      folded.norm_eps = 1e-6f;
+      folded.norm_deferred = true;
+      std::vector<float> y[2], y2[2], h[2];
+      std::vector<int8_t> hq[2];
+      for (int f = 0; f < 2; ++f) {
+        DeviceArray<float> dy(static_cast<size_t>(c.rows)), dy2(static_cast<size_t>(c.rows)), dh(static_cast<size_t>(c.rows));
+        Q8Device dhq(1, c.rows);
+        kernels::MatvecTask t[2] = {{w.dev, dy.get(), db.get()}, {w2.dev, dy2.get()}};
+        CUDA_ASSERT(kernels::launch_matvec(t, 2, f == 0 ? apart : folded, nullptr));
+        CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, f == 0 ? apart : folded, dh.get(), dhq.rows(), nullptr));
+        y[f] = dy.download();
+        y2[f] = dy2.download();
+        h[f] = dh.download();
+        hq[f] = dhq.q.download();
+      }
+      test::expect_same_bits(y[1], y[0], what + " matvec with bias");
+      test::expect_same_bits(y2[1], y2[0], what + " second weight");
+      test::expect_same_bits(h[1], h[0], what + " gate/up");
+      EXPECT_EQ(hq[1], hq[0]);
+      for (float v : y[0]) ASSERT_TRUE(std::isfinite(v));
+    }
+  }
+  kernels::set_matvec_lanes(saved_lanes);
+  // Float weights cannot take it.
+  TestWeight f16(DType::kF16, 32, 256, 336);
+  DeviceArray<float> x(256), nw(256), y(32);
+  kernels::MatvecInput folded;
+  folded.norm_x = x.get();
+  folded.norm_w = nw.get();
+  folded.norm_deferred = true;
+  kernels::MatvecTask t{f16.dev, y.get()};
+  EXPECT_EQ(kernels::launch_matvec(&t, 1, folded, nullptr), cudaErrorInvalidValue);
+}
+
 TEST(GpuRmsNorm, MatchesReferenceAndQ8DecodesBack) {
   MINFER_REQUIRE_GPU();
   // Odd widths (no Q8 copy) and widths past the kernel's register path.

@@ -10,7 +10,9 @@
 #     bench-kernels  decode matvecs alone on 7B / 0.5B shapes, per load schedule
 #   AB="ARM..." adds same-run A/B benches, AB=1 all of them: nopdl (MINFER_NO_PDL=1),
 #        sched0 (MINFER_MATVEC_SCHEDULE=0), stream (MINFER_MATVEC_STREAM=1, 0.5B and 7B),
-#        nofusenorm (MINFER_FUSE_NORM=0, 0.5B and 7B Q4_K_M), tail (MINFER_NORM_TAIL=1,
+#        nofusenorm (MINFER_FUSE_NORM=0, 0.5B and 7B Q4_K_M), nodefer (MINFER_DEFER_NORM=0,
+#        0.5B Q8_0, 1.5B, 7B), fusenorm (MINFER_FUSE_NORM=1: norms folded at every width; 1.5B, 7B),
+#        tail (MINFER_NORM_TAIL=1,
 #        0.5B and 7B), again (the default again: order effects), quarter / warp
 #        (MINFER_MATVEC_LANES=8 / 32: a quarter-warp or a warp a matvec row; every model)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
@@ -104,7 +106,7 @@ stage_test() {
 ab_arms() {
   case "${AB:-}" in
     "") ;;
-    1) echo nopdl sched0 stream nofusenorm tail again ;;
+    1) echo nopdl sched0 stream nofusenorm nodefer tail again ;;
     *) echo "$AB" ;;
   esac
 }
@@ -148,6 +150,8 @@ stage_bench_small() {
       sched0) bench "$a" 0.5b-q8_0-sched0 MINFER_MATVEC_SCHEDULE=0 ;;
       stream) bench "$a" 0.5b-q8_0-stream MINFER_MATVEC_STREAM=1 ;;
       nofusenorm) bench "$a" 0.5b-q8_0-nofusenorm MINFER_FUSE_NORM=0 ;;
+      nodefer) bench "$a" 0.5b-q8_0-nodefer MINFER_DEFER_NORM=0; bench "$c" 1.5b-q4_k_m-nodefer MINFER_DEFER_NORM=0 ;;
+      fusenorm) bench "$c" 1.5b-q4_k_m-fusenorm MINFER_FUSE_NORM=1 ;;
       tail) bench "$a" 0.5b-q8_0-tail MINFER_NORM_TAIL=1 ;;
       again) bench "$a" 0.5b-q8_0-again ;;
       quarter) bench "$a" 0.5b-q8_0-quarter MINFER_MATVEC_LANES=8; bench "$b" 0.5b-q4_k_m-quarter MINFER_MATVEC_LANES=8
@@ -373,6 +377,8 @@ stage_bench_large() {
     case $arm in
       stream) bench "$a" 7b-q4_k_m-stream MINFER_MATVEC_STREAM=1; bench "$b" 7b-q8_0-stream MINFER_MATVEC_STREAM=1 ;;
       nofusenorm) bench "$a" 7b-q4_k_m-nofusenorm MINFER_FUSE_NORM=0 ;;
+      nodefer) bench "$a" 7b-q4_k_m-nodefer MINFER_DEFER_NORM=0; bench "$b" 7b-q8_0-nodefer MINFER_DEFER_NORM=0 ;;
+      fusenorm) bench "$a" 7b-q4_k_m-fusenorm MINFER_FUSE_NORM=1; bench "$b" 7b-q8_0-fusenorm MINFER_FUSE_NORM=1 ;;
       tail) bench "$a" 7b-q4_k_m-tail MINFER_NORM_TAIL=1; bench "$b" 7b-q8_0-tail MINFER_NORM_TAIL=1 ;;
       quarter) bench "$a" 7b-q4_k_m-quarter MINFER_MATVEC_LANES=8; bench "$b" 7b-q8_0-quarter MINFER_MATVEC_LANES=8 ;;
       warp) bench "$a" 7b-q4_k_m-warp MINFER_MATVEC_LANES=32; bench "$b" 7b-q8_0-warp MINFER_MATVEC_LANES=32 ;;

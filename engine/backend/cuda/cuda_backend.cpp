@@ -146,6 +146,16 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // tg128 353 vs 381 tok/s, Q8_0 289 vs 308, 0.5B Q8_0 1,355 vs 1,334.
   const char* norm_tail = std::getenv("MINFER_NORM_TAIL");
   norm_tail_ = norm_tail != nullptr && *norm_tail != '\0' && std::string_view(norm_tail) != "0";
+  // The deferred-scale norm (kernels::launch_rms_norm_deferred): a layer's
+  // one-row norm read only by products of quantized weights hands them Q8
+  // of x ⊙ w and its block sums of squares, and they apply the scale — in
+  // the prologue that folds the norm, one pass instead of two, or after a
+  // norm launch that needs no reduction over the row. On by default;
+  // MINFER_DEFER_NORM=0 turns it off (A/B runs: the values are rounded to Q8
+  // before the scale instead of after, so the logits differ within that
+  // rounding, not bit for bit).
+  const char* defer_norm = std::getenv("MINFER_DEFER_NORM");
+  defer_norm_ = defer_norm == nullptr || *defer_norm == '\0' || std::string_view(defer_norm) != "0";
   const char* fuse_norm = std::getenv("MINFER_FUSE_NORM");
   fuse_norm_max_width_ = fuse_norm == nullptr || *fuse_norm == '\0' ? kFuseNormMaxWidth
                         : std::string_view(fuse_norm) != "0"     ? INT_MAX
@@ -303,6 +313,8 @@ Status CudaBackend::alloc_buffers() {
       MINFER_ASSIGN_OR_RETURN(void* ds, pool_.acquire(sizeof(float) * 2 * max_t * (a.width / 32)));
       a.q8.q = static_cast<int8_t*>(q);
       a.q8.ds = ds;
+      MINFER_ASSIGN_OR_RETURN(void* sq, pool_.acquire(sizeof(float) * (a.width / 32)));
+      a.sq = static_cast<float*>(sq);
     }
     if (has_q8_copy(b)) {
       MINFER_ASSIGN_OR_RETURN(void* h, pool_.acquire(2 * static_cast<size_t>(max_t) * a.width));
@@ -460,7 +472,48 @@ void CudaBackend::take_pending_norm(Buf src, kernels::MatvecInput& in) {
   in.norm_x = pending_norm_.x;
   in.norm_w = pending_norm_.w;
   in.norm_eps = config_.rms_eps;
+  in.norm_deferred = pending_norm_.deferred;
   pending_norm_ = PendingNorm{};
+}
+
+bool CudaBackend::can_defer_norm(const Graph& g, size_t i) {
+  const Node& n = g.nodes[i];
+  if (!defer_norm_ || trace_ != nullptr || n.op != Op::kRmsNorm || n.layer < 0) return false;
+  const Act& dst = act(n.dst);
+  if (dst.q8.q == nullptr || dst.sq == nullptr || dst.width % 32 != 0 || dst.width > kernels::kDeferNormMaxWidth) return false;
+  auto quantized = [&](const Weight* w) { return w != nullptr && kernels::wtype_is_quantized_host(dw(*w).type); };
+  size_t j = i + 1;
+  for (; j < g.nodes.size() && (g.nodes[j].src == n.dst || g.nodes[j].src2 == n.dst); ++j) {
+    const Node& m = g.nodes[j];
+    const bool product = (m.op == Op::kMatmul && quantized(m.w)) ||
+                         (m.op == Op::kGateUpSwiglu && quantized(m.w) && quantized(m.w2));
+    if (!product || m.src2 == n.dst) return false;
+  }
+  return j > i + 1;
+}
+
+Status CudaBackend::materialize_deferred() {
+  const DeferredNorm d = deferred_;
+  deferred_ = DeferredNorm{};
+  Act& dst = act(d.buf);
+  dst.q8_ok = true;
+  dst.f16_ok = false;
+  ++launches_;
+  CUDA_TRY(kernels::launch_rms_norm(d.x, d.w, 1, dst.width, config_.rms_eps, dst.f32, nullptr, dst.q8, stream_));
+  return ok_status();
+}
+
+Expected<bool> CudaBackend::take_deferred(Buf src, bool all_quantized, kernels::MatvecInput& in) {
+  if (deferred_.buf != src || src == Buf::kNone) return false;
+  if (!all_quantized) {
+    MINFER_TRY(materialize_deferred());
+    return false;
+  }
+  const Act& a = act(src);
+  in.xq = a.q8;
+  in.defer_sq = a.sq;
+  in.norm_eps = config_.rms_eps;
+  return true;
 }
 
 Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const Node* residual_add,
@@ -490,6 +543,9 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
   kernels::MatvecInput in;
   in.x = src.f32 + static_cast<size_t>(first) * src.width;
   take_pending_norm(nodes.front()->src, in);
+  bool all_quantized = true;
+  for (size_t i = 0; i < nodes.size(); ++i) all_quantized &= kernels::wtype_is_quantized_host(tasks[i].w.type);
+  MINFER_ASSIGN_OR_RETURN(const bool deferred, take_deferred(nodes.front()->src, all_quantized, in));
   if (tail_norm != nullptr) {
     // The norm that reads the residual stream this product ends: done by
     // the product's last block (kernels::MatvecInput::tail_norm_w).
@@ -503,7 +559,7 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
     in.tail_norm_q = xn.q8.q != nullptr ? xn.q8 : kernels::Q8Rows{};
     in.tail_counter = tail_counter_;
   }
-  if (in.norm_w != nullptr) {
+  if (in.norm_w != nullptr || deferred) {
     return launched(kernels::launch_matvec(tasks, static_cast<int>(nodes.size()), in, stream_), *nodes.front());
   }
   if (any_quantized) {
@@ -519,6 +575,13 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
 
 Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
   const Node& n = g.nodes[i];
+  if (deferred_.buf != Buf::kNone) {
+    // Only products apply a deferred norm's scale; anyone else reading the
+    // buffer gets the plain norm computed now. A write ends it.
+    const bool reads = n.src == deferred_.buf || n.src2 == deferred_.buf;
+    if (reads && n.op != Op::kMatmul && n.op != Op::kGateUpSwiglu) MINFER_TRY(materialize_deferred());
+    else if (!reads && n.dst == deferred_.buf) deferred_ = DeferredNorm{};
+  }
   if (pending_norm_.buf != Buf::kNone && n.src != pending_norm_.buf) {
     // Only a matvec of the normalised buffer may take a pending norm; anyone
     // else gets the norm computed now.
@@ -546,15 +609,22 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       const int rows = n.rows == Rows::kLast ? 1 : src.rows;
       dst.rows = rows;
       // One row of a layer feeding a matvec: the matvec's blocks normalise it
-      // themselves (one launch fewer, bit-identical). Not the output norm: the
-      // head's ~38,000 blocks would each redo it. Not while tracing, which
-      // reads every node's output.
+      // themselves (one launch fewer; deferred or bit-identical). Not the
+      // output norm: the head's ~38,000 blocks would each redo it. Not while
+      // tracing, which reads every node's output.
+      const bool defer = rows == 1 && can_defer_norm(g, i);
       if (rows == 1 && src.width <= fuse_norm_max_width_ && n.layer >= 0 && trace_ == nullptr && next != nullptr &&
           next->src == n.dst && (next->op == Op::kMatmul || next->op == Op::kGateUpSwiglu) &&
           kernels::matvec_norm_fits(src.width)) {
-        pending_norm_ = PendingNorm{n.dst, src.f32 + static_cast<size_t>(first) * src.width, dv(n.w)};
+        pending_norm_ = PendingNorm{n.dst, src.f32 + static_cast<size_t>(first) * src.width, dv(n.w), defer};
         dst.q8_ok = dst.f16_ok = false;
         return ok_status();
+      }
+      // Its own launch, deferred: the products apply the scale.
+      if (defer) {
+        dst.q8_ok = dst.f16_ok = false;
+        deferred_ = DeferredNorm{n.dst, src.f32 + static_cast<size_t>(first) * src.width, dv(n.w)};
+        return launched(kernels::launch_rms_norm_deferred(deferred_.x, deferred_.w, src.width, dst.q8, dst.sq, stream_), n);
       }
       // Write every copy a consumer may read: Q8 for matvecs, f16 for GEMMs.
       kernels::Q8Rows q8 = rows == 1 && dst.q8.q ? dst.q8 : kernels::Q8Rows{};
@@ -704,7 +774,9 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
         kernels::MatvecInput in;
         in.x = src.f32;
         take_pending_norm(n.src, in);
-        if (in.norm_w == nullptr) {
+        const bool quantized = kernels::wtype_is_quantized_host(dw(*n.w).type) && kernels::wtype_is_quantized_host(dw(*n.w2).type);
+        MINFER_ASSIGN_OR_RETURN(const bool deferred, take_deferred(n.src, quantized, in));
+        if (in.norm_w == nullptr && !deferred) {
           MINFER_TRY(ensure_q8(src));
           in.xq = src.q8;
         }
@@ -724,7 +796,9 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
         kernels::MatvecInput in;
         in.x = src.f32;
         take_pending_norm(n.src, in);
-        if (in.norm_w == nullptr &&
+        const bool quantized = kernels::wtype_is_quantized_host(tasks[0].w.type) && kernels::wtype_is_quantized_host(tasks[1].w.type);
+        MINFER_ASSIGN_OR_RETURN(const bool deferred, take_deferred(n.src, quantized, in));
+        if (in.norm_w == nullptr && !deferred &&
             (kernels::wtype_is_quantized_host(tasks[0].w.type) || kernels::wtype_is_quantized_host(tasks[1].w.type))) {
           MINFER_TRY(ensure_q8(src));
           in.xq = src.q8;
@@ -810,6 +884,7 @@ Status CudaBackend::enqueue(const Graph& g, int n_tokens) {
   launches_ = 0;
   argmax_fused_ = false;
   pending_norm_ = PendingNorm{};
+  deferred_ = DeferredNorm{};
   if (profiling_) profile_ops_.clear();
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (profiling_) {
