@@ -26,12 +26,11 @@ struct Q8Rows {
 cudaError_t launch_rms_norm(const float* x, const float* w, int rows, int n, float eps, float* y_f32, void* y_f16,
                             Q8Rows yq, cudaStream_t stream);
 // The deferred-scale RMS norm of one row (decode; n % 32 == 0): yq gets Q8
-// blocks of x ⊙ w without the norm's scale, sq[n / 32] the row's 32-element
-// block sums of squares; a product given sq (MatvecInput::defer_sq) applies
-// the scale to its results. See norm.cuh.
-cudaError_t launch_rms_norm_deferred(const float* x, const float* w, int n, Q8Rows yq, float* sq, cudaStream_t stream);
-// Widest row whose norm a product can defer.
-constexpr int kDeferNormMaxWidth = 4096;
+// blocks of x ⊙ w without the norm's scale, *scale the scale
+// 1 / sqrt(mean(x²) + eps); a product given it (MatvecInput::defer_scale)
+// multiplies its results by it. See norm.cuh.
+cudaError_t launch_rms_norm_deferred(const float* x, const float* w, int n, float eps, Q8Rows yq, float* scale,
+                                     cudaStream_t stream);
 // Q8 quantization of `rows` rows of width n (n % 32 == 0).
 cudaError_t launch_quantize_q8(const float* x, int rows, int n, Q8Rows yq, cudaStream_t stream);
 // f32 → f16, n elements.
@@ -73,14 +72,14 @@ struct MatvecInput {
   Q8Rows tail_norm_q;
   int* tail_counter = nullptr;
   // The deferred-scale norm (launch_rms_norm_deferred; quantized weights
-  // only, k ≤ kDeferNormMaxWidth): xq holds Q8 of x ⊙ w without the norm's
-  // scale, defer_sq the row's block sums of squares; each row value is
-  // multiplied by the scale (eps: norm_eps) before its bias, residual add and
-  // argmax.
-  const float* defer_sq = nullptr;
+  // only): xq holds Q8 of x ⊙ w without the norm's scale, *defer_scale the
+  // scale; each row value is multiplied by it before its bias, residual add
+  // and argmax.
+  const float* defer_scale = nullptr;
   // With norm_w: the prologue writes the deferred form into shared memory
-  // (one pass, no scale) and the kernel applies the scale as above: the same
-  // bits as launch_rms_norm_deferred followed by the product with defer_sq.
+  // (one pass) and the kernel applies the scale as above (eps: norm_eps):
+  // the same bits as launch_rms_norm_deferred followed by the product with
+  // defer_scale.
   bool norm_deferred = false;
 };
 // Shared memory of the norm prologue fits a block (k f32 + k int8 + scales).

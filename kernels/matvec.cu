@@ -32,7 +32,7 @@ struct MatvecBatch {
   int8_t* tail_norm_q;
   float2* tail_norm_ds;
   int* tail_counter;
-  const float* defer_sq;  // the deferred-scale norm (see MatvecInput)
+  const float* defer_scale;  // the deferred-scale norm (see MatvecInput)
   bool norm_deferred;
 };
 
@@ -87,16 +87,23 @@ __device__ DotInput norm_prologue(const float* x, const float* w, float eps, int
 
 // The deferred prologue (MatvecInput::norm_deferred; quantized weights): the
 // deferred form of norm_x into shared memory, its block sums of squares
-// where norm_prologue keeps its sums (*sq); the kernel applies the scale last.
-__device__ __forceinline__ DotInput deferred_prologue(const float* x, const float* w, int k, unsigned char* smem,
-                                                      const float** sq) {
+// where norm_prologue keeps its sums; the kernel takes the scale from them
+// last (deferred_scale).
+__device__ __forceinline__ DotInput deferred_prologue(const float* x, const float* w, int k, unsigned char* smem) {
   const NormSmem l(k, false);
   int8_t* xq = reinterpret_cast<int8_t*>(smem + l.xq);
   float2* xds = reinterpret_cast<float2*>(smem + l.xds);
-  float* sums = reinterpret_cast<float*>(smem + l.sums);
-  deferred_norm_quads(x, w, k, xq, xds, sums);
-  *sq = sums;
+  deferred_norm_quads(x, w, k, xq, xds, reinterpret_cast<float*>(smem + l.sums));
   return DotInput{nullptr, xq, xds};
+}
+
+// A deferred-norm kernel's scale: from the prologue's block sums (folded,
+// the norm weights set), else the one launch_rms_norm_deferred wrote
+// (`given`, read at the kernel's start so that its load is long done). Every
+// lane of the warp calls it.
+__device__ __forceinline__ float deferred_scale(bool folded, float given, int k, float eps, const unsigned char* smem) {
+  if (!folded) return given;
+  return norm_scale(reinterpret_cast<const float*>(smem + NormSmem(k, false).sums), k, eps, static_cast<int>(threadIdx.x) % kWarp);
 }
 
 // kLanes lanes a row: 32 (a warp, row_dot_k) or kQuarter (four rows a warp,
@@ -104,7 +111,7 @@ __device__ __forceinline__ DotInput deferred_prologue(const float* x, const floa
 template <int kLanes>
 constexpr int kRowsPerBlock = kWarpsPerBlock * (kWarp / kLanes);
 
-// kDefer: the kernel that takes the deferred norm (MatvecInput::defer_sq,
+// kDefer: the kernel that takes the deferred norm (MatvecInput::defer_scale,
 // norm_deferred); a kernel of its own, so that the plain ones keep their
 // register allocation (with the deferred code in every kernel behind a
 // run-time test, ptxas gave them other registers and spills: 7B ffn_down
@@ -124,9 +131,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
   if (r < t.w.n_rows) prefetch_row(t.w, r, s, kLanes);
   if (b.norm_w != nullptr) norm_quads_prefetch_weights(b.norm_w, b.k);
   pdl_begin();
-  const float* sq = b.defer_sq;  // the deferred norm's block sums of squares (kDefer)
+  const float given = kDefer && b.defer_scale != nullptr ? *b.defer_scale : 0.0f;  // the deferred norm's scale
   DotInput in = b.in;
-  if (kDefer && b.norm_w != nullptr) in = deferred_prologue(b.norm_x, b.norm_w, b.k, matvec_smem, &sq);
+  if (kDefer && b.norm_w != nullptr) in = deferred_prologue(b.norm_x, b.norm_w, b.k, matvec_smem);
   else if (b.norm_w != nullptr) in = norm_prologue<reads_f32(kType)>(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem);
   if (warp_row >= t.w.n_rows && b.tail_norm_w == nullptr) return;  // the whole warp (its shuffles need every lane)
   if (warp_row < t.w.n_rows) {
@@ -138,7 +145,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
     }
     // The deferred norm's scale, read after the dot products: nothing of it
     // stays live through their loop (the plain kernels keep their registers).
-    if constexpr (kDefer) v = __fmul_rn(v, deferred_norm_scale(deferred_norm_part(sq, b.k / 32, lane), b.k, b.norm_eps));
+    if constexpr (kDefer) v = __fmul_rn(v, deferred_scale(b.norm_w != nullptr, given, b.k, b.norm_eps, matvec_smem));
     if (s == 0 && r < t.w.n_rows) {
       if (t.bias != nullptr) v += t.bias[r];
       const float out = t.accumulate ? t.y[r] + v : v;
@@ -164,7 +171,7 @@ constexpr int kGateUpThreads = kLanes == kWarp ? 512 : 256;
 template <int kType, int kMinBlocks, int kSched, int kLanes, bool kDefer>
 __global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
     gate_up_kernel(DeviceWeight gate, DeviceWeight up, DotInput in_global, const float* norm_x, const float* norm_w,
-                   float norm_eps, const float* defer_sq, float* h, int8_t* hq, float2* hds) {
+                   float norm_eps, const float* defer_scale, float* h, int8_t* hq, float2* hds) {
   extern __shared__ __align__(16) unsigned char gate_up_smem[];
   constexpr int kWarps = kGateUpThreads<kLanes> / kWarp;
   constexpr int kRowsPerWarp = kGateUpRows / kWarps;  // 2 (rows one after the other) or 4 (a quarter each)
@@ -178,9 +185,9 @@ __global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
   }
   if (norm_w != nullptr) norm_quads_prefetch_weights(norm_w, gate.k);
   pdl_begin();
-  const float* sq = defer_sq;  // the deferred norm's block sums of squares (kDefer)
+  const float given = kDefer && defer_scale != nullptr ? *defer_scale : 0.0f;  // the deferred norm's scale
   DotInput in = in_global;
-  if (kDefer && norm_w != nullptr) in = deferred_prologue(norm_x, norm_w, gate.k, gate_up_smem, &sq);
+  if (kDefer && norm_w != nullptr) in = deferred_prologue(norm_x, norm_w, gate.k, gate_up_smem);
   else if (norm_w != nullptr) in = norm_prologue<reads_f32(kType)>(norm_x, norm_w, norm_eps, gate.k, gate_up_smem);
   __shared__ float out[kGateUpRows];
   // Both rows' dots before any store: a store to h could alias the
@@ -193,7 +200,7 @@ __global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
     else gu[i] = quarter_dot_pair<kType, kSched>(gate, up, first_row + i, true, in, s);
   }
   if constexpr (kDefer) {
-    const float scale = deferred_norm_scale(deferred_norm_part(sq, gate.k / 32, lane), gate.k, norm_eps);
+    const float scale = deferred_scale(norm_w != nullptr, given, gate.k, norm_eps, gate_up_smem);
 #pragma unroll
     for (int i = 0; i < kOwnRows; ++i) gu[i] = make_float2(__fmul_rn(gu[i].x, scale), __fmul_rn(gu[i].y, scale));
   }
@@ -274,10 +281,6 @@ int schedule_for(bool gate_up, int k, int lanes) {
   }
 }
 
-// A row the deferred norm covers: whole Q8 blocks, few enough for a
-// consumer's registers (norm.cuh).
-bool deferred_width_ok(int n) { return n > 0 && n % 32 == 0 && n <= kDeferNormMaxWidth; }
-
 DotInput dot_input(const MatvecInput& in) {
   return DotInput{in.x, in.xq.q, static_cast<const float2*>(in.xq.ds)};
 }
@@ -314,19 +317,19 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
   b.tail_norm_q = in.tail_norm_q.q;
   b.tail_norm_ds = static_cast<float2*>(in.tail_norm_q.ds);
   b.tail_counter = in.tail_counter;
-  b.defer_sq = in.defer_sq;
+  b.defer_scale = in.defer_scale;
   b.norm_deferred = in.norm_w != nullptr && in.norm_deferred;
-  const bool defer = b.defer_sq != nullptr || b.norm_deferred;
+  const bool defer = b.defer_scale != nullptr || b.norm_deferred;
   if (defer) {
     bool quantized = true;
     for (int i = 0; i < n_tasks; ++i) quantized &= wtype_is_quantized_host(tasks[i].w.type) && tasks[i].w.k == b.k;
-    if (!quantized || !deferred_width_ok(b.k) || (in.defer_sq != nullptr && in.norm_w != nullptr)) return cudaErrorInvalidValue;
+    if (!quantized || b.k % 32 != 0 || (in.defer_scale != nullptr && in.norm_w != nullptr)) return cudaErrorInvalidValue;
   }
   if (in.tail_norm_w != nullptr &&
       (n_tasks != 1 || !tasks[0].accumulate || tasks[0].w.n_rows % 32 != 0 || in.tail_counter == nullptr)) {
     return cudaErrorInvalidValue;
   }
-  if (in.norm_w == nullptr && in.tail_norm_w == nullptr && in.defer_sq == nullptr) {
+  if (in.norm_w == nullptr && in.tail_norm_w == nullptr && in.defer_scale == nullptr) {
     const cudaError_t st = launch_matvec_streamed(tasks, n_tasks, b.in, stream);
     if (st != cudaErrorNotSupported) return st;
   }
@@ -371,24 +374,24 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
     smem = NormSmem(gate.k, gate.type != up.type || !wtype_is_quantized_host(gate.type)).total;
   }
   const bool norm_deferred = in.norm_w != nullptr && in.norm_deferred;
-  if ((in.defer_sq != nullptr || norm_deferred) &&
-      (!wtype_is_quantized_host(gate.type) || !wtype_is_quantized_host(up.type) || !deferred_width_ok(gate.k) ||
-       (in.defer_sq != nullptr && in.norm_w != nullptr))) {
+  if ((in.defer_scale != nullptr || norm_deferred) &&
+      (!wtype_is_quantized_host(gate.type) || !wtype_is_quantized_host(up.type) || gate.k % 32 != 0 ||
+       (in.defer_scale != nullptr && in.norm_w != nullptr))) {
     return cudaErrorInvalidValue;
   }
   const DotInput din = dot_input(in);
   float2* hds = static_cast<float2*>(hq.ds);
-  if (in.norm_w == nullptr && in.defer_sq == nullptr) {
+  if (in.norm_w == nullptr && in.defer_scale == nullptr) {
     const cudaError_t st = launch_gate_up_streamed(gate, up, din, h, hq.q, hds, stream);
     if (st != cudaErrorNotSupported) return st;
   }
   auto launch = [&](auto kernel, int threads) {
     return launch_kernel(kernel, dim3(gate.n_rows / kGateUpRows), dim3(threads), smem, stream, gate, up, din, in.norm_x, in.norm_w,
-                         in.norm_eps, in.defer_sq, h, hq.q, hds);
+                         in.norm_eps, in.defer_scale, h, hq.q, hds);
   };
   // Deferred-norm launches (quantized weights only: checked above) take the
   // kDefer kernels.
-  const bool defer = in.defer_sq != nullptr || norm_deferred;
+  const bool defer = in.defer_scale != nullptr || norm_deferred;
   auto pick = [&](auto plain, auto deferred, int threads) { return defer ? launch(deferred, threads) : launch(plain, threads); };
   if (gate.type != up.type) {
     return pick(gate_up_kernel<-1, 1, 0, kWarp, false>, gate_up_kernel<-1, 1, 0, kWarp, true>, kGateUpThreads<kWarp>);

@@ -47,20 +47,18 @@ __global__ void __launch_bounds__(kNormWarps * kWarp) rms_norm_kernel(const floa
   }
 }
 
-// The deferred-scale norm of one row (norm.cuh): a quad a 32-element block,
-// no reduction over the row, so as many blocks as the row needs.
-constexpr int kDeferThreads = 128;
-__global__ void __launch_bounds__(kDeferThreads) deferred_norm_kernel(const float* x, const float* w, int n, int8_t* q,
-                                                                      float2* ds, float* sq) {
-  const int t = threadIdx.x % 4, b = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / 4);
-  const bool here = b < n / 32;
-  float xv[8], wv[8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) wv[j] = here ? w[b * 32 + t + 4 * j] : 0.0f;  // constant: before the wait
+// The deferred-scale norm of one row (norm.cuh): the norm kernel's block,
+// one pass over x into Q8 blocks of x ⊙ w, then warp 0 writes the scale.
+// smem: n / 32 floats (the block sums of squares).
+__global__ void __launch_bounds__(kNormWarps * kWarp) deferred_norm_kernel(const float* x, const float* w, int n, float eps,
+                                                                         int8_t* q, float2* ds, float* scale) {
+  extern __shared__ float deferred_sums[];
+  norm_quads_prefetch_weights(w, n);  // constant: before the wait
   pdl_begin();
-#pragma unroll
-  for (int j = 0; j < 8; ++j) xv[j] = here ? x[b * 32 + t + 4 * j] : 0.0f;
-  deferred_norm_quad(xv, wv, here, b, t, q, ds, sq);
+  deferred_norm_quads(x, w, n, q, ds, deferred_sums);
+  if (threadIdx.x >= kWarp) return;
+  const float s = norm_scale(deferred_sums, n, eps, static_cast<int>(threadIdx.x));
+  if (threadIdx.x == 0) *scale = s;
 }
 
 __global__ void __launch_bounds__(kThreads) quantize_kernel(const float* x, int n, int8_t* q, float2* ds) {
@@ -95,11 +93,11 @@ cudaError_t launch_rms_norm(const float* x, const float* w, int rows, int n, flo
                        yq.q, static_cast<float2*>(yq.ds));
 }
 
-cudaError_t launch_rms_norm_deferred(const float* x, const float* w, int n, Q8Rows yq, float* sq, cudaStream_t stream) {
-  if (n <= 0 || n % 32 != 0 || yq.q == nullptr || sq == nullptr) return cudaErrorInvalidValue;
-  const int quads = kDeferThreads / 4;
-  return launch_kernel(deferred_norm_kernel, dim3((n / 32 + quads - 1) / quads), dim3(kDeferThreads), 0, stream, x, w, n, yq.q,
-                       static_cast<float2*>(yq.ds), sq);
+cudaError_t launch_rms_norm_deferred(const float* x, const float* w, int n, float eps, Q8Rows yq, float* scale,
+                                     cudaStream_t stream) {
+  if (n <= 0 || n % 32 != 0 || yq.q == nullptr || scale == nullptr) return cudaErrorInvalidValue;
+  return launch_kernel(deferred_norm_kernel, dim3(1), dim3(kNormWarps * kWarp), sizeof(float) * static_cast<size_t>(n / 32),
+                       stream, x, w, n, eps, yq.q, static_cast<float2*>(yq.ds), scale);
 }
 
 cudaError_t launch_quantize_q8(const float* x, int rows, int n, Q8Rows yq, cudaStream_t stream) {

@@ -48,6 +48,16 @@ __device__ __forceinline__ void quantize_quad_q8(const float (&v)[8], float amax
   if (here && t == 0) ds[b] = make_float2(d, d * static_cast<float>(sum));
 }
 
+// The row's scale 1 / sqrt(mean(x²) + eps) from its 32-element block sums of
+// squares (sums, n / 32 of them, norm_quad_sum's bits): every warp adds them
+// itself, in row_sum_squares's passes. Every lane of the warp gets it.
+__device__ __forceinline__ float norm_scale(const float* sums, int n, float eps, int lane) {
+  const int nb = n / 32;
+  float total = 0.0f;
+  for (int p0 = 0; p0 < nb; p0 += kSumPass) total += sum_block_sums(sums + p0, min(kSumPass, nb - p0), lane);
+  return rsqrtf(total / static_cast<float>(n) + eps);
+}
+
 // y = x / sqrt(mean(x²) + eps) * w for one row of n elements (n % 32 == 0),
 // written as f32 (y32), f16 (y16) and Q8 blocks (q, ds), each optional.
 // sums: n / 32 floats of shared memory. All threads of the block call it
@@ -80,10 +90,7 @@ __device__ __forceinline__ void rms_norm_quads(const float* x, const float* w, i
     }
   }
   __syncthreads();
-  // Every warp adds the block sums itself, in row_sum_squares's passes.
-  float total = 0.0f;
-  for (int p0 = 0; p0 < nb; p0 += kSumPass) total += sum_block_sums(sums + p0, min(kSumPass, nb - p0), lane);
-  const float scale = rsqrtf(total / static_cast<float>(n) + eps);
+  const float scale = norm_scale(sums, n, eps, lane);
   for (int b0 = 0; warp_first + b0 < nb; b0 += quads) {
     const int b = first + b0;
     const bool here = b < nb;
@@ -111,28 +118,21 @@ __device__ __forceinline__ void rms_norm_quads(const float* x, const float* w, i
 //
 // RMSNorm scales the whole row by one number, s = 1 / sqrt(mean(x²) + eps),
 // and a product is linear in its input: W · (s · x ⊙ w) = s · (W · (x ⊙ w)).
-// So the norm can hand its consumer Q8 blocks of x ⊙ w, unscaled, plus the
-// row's 32-element block sums of squares (sq, norm_quad_sum's bits); the
-// consumer adds sq up in sum_block_sums's order, takes s with
-// rms_norm_quads's expression and multiplies each row value by it
-// (deferred_norm_scale). Each 32-element block of the output needs only its
-// own 32 inputs, so whoever holds a block of x whole can write it: the
-// products that end the residual stream do (matvec.cu), and the norm needs no
-// launch and no reduction over the row of its own. Not the bits of
-// rms_norm_quads then Q8 (the values are rounded to Q8 before the scale, not
-// after), but the same bits on every path that defers.
-
-// A consumer's lanes hold the row's block sums in registers, this many a
-// lane: kDeferNormMaxWidth (kernels.h) is the widest row that fits.
-constexpr int kDeferSqPerLane = kDeferNormMaxWidth / (kWarp * 32);
-static_assert(kDeferSqPerLane * kWarp * 32 == kDeferNormMaxWidth);
+// So the norm can hand its consumer Q8 blocks of x ⊙ w, unscaled, and s; the
+// consumer multiplies each row value by s last. Each 32-element block of the
+// Q8 output needs only its own 32 inputs: in a matvec's prologue the norm is
+// one pass and one barrier (not rms_norm_quads's two), and s, which needs the
+// whole row, is only wanted at the end. Not the bits of rms_norm_quads then
+// Q8 (the values are rounded to Q8 before the scale, not after), but the same
+// bits on every path that defers; s has norm_scale's bits on all of them.
 
 // Block b of a deferred norm by a quad (lane t = lane % 4 holds elements t,
 // t + 4, ..., t + 28 of x and of the norm weights w): its Q8 values and
-// scales of x ⊙ w, and its sum of squares of x. Every lane of the warp calls
-// it; lanes whose quad has no block pass here = false (and zeros).
+// scales of x ⊙ w, and its sum of squares of x into sums[b]. Every lane of
+// the warp calls it; lanes whose quad has no block pass here = false (and
+// zeros).
 __device__ __forceinline__ void deferred_norm_quad(const float (&x)[8], const float (&w)[8], bool here, int b, int t,
-                                                   int8_t* q, float2* ds, float* sq) {
+                                                   int8_t* q, float2* ds, float* sums) {
   const float s = norm_quad_sum(x);
   float v[8], amax = 0.0f;
 #pragma unroll
@@ -141,14 +141,15 @@ __device__ __forceinline__ void deferred_norm_quad(const float (&x)[8], const fl
     amax = fmaxf(amax, fabsf(v[j]));
   }
   quantize_quad_q8(v, amax, here, b, t, q, ds);
-  if (here && t == 0) sq[b] = s;
+  if (here && t == 0) sums[b] = s;
 }
 
-// The deferred form of one row by a whole block (the matvecs' deferred
-// prologue: q, ds, sq in shared memory): a quad a 32-element block, one pass
-// over x, no reduction over the row. All threads of the block call it
-// (blockDim.x a multiple of 32); it ends with a barrier.
-__device__ __forceinline__ void deferred_norm_quads(const float* x, const float* w, int n, int8_t* q, float2* ds, float* sq) {
+// The deferred form of one row by a whole block: Q8 of x ⊙ w into q and ds,
+// the block sums of squares into sums (shared memory, n / 32 floats; then
+// norm_scale gives s). A quad a 32-element block, one pass over x. All
+// threads of the block call it (blockDim.x a multiple of 32); it ends with a
+// barrier.
+__device__ __forceinline__ void deferred_norm_quads(const float* x, const float* w, int n, int8_t* q, float2* ds, float* sums) {
   const int nb = n / 32, t = static_cast<int>(threadIdx.x) % 4;
   const int quads = static_cast<int>(blockDim.x) / 4, first = static_cast<int>(threadIdx.x) / 4;
   const int warp_first = static_cast<int>(threadIdx.x) / kWarp * (kWarp / 4);
@@ -163,27 +164,9 @@ __device__ __forceinline__ void deferred_norm_quads(const float* x, const float*
       xv[j] = here ? x[b * 32 + t + 4 * j] : 0.0f;
       wv[j] = here ? w[b * 32 + t + 4 * j] : 0.0f;
     }
-    deferred_norm_quad(xv, wv, here, b, t, q, ds, sq);
+    deferred_norm_quad(xv, wv, here, b, t, q, ds, sums);
   }
   __syncthreads();
-}
-
-// A consumer's lane's share of the row's block sums of squares (sq, nb =
-// n / 32 ≤ kDeferSqPerLane · 32 of them): blocks lane, lane + 32, ... added
-// in that order, sum_block_sums's (adding the zeros of blocks past the row
-// changes no bit: the sums are ≥ 0). Read once, early, into one register
-// that the dot products do not touch (four would cost spills in the
-// 64-register gate/up kernels).
-__device__ __forceinline__ float deferred_norm_part(const float* sq, int nb, int lane) {
-  float t = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kDeferSqPerLane; ++j) t += lane + kWarp * j < nb ? sq[lane + kWarp * j] : 0.0f;
-  return t;
-}
-// s = rsqrt(Σ sq / n + eps), rms_norm_quads's expression, from the lanes'
-// parts. Every lane of the warp calls it and gets s.
-__device__ __forceinline__ float deferred_norm_scale(float part, int n, float eps) {
-  return rsqrtf(warp_sum(part) / static_cast<float>(n) + eps);
 }
 
 }  // namespace minfer::kernels

@@ -605,33 +605,18 @@ TEST(GpuMatvecNormFusion, TailNormEqualsMatvecThenNormKernelBitForBit) {
 
 // The deferred-scale norm (kernels.h launch_rms_norm_deferred): block b's Q8
 // values and scales are quantize_block_q8's arithmetic on x ⊙ w (computed
-// here the same way, so equal to the bit), its sum of squares is
-// norm_quad_sum's tree (replayed here: the same bits).
+// here the same way, so equal to the bit).
 struct DeferredHost {
   std::vector<int8_t> q;
-  std::vector<float> ds, sq;  // ds: d, d·Σq a block
+  std::vector<float> ds;  // d, d·Σq a block
 };
-// x², rounded on its own (never contracted with the add into an FMA, as
-// the kernel's __fmul_rn is not).
-float rounded_square(float x) {
-  volatile float sq = x * x;
-  return sq;
-}
 DeferredHost deferred_norm_host(const std::vector<float>& x, const std::vector<float>& w) {
   const size_t n = x.size(), nb = n / 32;
-  DeferredHost h{std::vector<int8_t>(n), std::vector<float>(2 * nb), std::vector<float>(nb)};
+  DeferredHost h{std::vector<int8_t>(n), std::vector<float>(2 * nb)};
   for (size_t b = 0; b < nb; ++b) {
-    const float* xb = x.data() + 32 * b;
-    float lane[4];  // lane t of the quad: elements t + 4j
-    for (int t = 0; t < 4; ++t) {
-      float a[4];
-      for (int j = 0; j < 4; ++j) a[j] = rounded_square(xb[t + 4 * j]) + rounded_square(xb[t + 4 * j + 16]);
-      lane[t] = (a[0] + a[2]) + (a[1] + a[3]);
-    }
-    h.sq[b] = (lane[0] + lane[2]) + (lane[1] + lane[3]);
     float v[32], amax = 0.0f;
     for (int i = 0; i < 32; ++i) {
-      v[i] = xb[i] * w[32 * b + i];
+      v[i] = x[32 * b + i] * w[32 * b + i];
       amax = std::max(amax, std::abs(v[i]));
     }
     const float d = amax / 127.0f;
@@ -650,67 +635,65 @@ DeferredHost deferred_norm_host(const std::vector<float>& x, const std::vector<f
 // x's deferred norm with weights w (launch_rms_norm_deferred) on the device,
 // and the input of a product that applies its scale.
 struct DeferredRow {
-  DeviceArray<float> x, w, sq;
+  DeviceArray<float> x, w, scale{1};
   Q8Device q;
-  DeferredRow(const std::vector<float>& hx, const std::vector<float>& hw)
-      : sq(hx.size() / 32), q(1, static_cast<int>(hx.size())) {
+  float eps;
+  DeferredRow(const std::vector<float>& hx, const std::vector<float>& hw, float eps_) : q(1, static_cast<int>(hx.size())), eps(eps_) {
     x.upload(hx);
     w.upload(hw);
-    EXPECT_EQ(kernels::launch_rms_norm_deferred(x.get(), w.get(), static_cast<int>(hx.size()), q.rows(), sq.get(), nullptr),
+    EXPECT_EQ(kernels::launch_rms_norm_deferred(x.get(), w.get(), static_cast<int>(hx.size()), eps, q.rows(), scale.get(), nullptr),
               cudaSuccess);
   }
-  kernels::MatvecInput input(float eps) {
+  kernels::MatvecInput input() {
     kernels::MatvecInput in;
     in.xq = q.rows();
-    in.defer_sq = sq.get();
+    in.defer_scale = scale.get();
     in.norm_eps = eps;
     return in;
   }
 };
 
-TEST(GpuDeferredNorm, KernelWritesQ8OfXTimesWeightAndBlockSquares) {
+TEST(GpuDeferredNorm, KernelWritesQ8OfXTimesWeightAndTheScale) {
   MINFER_REQUIRE_GPU();
-  for (int n : {32, 896, 1536, 3584, 4096, 8192}) {
+  for (int n : {32, 896, 1536, 3584, 4096, 8192, 16384}) {
     SCOPED_TRACE("n " + std::to_string(n));
     auto x = test::random_floats(static_cast<size_t>(n), 301, 3.0f);
     std::fill(x.begin() + 32 * (n / 64), x.begin() + 32 * (n / 64) + 32, 0.0f);  // an all-zero block (d = 0)
     const auto w = test::random_floats(static_cast<size_t>(n), 302);
-    DeviceArray<float> dx, dw, sq(static_cast<size_t>(n / 32));
-    dx.upload(x);
-    dw.upload(w);
-    Q8Device q(1, n);
-    q.q.poison();
-    CUDA_ASSERT(kernels::launch_rms_norm_deferred(dx.get(), dw.get(), n, q.rows(), sq.get(), nullptr));
+    const float eps = 1e-6f;
+    DeferredRow row(x, w, eps);
     const DeferredHost want = deferred_norm_host(x, w);
-    EXPECT_EQ(q.q.download(), want.q);
-    test::expect_same_bits(q.ds.download(), want.ds, "Q8 scales");
-    test::expect_same_bits(sq.download(), want.sq, "block sums of squares");
+    EXPECT_EQ(row.q.q.download(), want.q);
+    test::expect_same_bits(row.q.ds.download(), want.ds, "Q8 scales");
+    double ss = 0;
+    for (float v : x) ss += static_cast<double>(v) * v;
+    const double scale = 1.0 / std::sqrt(ss / n + eps);
+    EXPECT_NEAR(row.scale.download()[0], scale, 1e-5 * scale);
   }
-  DeviceArray<float> x(48), sq(2);
+  DeviceArray<float> x(48), scale(1);
   Q8Device q(1, 64);
-  EXPECT_EQ(kernels::launch_rms_norm_deferred(x.get(), x.get(), 48, q.rows(), sq.get(), nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(kernels::launch_rms_norm_deferred(x.get(), x.get(), 48, 1e-6f, q.rows(), scale.get(), nullptr), cudaErrorInvalidValue);
 }
 
-// Products given a deferred norm (MatvecInput::defer_sq) match W · rmsnorm(x)
+// Products given a deferred norm (MatvecInput::defer_scale) match W · rmsnorm(x)
 // of the CPU reference within the Q8 tolerance, a quarter and a warp a row
 // give the same bits, and gate/up equals its chain (the two products with
-// the scale, then SwiGLU) to the bit. Float weights and rows past
-// kDeferNormMaxWidth are refused.
+// the scale, then SwiGLU) to the bit. Float weights are refused.
 TEST(GpuDeferredNorm, ProductsApplyTheScaleAndMatchTheReference) {
   MINFER_REQUIRE_GPU();
   const int saved_lanes = kernels::matvec_lanes();
   for (const MatvecCase c : {MatvecCase{DType::kQ8_0, 96, 896}, MatvecCase{DType::kQ4_K, 64, 3584},
                              MatvecCase{DType::kQ6_K, 64, 1536}, MatvecCase{DType::kQ4_0, 32, 4096},
-                             MatvecCase{DType::kQ5_K, 32, 256}}) {
+                             MatvecCase{DType::kQ5_K, 32, 256}, MatvecCase{DType::kQ8_0, 32, 8960}}) {
     const std::string what = std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k);
     SCOPED_TRACE(what);
     TestWeight w(c.type, c.rows, c.k, 311), w2(c.type, c.rows, c.k, 312);
     const auto x = test::random_floats(static_cast<size_t>(c.k), 313, 4.0f);
     const auto nw = test::random_floats(static_cast<size_t>(c.k), 314);
     const float eps = 1e-6f;
-    DeferredRow row(x, nw);
+    DeferredRow row(x, nw, eps);
     ASSERT_FALSE(HasFailure());
-    const kernels::MatvecInput in = row.input(eps);
+    const kernels::MatvecInput in = row.input();
     struct Out {
       std::vector<float> y, g, u, h, chain;
       std::vector<int8_t> hq;
@@ -747,16 +730,14 @@ TEST(GpuDeferredNorm, ProductsApplyTheScaleAndMatchTheReference) {
     expect_rows_within(warp.y, want, abs_terms(w.cpu, xn), matvec_tolerance(c.type), what);
   }
   kernels::set_matvec_lanes(saved_lanes);
-  TestWeight f16(DType::kF16, 32, 256, 315), wide(DType::kQ8_0, 32, 4128, 316);
-  DeviceArray<float> y(32), sq(4128 / 32);
-  Q8Device xq(1, 4128);
+  TestWeight f16(DType::kF16, 32, 256, 315);
+  DeviceArray<float> y(32), scale(1);
+  Q8Device xq(1, 256);
   kernels::MatvecInput in;
   in.xq = xq.rows();
-  in.defer_sq = sq.get();
+  in.defer_scale = scale.get();
   kernels::MatvecTask t{f16.dev, y.get()};
   EXPECT_EQ(kernels::launch_matvec(&t, 1, in, nullptr), cudaErrorInvalidValue) << "float weights";
-  t.w = wide.dev;
-  EXPECT_EQ(kernels::launch_matvec(&t, 1, in, nullptr), cudaErrorInvalidValue) << "k past kDeferNormMaxWidth";
   DeviceArray<float> h(32);
   Q8Device hq(1, 32);
   EXPECT_EQ(kernels::launch_gate_up_swiglu(f16.dev, f16.dev, in, h.get(), hq.rows(), nullptr), cudaErrorInvalidValue);
@@ -764,14 +745,16 @@ TEST(GpuDeferredNorm, ProductsApplyTheScaleAndMatchTheReference) {
 
 // The deferred prologue (MatvecInput::norm_deferred: each block writes the
 // deferred form of the row into shared memory, one pass) gives the bits of
-// launch_rms_norm_deferred followed by the product with defer_sq, for the
+// launch_rms_norm_deferred followed by the product with defer_scale, for the
 // plain matvec (a q/k/v-like batch with bias) and gate/up, a warp and a
-// quarter a row, row widths of 0.5B, 1.5B and 7B.
+// quarter a row, row widths of 0.5B, 1.5B and 7B and one of two passes of
+// the block sums (8,960).
 TEST(GpuDeferredNorm, PrologueEqualsNormKernelThenProductBitForBit) {
   MINFER_REQUIRE_GPU();
   const int saved_lanes = kernels::matvec_lanes();
   for (const MatvecCase c : {MatvecCase{DType::kQ8_0, 96, 896}, MatvecCase{DType::kQ4_K, 64, 1536},
-                             MatvecCase{DType::kQ6_K, 64, 3584}, MatvecCase{DType::kQ4_0, 32, 1024}}) {
+                             MatvecCase{DType::kQ6_K, 64, 3584}, MatvecCase{DType::kQ4_0, 32, 1024},
+                             MatvecCase{DType::kQ8_0, 32, 8960}}) {
     for (int lanes : {0, 8, 32}) {
       const std::string what = std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k) +
                                " lanes " + std::to_string(lanes);
@@ -784,9 +767,9 @@ TEST(GpuDeferredNorm, PrologueEqualsNormKernelThenProductBitForBit) {
       const auto bias = test::random_floats(static_cast<size_t>(c.rows), 335);
       DeviceArray<float> db;
       db.upload(bias);
-      DeferredRow row(x, nw);
+      DeferredRow row(x, nw, 1e-6f);
       ASSERT_FALSE(HasFailure());
-      const kernels::MatvecInput apart = row.input(1e-6f);
+      const kernels::MatvecInput apart = row.input();
       kernels::MatvecInput folded;
       folded.norm_x = row.x.get();
       folded.norm_w = row.w.get();

@@ -313,8 +313,8 @@ Status CudaBackend::alloc_buffers() {
       MINFER_ASSIGN_OR_RETURN(void* ds, pool_.acquire(sizeof(float) * 2 * max_t * (a.width / 32)));
       a.q8.q = static_cast<int8_t*>(q);
       a.q8.ds = ds;
-      MINFER_ASSIGN_OR_RETURN(void* sq, pool_.acquire(sizeof(float) * (a.width / 32)));
-      a.sq = static_cast<float*>(sq);
+      MINFER_ASSIGN_OR_RETURN(void* scale, pool_.acquire(sizeof(float)));
+      a.scale = static_cast<float*>(scale);
     }
     if (has_q8_copy(b)) {
       MINFER_ASSIGN_OR_RETURN(void* h, pool_.acquire(2 * static_cast<size_t>(max_t) * a.width));
@@ -480,7 +480,7 @@ bool CudaBackend::can_defer_norm(const Graph& g, size_t i) {
   const Node& n = g.nodes[i];
   if (!defer_norm_ || trace_ != nullptr || n.op != Op::kRmsNorm || n.layer < 0) return false;
   const Act& dst = act(n.dst);
-  if (dst.q8.q == nullptr || dst.sq == nullptr || dst.width % 32 != 0 || dst.width > kernels::kDeferNormMaxWidth) return false;
+  if (dst.q8.q == nullptr || dst.scale == nullptr || dst.width % 32 != 0) return false;
   auto quantized = [&](const Weight* w) { return w != nullptr && kernels::wtype_is_quantized_host(dw(*w).type); };
   size_t j = i + 1;
   for (; j < g.nodes.size() && (g.nodes[j].src == n.dst || g.nodes[j].src2 == n.dst); ++j) {
@@ -511,7 +511,7 @@ Expected<bool> CudaBackend::take_deferred(Buf src, bool all_quantized, kernels::
   }
   const Act& a = act(src);
   in.xq = a.q8;
-  in.defer_sq = a.sq;
+  in.defer_scale = a.scale;
   in.norm_eps = config_.rms_eps;
   return true;
 }
@@ -624,7 +624,8 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       if (defer) {
         dst.q8_ok = dst.f16_ok = false;
         deferred_ = DeferredNorm{n.dst, src.f32 + static_cast<size_t>(first) * src.width, dv(n.w)};
-        return launched(kernels::launch_rms_norm_deferred(deferred_.x, deferred_.w, src.width, dst.q8, dst.sq, stream_), n);
+        return launched(
+            kernels::launch_rms_norm_deferred(deferred_.x, deferred_.w, src.width, c.rms_eps, dst.q8, dst.scale, stream_), n);
       }
       // Write every copy a consumer may read: Q8 for matvecs, f16 for GEMMs.
       kernels::Q8Rows q8 = rows == 1 && dst.q8.q ? dst.q8 : kernels::Q8Rows{};

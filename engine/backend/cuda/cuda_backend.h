@@ -55,7 +55,7 @@ class CudaBackend final : public Backend {
     int rows = 0;      // rows held now
     bool q8_ok = false;   // the Q8 copy matches f32 (for `rows`)
     bool f16_ok = false;  // the f16 copy matches f32
-    float* sq = nullptr;  // a deferred norm's block sums of squares (one row; buffers with a Q8 copy)
+    float* scale = nullptr;  // a deferred norm's scale (one row; buffers with a Q8 copy)
   };
   struct Captured {
     cudaGraphExec_t exec = nullptr;
@@ -161,7 +161,7 @@ class CudaBackend final : public Backend {
   void take_pending_norm(Buf src, kernels::MatvecInput& in);
   // A one-row RMS norm whose scale its consumers apply (the deferred-scale
   // norm, kernels::launch_rms_norm_deferred): act(buf).q8 holds Q8 of x ⊙ w
-  // and act(buf).sq the row's block sums of squares; x and w stay for
+  // and act(buf).scale the norm's scale; x and w stay for
   // computing the plain norm should a reader that cannot apply the scale come.
   struct DeferredNorm {
     Buf buf = Buf::kNone;
@@ -172,7 +172,7 @@ class CudaBackend final : public Backend {
   // Whether the norm at g.nodes[i] can be deferred: a layer's, one row, and
   // read only by the products right after it, all of quantized weights.
   bool can_defer_norm(const Graph& g, size_t i);
-  // For a product of src: fills in.xq and in.defer_sq when src's norm is
+  // For a product of src: fills in.xq and in.defer_scale when src's norm is
   // deferred and the product's weights are all quantized (true); computes
   // the plain norm first when they are not.
   Expected<bool> take_deferred(Buf src, bool all_quantized, kernels::MatvecInput& in);
