@@ -648,6 +648,41 @@ __device__ __forceinline__ float2 quarter_dot_pair(const DeviceWeight& a, const 
   return make_float2(quarter_sum(acc_a), quarter_sum(acc_b));
 }
 
+// A quarter's units of row r all in registers at once: rows of at most
+// kQuarterPreloadUnits units (lane s has units s, s + 8, s + 16, s + 24 —
+// quarter_units's one group of 4, schedule 2). The weights are constant, so
+// a kernel can load them before its PDL wait and have them when its input
+// is ready (quarter_dot_loaded: the same bits as quarter_dot).
+constexpr int kQuarterPreloadUnits = 4 * kQuarter;
+template <WType T>
+struct QuarterRaw {
+  typename Unit<T>::Raw raw[4];
+};
+template <WType T>
+__device__ __forceinline__ QuarterRaw<T> quarter_load(const DeviceWeight& w, int r, int s) {
+  QuarterRaw<T> q;
+  const int n_units = w.k / Unit<T>::kElems;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) q.raw[j] = Unit<T>::load(w, r, min(s + kQuarter * j, n_units - 1));
+  return q;
+}
+// `valid` false: no dot products, but the quarter still takes part in the
+// warp's shuffles (every lane must).
+template <WType T>
+__device__ __forceinline__ float quarter_dot_loaded(const QuarterRaw<T>& q, const DeviceWeight& w, bool valid, const DotInput& in,
+                                                    int s) {
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int n_units = w.k / Unit<T>::kElems;
+  if (valid) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float p = Unit<T>::dot(q.raw[j], min(s + kQuarter * j, n_units - 1), in);
+      if (s + kQuarter * j < n_units) acc[j] = add_rn(acc[j], p);
+    }
+  }
+  return quarter_sum(acc);
+}
+
 __device__ __forceinline__ float row_dot_float_scalar(const DeviceWeight& w, int r, const DotInput& in, int lane) {
   float acc = 0.0f;
   for (int i = lane; i < w.k; i += kWarp) {

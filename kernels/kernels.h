@@ -217,6 +217,11 @@ int matvec_schedule();
 // default) picks per launch (matvec.cu). The same bits either way.
 void set_matvec_lanes(int lanes);
 int matvec_lanes();
+// Decode matvecs of short rows a quarter-warp a row (schedule 2) in launches
+// of at most one block an SM: the weights go into registers before the PDL
+// wait (matvec.cu kPreload). On by default; the same bits either way.
+void set_matvec_preload(bool on);
+bool matvec_preload();
 // Decode matvecs and gate/up whose weights stream through shared memory by
 // bulk copies (matvec_stream.cu; sm_90 and later only: the caller checks).
 // Applies to Q8_0, Q4_K, Q5_K and Q6_K weights of one type a launch, without

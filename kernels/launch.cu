@@ -9,6 +9,7 @@ namespace {
 std::atomic<bool> g_pdl{false};
 std::atomic<int> g_matvec_schedule{-1};
 std::atomic<int> g_matvec_lanes{0};
+std::atomic<bool> g_matvec_preload{true};
 }  // namespace
 
 bool pdl_enabled() { return g_pdl.load(std::memory_order_relaxed); }
@@ -17,5 +18,7 @@ int matvec_schedule() { return g_matvec_schedule.load(std::memory_order_relaxed)
 void set_matvec_schedule(int s) { g_matvec_schedule.store(s, std::memory_order_relaxed); }
 int matvec_lanes() { return g_matvec_lanes.load(std::memory_order_relaxed); }
 void set_matvec_lanes(int lanes) { g_matvec_lanes.store(lanes, std::memory_order_relaxed); }
+bool matvec_preload() { return g_matvec_preload.load(std::memory_order_relaxed); }
+void set_matvec_preload(bool on) { g_matvec_preload.store(on, std::memory_order_relaxed); }
 
 }  // namespace minfer::kernels

@@ -116,7 +116,13 @@ constexpr int kRowsPerBlock = kWarpsPerBlock * (kWarp / kLanes);
 // register allocation (with the deferred code in every kernel behind a
 // run-time test, ptxas gave them other registers and spills: 7B ffn_down
 // Q6_K 23.3 → 27.8 µs a launch, H200, 2026-12-01).
-template <int kType, int kSched, int kLanes, bool kDefer>
+//
+// kPreload: rows of at most kQuarterPreloadUnits units a quarter a row
+// (schedule 2) whose weights go into registers before the PDL wait
+// (quarter_load), not only into L2, so that the dot products start as soon
+// as the input is there. Its own kernel too (4 units a lane held through the
+// wait: 80 registers for Q8_0 instead of 56), for launches of one wave.
+template <int kType, int kSched, int kLanes, bool kDefer, bool kPreload = false>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBatch b) {
   extern __shared__ __align__(16) unsigned char matvec_smem[];
   // Pick the task with constant indices: indexing the parameter array with a
@@ -128,7 +134,14 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
   const int lane = threadIdx.x % kWarp, s = lane % kLanes;
   const int warp_row = (blk - begin) * kRowsPerBlock<kLanes> + static_cast<int>(threadIdx.x) / kWarp * (kWarp / kLanes);
   const int r = warp_row + lane / kLanes;
-  if (r < t.w.n_rows) prefetch_row(t.w, r, s, kLanes);
+  constexpr bool kPreloaded = kPreload && kLanes == kQuarter && kSched == 2 && kType >= 0 && kHasRaw<static_cast<WType>(kType)>;
+  constexpr WType kRawType = kPreloaded ? static_cast<WType>(kType) : WType::kQ8_0;  // any type with a Raw
+  QuarterRaw<kRawType> pre;
+  if constexpr (kPreloaded) {
+    if (r < t.w.n_rows) pre = quarter_load<kRawType>(t.w, r, s);
+  } else {
+    if (r < t.w.n_rows) prefetch_row(t.w, r, s, kLanes);
+  }
   if (b.norm_w != nullptr) norm_quads_prefetch_weights(b.norm_w, b.k);
   pdl_begin();
   const float given = kDefer && b.defer_scale != nullptr ? *b.defer_scale : 0.0f;  // the deferred norm's scale
@@ -140,11 +153,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
     float v;
     if constexpr (kLanes == kWarp) {
       v = row_dot_k<kType, kSched>(t.w, r, in, lane);
+    } else if constexpr (kPreloaded) {
+      v = quarter_dot_loaded(pre, t.w, r < t.w.n_rows, in, s);
     } else {
       v = quarter_dot<kType, kSched>(t.w, r, r < t.w.n_rows, in, s);
     }
-    // The deferred norm's scale, read after the dot products: nothing of it
-    // stays live through their loop (the plain kernels keep their registers).
     if constexpr (kDefer) v = __fmul_rn(v, deferred_scale(b.norm_w != nullptr, given, b.k, b.norm_eps, matvec_smem));
     if (s == 0 && r < t.w.n_rows) {
       if (t.bias != nullptr) v += t.bias[r];
@@ -281,6 +294,16 @@ int schedule_for(bool gate_up, int k, int lanes) {
   }
 }
 
+// The current device's SM count (once a process: one device an engine).
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
+    return v;
+  }();
+  return n;
+}
+
 DotInput dot_input(const MatvecInput& in) {
   return DotInput{in.x, in.xq.q, static_cast<const float2*>(in.xq.ds)};
 }
@@ -353,6 +376,13 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
     constexpr bool D = kQuarterable<T>;  // a type the deferred norm takes
     const int sched = schedule_for<T>(false, b.k, lanes);
     if constexpr (kQuarterable<T>) {
+      if constexpr (kHasRaw<static_cast<WType>(T)>) {
+        // One block an SM at most (surely one wave): weights preloaded.
+        if (lanes == kQuarter && sched == 2 && b.k / Unit<static_cast<WType>(T)>::kElems <= kQuarterPreloadUnits &&
+            blocks <= sm_count() && matvec_preload()) {
+          return pick(matvec_kernel<T, 2, kQuarter, false, true>, matvec_kernel<T, 2, kQuarter, D, true>);
+        }
+      }
       if (lanes == kQuarter) {
         return sched == 2   ? pick(matvec_kernel<T, 2, kQuarter, false>, matvec_kernel<T, 2, kQuarter, D>)
                : sched == 1 ? pick(matvec_kernel<T, 1, kQuarter, false>, matvec_kernel<T, 1, kQuarter, D>)

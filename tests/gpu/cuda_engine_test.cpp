@@ -264,6 +264,16 @@ TEST_F(CudaSwitches, MatvecStreamIsBitIdentical) {
   expect_same_bits(streamed, plain);
 }
 
+// MINFER_MATVEC_PRELOAD=0: short-row matvecs load their weights after the
+// PDL wait, like the rest (here: attn_output, 1,024 wide, a quarter a row).
+TEST_F(CudaSwitches, MatvecPreloadIsBitIdentical) {
+  const auto preloaded = run({});
+  ::setenv("MINFER_MATVEC_PRELOAD", "0", 1);
+  const auto plain = run({});
+  ::unsetenv("MINFER_MATVEC_PRELOAD");
+  expect_same_bits(preloaded, plain);
+}
+
 // MINFER_FUSE_NORM=0|1: a layer's RMS norms as their own launches, or folded
 // into the prologue of the q/k/v and gate/up matvecs (two launches a layer);
 // both with the plain norm and with the deferred one (its own launch then is

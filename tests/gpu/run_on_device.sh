@@ -12,7 +12,7 @@
 #        sched0 (MINFER_MATVEC_SCHEDULE=0), stream (MINFER_MATVEC_STREAM=1, 0.5B and 7B),
 #        nofusenorm (MINFER_FUSE_NORM=0, 0.5B and 7B Q4_K_M), nodefer (MINFER_DEFER_NORM=0,
 #        0.5B Q8_0, 1.5B, 7B), fusenorm (MINFER_FUSE_NORM=1: norms folded at every width; 1.5B, 7B),
-#        tail (MINFER_NORM_TAIL=1,
+#        nopreload (MINFER_MATVEC_PRELOAD=0; 0.5B, 1.5B), tail (MINFER_NORM_TAIL=1,
 #        0.5B and 7B), again (the default again: order effects), quarter / warp
 #        (MINFER_MATVEC_LANES=8 / 32: a quarter-warp or a warp a matvec row; every model)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
@@ -152,6 +152,8 @@ stage_bench_small() {
       nofusenorm) bench "$a" 0.5b-q8_0-nofusenorm MINFER_FUSE_NORM=0 ;;
       nodefer) bench "$a" 0.5b-q8_0-nodefer MINFER_DEFER_NORM=0; bench "$c" 1.5b-q4_k_m-nodefer MINFER_DEFER_NORM=0 ;;
       fusenorm) bench "$c" 1.5b-q4_k_m-fusenorm MINFER_FUSE_NORM=1 ;;
+      nopreload) bench "$a" 0.5b-q8_0-nopreload MINFER_MATVEC_PRELOAD=0; bench "$b" 0.5b-q4_k_m-nopreload MINFER_MATVEC_PRELOAD=0
+                 bench "$c" 1.5b-q4_k_m-nopreload MINFER_MATVEC_PRELOAD=0 ;;
       tail) bench "$a" 0.5b-q8_0-tail MINFER_NORM_TAIL=1 ;;
       again) bench "$a" 0.5b-q8_0-again ;;
       quarter) bench "$a" 0.5b-q8_0-quarter MINFER_MATVEC_LANES=8; bench "$b" 0.5b-q4_k_m-quarter MINFER_MATVEC_LANES=8

@@ -132,6 +132,10 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   const char* lanes = std::getenv("MINFER_MATVEC_LANES");
   const std::string_view lanes_sv = lanes != nullptr ? lanes : "";
   kernels::set_matvec_lanes(lanes_sv == "8" ? 8 : lanes_sv == "32" ? 32 : 0);
+  // Short-row matvecs of one wave load their weights into registers before
+  // the PDL wait (kernels.h) unless MINFER_MATVEC_PRELOAD=0 (A/B runs).
+  const char* preload = std::getenv("MINFER_MATVEC_PRELOAD");
+  kernels::set_matvec_preload(preload == nullptr || std::string_view(preload) != "0");
   // Decode matvecs whose weights stream through shared memory by bulk copies
   // (kernels.h; sm_90 and newer): opt-in (MINFER_MATVEC_STREAM=1) while they
   // lose to the plain kernels on the H200 (7B gate/up Q4_K 37.5 vs 29.7 µs;
