@@ -121,7 +121,9 @@ constexpr int kRowsPerBlock = kWarpsPerBlock * (kWarp / kLanes);
 // (schedule 2) whose weights go into registers before the PDL wait
 // (quarter_load), not only into L2, so that the dot products start as soon
 // as the input is there. Its own kernel too (4 units a lane held through the
-// wait: 80 registers for Q8_0 instead of 56), for launches of one wave.
+// wait: 72 registers for Q8_0 instead of 56), for launches of one wave. On
+// the H200 (CUPTI timeline, 2026-12-01): 0.5B attn_output 2.76 → 1.69 µs a
+// layer, q/k/v 4.35 → 3.05; tg128 0.5B Q8_0 1,530 vs 1,459 tok/s.
 template <int kType, int kSched, int kLanes, bool kDefer, bool kPreload = false>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBatch b) {
   extern __shared__ __align__(16) unsigned char matvec_smem[];
@@ -239,10 +241,11 @@ __global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
 // the blocks; rows of 56 units come out within a few percent either way (7B
 // gate/up Q4_K 30.1 vs 30.7, q/k/v 9.0 vs 9.0, output head Q6_K 143.6 vs
 // 139.4), and long rows lose badly, having a quarter of the warps (7B
-// ffn_down Q4_K 21.8 vs 36.9, 0.5B ffn_down Q8_0 3.8 vs 7.4). Few rows lose
-// too, seen in a decode step but not yet handled: 0.5B attn_output (896 rows:
-// 56 blocks of 16 for 132 SMs) took 2.9 µs of a layer against 1.7 with a
-// warp a row (CUPTI timelines of sessions 6 and 5).
+// ffn_down Q4_K 21.8 vs 36.9, 0.5B ffn_down Q8_0 3.8 vs 7.4). 0.5B
+// attn_output (896 rows: 56 blocks of 16 for 132 SMs) took 2.9 µs of a layer
+// against 1.7 with a warp a row (CUPTI timelines of sessions 6 and 5); alone
+// it is 3.0 vs 3.7 µs (kernel bench), and with its weights loaded before the
+// PDL wait (kPreload) 1.7 in a step.
 template <int kType>
 constexpr bool kQuarterable = kType >= 0 && kType != static_cast<int>(WType::kF32) && kType != static_cast<int>(WType::kF16) &&
                               kType != static_cast<int>(WType::kBF16);
