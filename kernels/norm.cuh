@@ -12,7 +12,6 @@
 #pragma once
 
 #include "kernels/common.cuh"
-#include "kernels/kernels.h"
 
 namespace minfer::kernels {
 

@@ -152,9 +152,9 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   norm_tail_ = norm_tail != nullptr && *norm_tail != '\0' && std::string_view(norm_tail) != "0";
   // The deferred-scale norm (kernels::launch_rms_norm_deferred): a layer's
   // one-row norm read only by products of quantized weights hands them Q8
-  // of x ⊙ w and its block sums of squares, and they apply the scale — in
-  // the prologue that folds the norm, one pass instead of two, or after a
-  // norm launch that needs no reduction over the row. On by default;
+  // of x ⊙ w and the norm's scale, and they apply the scale last — in the
+  // prologue that folds the norm, one pass and one barrier instead of two,
+  // or after a one-block norm launch that writes it. On by default;
   // MINFER_DEFER_NORM=0 turns it off (A/B runs: the values are rounded to Q8
   // before the scale instead of after, so the logits differ within that
   // rounding, not bit for bit).
