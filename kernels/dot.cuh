@@ -472,16 +472,19 @@ constexpr int kUnitDepth = (T == WType::kQ4_K || T == WType::kQ5_K || T == WType
 //     group is unconditional and can be issued before the first dot product.
 //  2  groups of twice that.
 // The sum order is unit order in each: all three give the same bits.
+//
+// row_units: lane's units from `first` on (first, first + 32, ...) added
+// into acc, not yet reduced over the warp (row_dot_preloaded starts past
+// the units it holds).
 template <WType T, int kSched>
-__device__ __forceinline__ float row_dot_t(const DeviceWeight& w, int r, const DotInput& in, int lane) {
-  float acc = 0.0f;
+__device__ __forceinline__ float row_units(const DeviceWeight& w, int r, const DotInput& in, int first, float acc) {
   const int n_units = w.k / Unit<T>::kElems;
   if constexpr (kSched == 0) {
 #pragma unroll 4
-    for (int u = lane; u < n_units; u += kWarp) acc = add_rn(acc, Unit<T>::dot(w, r, u, in));
+    for (int u = first; u < n_units; u += kWarp) acc = add_rn(acc, Unit<T>::dot(w, r, u, in));
   } else {
     constexpr int D = kUnitDepth<T> * kSched;
-    for (int u0 = lane; u0 < n_units; u0 += kWarp * D) {
+    for (int u0 = first; u0 < n_units; u0 += kWarp * D) {
       float part[D];
       if constexpr (kHasRaw<T>) {
         typename Unit<T>::Raw raw[D];
@@ -499,7 +502,11 @@ __device__ __forceinline__ float row_dot_t(const DeviceWeight& w, int r, const D
       }
     }
   }
-  return warp_sum(acc);
+  return acc;
+}
+template <WType T, int kSched>
+__device__ __forceinline__ float row_dot_t(const DeviceWeight& w, int r, const DotInput& in, int lane) {
+  return warp_sum(row_units<T, kSched>(w, r, in, lane, 0.0f));
 }
 
 // Two rows of the same shape and type in one pass (gate and up): both rows'
@@ -681,6 +688,38 @@ __device__ __forceinline__ float quarter_dot_loaded(const QuarterRaw<T>& q, cons
     }
   }
   return quarter_sum(acc);
+}
+
+// A warp a row, its first units in registers before the input is there:
+// lane's units lane, lane + 32, ... up to kWarpPreloadUnits of them (the
+// weights are constant: a kernel loads them before its PDL wait), then the
+// rest of the row (row_units, any schedule). Each lane adds its units in unit
+// order either way: the same bits as row_dot_t.
+template <WType T>
+constexpr int kWarpPreloadUnits = kUnitDepth<T>;
+template <WType T>
+struct WarpRaw {
+  typename Unit<T>::Raw raw[kWarpPreloadUnits<T>];
+};
+template <WType T>
+__device__ __forceinline__ WarpRaw<T> warp_load(const DeviceWeight& w, int r, int lane) {
+  WarpRaw<T> q;
+  const int n_units = w.k / Unit<T>::kElems;
+#pragma unroll
+  for (int j = 0; j < kWarpPreloadUnits<T>; ++j) q.raw[j] = Unit<T>::load(w, r, min(lane + kWarp * j, n_units - 1));
+  return q;
+}
+template <WType T, int kSched>
+__device__ __forceinline__ float row_dot_preloaded(const WarpRaw<T>& q, const DeviceWeight& w, int r, const DotInput& in,
+                                                   int lane) {
+  float acc = 0.0f;
+  const int n_units = w.k / Unit<T>::kElems;
+#pragma unroll
+  for (int j = 0; j < kWarpPreloadUnits<T>; ++j) {
+    const float p = Unit<T>::dot(q.raw[j], min(lane + kWarp * j, n_units - 1), in);
+    if (lane + kWarp * j < n_units) acc = add_rn(acc, p);
+  }
+  return warp_sum(row_units<T, kSched>(w, r, in, lane + kWarp * kWarpPreloadUnits<T>, acc));
 }
 
 __device__ __forceinline__ float row_dot_float_scalar(const DeviceWeight& w, int r, const DotInput& in, int lane) {

@@ -218,10 +218,19 @@ int matvec_schedule();
 void set_matvec_lanes(int lanes);
 int matvec_lanes();
 // Decode matvecs of short rows a quarter-warp a row (schedule 2) in launches
-// of at most one block an SM: the weights go into registers before the PDL
-// wait (matvec.cu kPreload). On by default; the same bits either way.
+// of at most one block an SM, and gate/up of such rows in launches of at
+// most two: the weights go into registers before the PDL wait (matvec.cu
+// kPreload). On by default; the same bits either way.
 void set_matvec_preload(bool on);
 bool matvec_preload();
+// Decode matvecs of two weight types in one launch (q/k/v of the K-quant
+// mixes) on a kernel compiled for both (matvec.cu kTwoTypes) instead of the
+// one that reads each unit's type at run time. On by default; the same bits
+// either way.
+void set_matvec_two_types(bool on);
+bool matvec_two_types();
+// Launches that took a two-type kernel so far (tests check that it ran).
+uint64_t matvec_two_type_launches();
 // Decode matvecs and gate/up whose weights stream through shared memory by
 // bulk copies (matvec_stream.cu; sm_90 and later only: the caller checks).
 // Applies to Q8_0, Q4_K, Q5_K and Q6_K weights of one type a launch, without

@@ -2,6 +2,12 @@
 // plane layout, dequantization on the fly (dot.cuh). Memory bound: each weight
 // byte is read once; the activations (a few KB) stay in L1/L2.
 #include <algorithm>
+#include <atomic>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <type_traits>
 
 #include "kernels/dot.cuh"
 #include "kernels/kernels.h"
@@ -124,7 +130,11 @@ constexpr int kRowsPerBlock = kWarpsPerBlock * (kWarp / kLanes);
 // wait: 72 registers for Q8_0 instead of 56), for launches of one wave. On
 // the H200 (CUPTI timeline, 2026-12-01): 0.5B attn_output 2.76 → 1.69 µs a
 // layer, q/k/v 4.35 → 3.05; tg128 0.5B Q8_0 1,530 vs 1,459 tok/s.
-template <int kType, int kSched, int kLanes, bool kDefer, bool kPreload = false>
+//
+// kLastType: the last task's weight type when it differs from the others'
+// (kTwoTypes below); blocks are one task's, so each block runs one type's
+// code.
+template <int kType, int kSched, int kLanes, bool kDefer, bool kPreload = false, int kLastType = kType>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBatch b) {
   extern __shared__ __align__(16) unsigned char matvec_smem[];
   // Pick the task with constant indices: indexing the parameter array with a
@@ -136,11 +146,18 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
   const int lane = threadIdx.x % kWarp, s = lane % kLanes;
   const int warp_row = (blk - begin) * kRowsPerBlock<kLanes> + static_cast<int>(threadIdx.x) / kWarp * (kWarp / kLanes);
   const int r = warp_row + lane / kLanes;
-  constexpr bool kPreloaded = kPreload && kLanes == kQuarter && kSched == 2 && kType >= 0 && kHasRaw<static_cast<WType>(kType)>;
+  constexpr bool kPreloaded = kPreload && kType >= 0 && kHasRaw<static_cast<WType>(kType)> && (kLanes == kWarp || kSched == 2);
   constexpr WType kRawType = kPreloaded ? static_cast<WType>(kType) : WType::kQ8_0;  // any type with a Raw
-  QuarterRaw<kRawType> pre;
-  if constexpr (kPreloaded) {
-    if (r < t.w.n_rows) pre = quarter_load<kRawType>(t.w, r, s);
+  QuarterRaw<kRawType> quarter_pre;
+  WarpRaw<kRawType> warp_pre;
+  if constexpr (kPreloaded && kLanes == kQuarter) {
+    if (r < t.w.n_rows) quarter_pre = quarter_load<kRawType>(t.w, r, s);
+  } else if constexpr (kPreloaded) {
+    if (r < t.w.n_rows) {
+      warp_pre = warp_load<kRawType>(t.w, r, lane);
+      // The rest of a longer row into L2.
+      if (t.w.k / Unit<kRawType>::kElems > kWarp * kWarpPreloadUnits<kRawType>) prefetch_row(t.w, r, s, kLanes);
+    }
   } else {
     if (r < t.w.n_rows) prefetch_row(t.w, r, s, kLanes);
   }
@@ -152,13 +169,19 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
   else if (b.norm_w != nullptr) in = norm_prologue<reads_f32(kType)>(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem);
   if (warp_row >= t.w.n_rows && b.tail_norm_w == nullptr) return;  // the whole warp (its shuffles need every lane)
   if (warp_row < t.w.n_rows) {
+    auto dot = [&](auto type) {
+      [[maybe_unused]] constexpr int T = decltype(type)::value;
+      if constexpr (kLanes == kWarp && kPreloaded) return row_dot_preloaded<kRawType, kSched>(warp_pre, t.w, r, in, lane);
+      else if constexpr (kLanes == kWarp) return row_dot_k<T, kSched>(t.w, r, in, lane);
+      else if constexpr (kPreloaded) return quarter_dot_loaded(quarter_pre, t.w, r < t.w.n_rows, in, s);
+      else return quarter_dot<T, kSched>(t.w, r, r < t.w.n_rows, in, s);
+    };
     float v;
-    if constexpr (kLanes == kWarp) {
-      v = row_dot_k<kType, kSched>(t.w, r, in, lane);
-    } else if constexpr (kPreloaded) {
-      v = quarter_dot_loaded(pre, t.w, r < t.w.n_rows, in, s);
+    if constexpr (kLastType != kType) {
+      static_assert(!kPreloaded, "one type's preload");
+      v = ti == b.n_tasks - 1 ? dot(std::integral_constant<int, kLastType>{}) : dot(std::integral_constant<int, kType>{});
     } else {
-      v = quarter_dot<kType, kSched>(t.w, r, r < t.w.n_rows, in, s);
+      v = dot(std::integral_constant<int, kType>{});
     }
     if constexpr (kDefer) v = __fmul_rn(v, deferred_scale(b.norm_w != nullptr, given, b.k, b.norm_eps, matvec_smem));
     if (s == 0 && r < t.w.n_rows) {
@@ -178,25 +201,42 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBa
 // down projection reads (no extra launch). 32 lanes a row: 16 warps of 2
 // rows; 512 threads leave ptxas 128 registers a thread (a 1024-thread block
 // caps it at 64 and spills the K-quant dots). A quarter a row: 8 warps of 4.
+// Tried on the H200 (2026-12-01): 32 warps of one row each (1024 threads, the
+// same 64 registers as two resident blocks of 512, and half as long a last
+// partial wave) lost — 7B gate/up Q4_K 34.3 vs 30.0 µs a launch, Q8_0 51.7 vs
+// 49.5; tg128 7B Q4_K_M 383 vs 406 tok/s, Q8_0 304 vs 317: a warp's second
+// row keeps more bytes in flight than the shorter wave saves.
 constexpr int kGateUpRows = 32;
 template <int kLanes>
 constexpr int kGateUpThreads = kLanes == kWarp ? 512 : 256;
 
 // kDefer: as matvec_kernel's (the deferred norm, a kernel of its own).
-template <int kType, int kMinBlocks, int kSched, int kLanes, bool kDefer>
-__global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
+// kPreload (a quarter a row, rows of at most kQuarterPreloadUnits units):
+// both rows' weights go into registers before the PDL wait, as
+// matvec_kernel's kPreload; the same bits as quarter_dot_pair's schedule 0.
+template <int kType, int kMinBlocks, int kSched, int kLanes, bool kDefer, int kThreads = kGateUpThreads<kLanes>,
+          bool kPreload = false>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
     gate_up_kernel(DeviceWeight gate, DeviceWeight up, DotInput in_global, const float* norm_x, const float* norm_w,
                    float norm_eps, const float* defer_scale, float* h, int8_t* hq, float2* hds) {
   extern __shared__ __align__(16) unsigned char gate_up_smem[];
-  constexpr int kWarps = kGateUpThreads<kLanes> / kWarp;
+  constexpr int kWarps = kThreads / kWarp;
   constexpr int kRowsPerWarp = kGateUpRows / kWarps;  // 2 (rows one after the other) or 4 (a quarter each)
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, s = lane % kLanes;
   const int first_row = blockIdx.x * kGateUpRows + warp * kRowsPerWarp + (kLanes == kWarp ? 0 : lane / kLanes);
   constexpr int kOwnRows = kLanes == kWarp ? kRowsPerWarp : 1;  // rows of this lane's warp or quarter
+  constexpr bool kPreloaded = kPreload && kLanes == kQuarter && kType >= 0 && kHasRaw<static_cast<WType>(kType)>;
+  constexpr WType kRawType = kPreloaded ? static_cast<WType>(kType) : WType::kQ8_0;  // any type with a Raw
+  QuarterRaw<kRawType> pre_gate, pre_up;
+  if constexpr (kPreloaded) {
+    pre_gate = quarter_load<kRawType>(gate, first_row, s);
+    pre_up = quarter_load<kRawType>(up, first_row, s);
+  } else {
 #pragma unroll
-  for (int i = 0; i < kOwnRows; ++i) {
-    prefetch_row(gate, first_row + i, s, kLanes);
-    prefetch_row(up, first_row + i, s, kLanes);
+    for (int i = 0; i < kOwnRows; ++i) {
+      prefetch_row(gate, first_row + i, s, kLanes);
+      prefetch_row(up, first_row + i, s, kLanes);
+    }
   }
   if (norm_w != nullptr) norm_quads_prefetch_weights(norm_w, gate.k);
   pdl_begin();
@@ -211,8 +251,13 @@ __global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
   float2 gu[kOwnRows];
 #pragma unroll
   for (int i = 0; i < kOwnRows; ++i) {
-    if constexpr (kLanes == kWarp) gu[i] = row_dot_pair_k<kType, kSched>(gate, up, first_row + i, in, lane);
-    else gu[i] = quarter_dot_pair<kType, kSched>(gate, up, first_row + i, true, in, s);
+    if constexpr (kLanes == kWarp) {
+      gu[i] = row_dot_pair_k<kType, kSched>(gate, up, first_row + i, in, lane);
+    } else if constexpr (kPreloaded) {
+      gu[i] = make_float2(quarter_dot_loaded(pre_gate, gate, true, in, s), quarter_dot_loaded(pre_up, up, true, in, s));
+    } else {
+      gu[i] = quarter_dot_pair<kType, kSched>(gate, up, first_row + i, true, in, s);
+    }
   }
   if constexpr (kDefer) {
     const float scale = deferred_scale(norm_w != nullptr, given, gate.k, norm_eps, gate_up_smem);
@@ -297,6 +342,63 @@ int schedule_for(bool gate_up, int k, int lanes) {
   }
 }
 
+// Launches of two weight types that take a kernel of both compiled types
+// (matvec_kernel kLastType) instead of the one that reads each unit's type at
+// run time: q/k/v of the K-quant mixes, where attn_v alone takes more bits in
+// some layers — Q6_K, or Q8_0 where Q6_K's blocks do not divide the row (and
+// q/k then fall back from Q4_K to Q5_0). Every task but the last has `first`,
+// the last `last`; `lanes` and `sched` are what lanes_for and schedule_for
+// pick for both types at the row widths of the files that have the mix
+// (other widths take the run-time-typed kernel). The same bits either way.
+struct TwoTypeKernel {
+  WType first, last;
+  int lanes, sched;
+};
+constexpr TwoTypeKernel kTwoTypes[] = {
+    {WType::kQ4_K, WType::kQ6_K, kWarp, 0},     // Q4_K_M, rows of 32 units or more (7B: 3,584)
+    {WType::kQ4_K, WType::kQ6_K, kQuarter, 2},  // Q4_K_M, shorter rows (1.5B: 1,536; 0.6B: 1,024)
+    {WType::kQ5_K, WType::kQ6_K, kWarp, 0},     // Q5_K_M likewise
+    {WType::kQ5_K, WType::kQ6_K, kQuarter, 2},
+    {WType::kQ5_0, WType::kQ8_0, kQuarter, 2},  // Q4_K_M, rows Q4_K's blocks do not divide (0.5B: 896)
+};
+
+// The kTwoTypes entry a launch takes, or -1.
+int two_type_kernel(const MatvecTask* tasks, int n_tasks) {
+  if (n_tasks < 2 || !matvec_two_types()) return -1;
+  const int k = tasks[0].w.k;
+  auto lanes_of = [&](WType t) { return dispatch_wtype(t, [&](auto type) { return lanes_for<decltype(type)::value>(k); }); };
+  auto sched_of = [&](WType t, int lanes) {
+    return dispatch_wtype(t, [&](auto type) { return schedule_for<decltype(type)::value>(false, k, lanes); });
+  };
+  for (int i = 0; i < static_cast<int>(std::size(kTwoTypes)); ++i) {
+    const TwoTypeKernel& p = kTwoTypes[i];
+    bool match = tasks[n_tasks - 1].w.type == p.last;
+    for (int j = 0; j + 1 < n_tasks; ++j) match &= tasks[j].w.type == p.first && tasks[j].w.k == k;
+    if (match && tasks[n_tasks - 1].w.k == k && lanes_of(p.first) == p.lanes && sched_of(p.first, p.lanes) == p.sched &&
+        sched_of(p.last, p.lanes) == p.sched) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+template <int kPair, bool kDefer>
+constexpr auto kTwoTypeKernel = matvec_kernel<static_cast<int>(kTwoTypes[kPair].first), kTwoTypes[kPair].sched,
+                                              kTwoTypes[kPair].lanes, kDefer, false, static_cast<int>(kTwoTypes[kPair].last)>;
+
+// pick(plain, deferred) with kTwoTypes[two]'s kernels.
+template <int kPair = 0, class Pick>
+cudaError_t launch_two_types(int two, Pick&& pick) {
+  if constexpr (kPair < static_cast<int>(std::size(kTwoTypes))) {
+    if (two == kPair) return pick(kTwoTypeKernel<kPair, false>, kTwoTypeKernel<kPair, true>);
+    return launch_two_types<kPair + 1>(two, pick);
+  } else {
+    return cudaErrorInvalidValue;
+  }
+}
+
+std::atomic<uint64_t> g_two_type_launches{0};
+
 // The current device's SM count (once a process: one device an engine).
 int sm_count() {
   static const int n = [] {
@@ -307,11 +409,32 @@ int sm_count() {
   return n;
 }
 
+// Blocks of `kernel` (with `threads` and `smem` bytes of dynamic shared
+// memory) the device holds at once; asked once a kernel and size.
+int resident_blocks(void (*kernel)(MatvecBatch), int threads, size_t smem) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, size_t>, int> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), smem);
+  auto it = known.find(key);
+  if (it == known.end()) {
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess) {
+      (void)cudaGetLastError();  // not left for the next launch's check
+      return 0;
+    }
+    it = known.emplace(key, per_sm * sm_count()).first;
+  }
+  return it->second;
+}
+
 DotInput dot_input(const MatvecInput& in) {
   return DotInput{in.x, in.xq.q, static_cast<const float2*>(in.xq.ds)};
 }
 
 }  // namespace
+
+uint64_t matvec_two_type_launches() { return g_two_type_launches.load(std::memory_order_relaxed); }
 
 // 48 KB: the default dynamic shared memory of a block, no opt-in needed.
 bool matvec_norm_fits(int k) { return k % 32 == 0 && NormSmem(k, true).total <= 48 * 1024; }
@@ -323,8 +446,11 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
   b.in = dot_input(in);
   bool one_type = true;
   for (int i = 1; i < n_tasks; ++i) one_type &= tasks[i].w.type == tasks[0].w.type;
+  const int two = one_type ? -1 : two_type_kernel(tasks, n_tasks);
   const int lanes =
-      one_type ? dispatch_wtype(tasks[0].w.type, [&](auto type) { return lanes_for<decltype(type)::value>(tasks[0].w.k); }) : kWarp;
+      one_type ? dispatch_wtype(tasks[0].w.type, [&](auto type) { return lanes_for<decltype(type)::value>(tasks[0].w.k); })
+      : two >= 0 ? kTwoTypes[two].lanes
+                 : kWarp;
   const int rows_per_block = lanes == kWarp ? kRowsPerBlock<kWarp> : kRowsPerBlock<kQuarter>;
   int blocks = 0;
   for (int i = 0; i < n_tasks; ++i) {
@@ -373,6 +499,11 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
   // Deferred-norm launches (quantized weights only: checked above) take the
   // kDefer kernels.
   auto pick = [&](auto plain, auto deferred) { return defer ? launch(deferred) : launch(plain); };
+  if (two >= 0) {
+    const cudaError_t st = launch_two_types(two, [&](auto plain, auto deferred) { return pick(plain, deferred); });
+    if (st == cudaSuccess) g_two_type_launches.fetch_add(1, std::memory_order_relaxed);
+    return st;
+  }
   if (!one_type) return pick(matvec_kernel<-1, 0, kWarp, false>, matvec_kernel<-1, 0, kWarp, true>);
   return dispatch_wtype(tasks[0].w.type, [&](auto type) {
     constexpr int T = decltype(type)::value;
@@ -390,6 +521,21 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
         return sched == 2   ? pick(matvec_kernel<T, 2, kQuarter, false>, matvec_kernel<T, 2, kQuarter, D>)
                : sched == 1 ? pick(matvec_kernel<T, 1, kQuarter, false>, matvec_kernel<T, 1, kQuarter, D>)
                             : pick(matvec_kernel<T, 0, kQuarter, false>, matvec_kernel<T, 0, kQuarter, D>);
+      }
+    }
+    if constexpr (kHasRaw<static_cast<WType>(T)>) {
+      // A warp a row: its first units preloaded when every block of the
+      // launch is resident at once (else the later ones gain nothing).
+      if (lanes == kWarp && matvec_preload()) {
+        auto preloaded = [&](auto plain, auto deferred) {
+          const bool one_wave = blocks <= resident_blocks(defer ? deferred : plain, kWarpsPerBlock * kWarp, smem);
+          return one_wave ? pick(plain, deferred) : cudaErrorNotSupported;
+        };
+        const cudaError_t st =
+            sched == 2   ? preloaded(matvec_kernel<T, 2, kWarp, false, true>, matvec_kernel<T, 2, kWarp, D, true>)
+            : sched == 1 ? preloaded(matvec_kernel<T, 1, kWarp, false, true>, matvec_kernel<T, 1, kWarp, D, true>)
+                         : preloaded(matvec_kernel<T, 0, kWarp, false, true>, matvec_kernel<T, 0, kWarp, D, true>);
+        if (st != cudaErrorNotSupported) return st;
       }
     }
     return sched == 2   ? pick(matvec_kernel<T, 2, kWarp, false>, matvec_kernel<T, 2, kWarp, D>)
@@ -442,6 +588,18 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
     if constexpr (kQuarterable<T>) {
       if (lanes == kQuarter) {
         constexpr int kThreads = kGateUpThreads<kQuarter>;
+        if constexpr (T == static_cast<int>(WType::kQ8_0) || T == static_cast<int>(WType::kQ4_K)) {
+          // Rows of one group of units a lane: weights preloaded. Two
+          // blocks an SM (kMinBlocks) make every block of a launch of up to
+          // twice the SMs resident at once, so each has its weights when
+          // the input comes. (Q5_K's and Q6_K's units would spill 264-480
+          // bytes under the 128 registers that leaves.)
+          if (gate.k / Unit<static_cast<WType>(T)>::kElems <= kQuarterPreloadUnits &&
+              gate.n_rows / kGateUpRows <= 2 * sm_count() && matvec_preload()) {
+            return pick(gate_up_kernel<T, 2, 0, kQuarter, false, kThreads, true>,
+                        gate_up_kernel<T, 2, 0, kQuarter, D, kThreads, true>, kThreads);
+          }
+        }
         return sched == 2   ? pick(gate_up_kernel<T, 1, 2, kQuarter, false>, gate_up_kernel<T, 1, 2, kQuarter, D>, kThreads)
                : sched == 1 ? pick(gate_up_kernel<T, 1, 1, kQuarter, false>, gate_up_kernel<T, 1, 1, kQuarter, D>, kThreads)
                             : pick(gate_up_kernel<T, 1, 0, kQuarter, false>, gate_up_kernel<T, 1, 0, kQuarter, D>, kThreads);

@@ -274,6 +274,21 @@ TEST_F(CudaSwitches, MatvecPreloadIsBitIdentical) {
   expect_same_bits(preloaded, plain);
 }
 
+// MINFER_MATVEC_TWO_TYPES=0: q/k/v of Q4_K with attn_v in Q6_K (this
+// model's Q4_K_M layers) on the kernel that reads each unit's type at run
+// time instead of the one compiled for both; the latter must run by default.
+TEST_F(CudaSwitches, MatvecTwoTypesIsBitIdentical) {
+  const uint64_t before = kernels::matvec_two_type_launches();
+  const auto compiled = run({});
+  const uint64_t after = kernels::matvec_two_type_launches();
+  EXPECT_GT(after, before) << "no two-type launch by default";
+  ::setenv("MINFER_MATVEC_TWO_TYPES", "0", 1);
+  const auto generic = run({});
+  ::unsetenv("MINFER_MATVEC_TWO_TYPES");
+  EXPECT_EQ(kernels::matvec_two_type_launches(), after) << "MINFER_MATVEC_TWO_TYPES=0 took the two-type kernel";
+  expect_same_bits(compiled, generic);
+}
+
 // MINFER_FUSE_NORM=0|1: a layer's RMS norms as their own launches, or folded
 // into the prologue of the q/k/v and gate/up matvecs (two launches a layer);
 // both with the plain norm and with the deferred one (its own launch then is

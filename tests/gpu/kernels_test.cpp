@@ -278,7 +278,8 @@ TEST(GpuGateUp, FusedEqualsChainBitForBitAndMatchesReference) {
 // Both load schedules (kernels::set_matvec_schedule) sum the same units in
 // the same order: their results must be identical, on rows whose unit count
 // leaves every kind of remainder (fewer units than lanes, a partial group,
-// whole groups).
+// whole groups); and so must a row whose first units were loaded before the
+// PDL wait (kernels::set_matvec_preload).
 TEST(GpuMatvecSchedule, ClampedGroupsEqualUnitAtATimeBitForBit) {
   MINFER_REQUIRE_GPU();
   const int saved = kernels::matvec_schedule();
@@ -296,9 +297,13 @@ TEST(GpuMatvecSchedule, ClampedGroupsEqualUnitAtATimeBitForBit) {
       CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, c.k, xq.rows(), nullptr));
     }
     kernels::MatvecInput in{dx.get(), xq.rows()};
-    std::vector<float> y[4], h[4];  // schedules 0, 1, 2 and the per-launch choice (-1)
-    for (int s = 0; s < 4; ++s) {
-      kernels::set_matvec_schedule(s == 3 ? -1 : s);
+    // Schedules 0, 1, 2 and the per-launch choice (-1), with the first units
+    // preloaded (the default: these launches are one wave); then the
+    // per-launch choice without the preload.
+    std::vector<float> y[5], h[5];
+    for (int s = 0; s < 5; ++s) {
+      kernels::set_matvec_schedule(s >= 3 ? -1 : s);
+      kernels::set_matvec_preload(s != 4);
       DeviceArray<float> dy(static_cast<size_t>(c.rows)), dh(static_cast<size_t>(c.rows));
       Q8Device hq(1, c.rows);
       kernels::MatvecTask t;
@@ -310,7 +315,8 @@ TEST(GpuMatvecSchedule, ClampedGroupsEqualUnitAtATimeBitForBit) {
       h[s] = dh.download();
     }
     kernels::set_matvec_schedule(saved);
-    for (int s = 1; s < 4; ++s) {
+    kernels::set_matvec_preload(true);
+    for (int s = 1; s < 5; ++s) {
       EXPECT_EQ(0, std::memcmp(y[0].data(), y[s].data(), y[0].size() * sizeof(float))) << dtype_name(c.type) << " k " << c.k << " schedule " << s;
       EXPECT_EQ(0, std::memcmp(h[0].data(), h[s].data(), h[0].size() * sizeof(float))) << dtype_name(c.type) << " k " << c.k << " schedule " << s;
     }
@@ -410,7 +416,8 @@ TEST(GpuMatvecStream, StreamedEqualsPlainBitForBit) {
 // rows whose unit count leaves every remainder over 8 lanes (fewer units than
 // lanes, a partial group, several rounds), row counts that leave a block's
 // last warp partly empty, a three-weight batch with bias, residual and argmax,
-// gate/up with its Q8 output, and the norm prologue.
+// gate/up with its Q8 output (rows of at most 32 units: their weights
+// preloaded before the PDL wait), and the norm prologue.
 TEST(GpuMatvecQuarter, QuarterRowsEqualWarpRowsBitForBit) {
   MINFER_REQUIRE_GPU();
   const int saved_lanes = kernels::matvec_lanes(), saved_schedule = kernels::matvec_schedule();
@@ -419,7 +426,8 @@ TEST(GpuMatvecQuarter, QuarterRowsEqualWarpRowsBitForBit) {
                              MatvecCase{DType::kQ4_K, 33, 256}, MatvecCase{DType::kQ4_K, 32, 18944},
                              MatvecCase{DType::kQ5_K, 64, 1536}, MatvecCase{DType::kQ6_K, 45, 18944},
                              MatvecCase{DType::kQ6_K, 64, 3584}, MatvecCase{DType::kQ4_0, 64, 2080},
-                             MatvecCase{DType::kQ5_1, 32, 896}}) {
+                             MatvecCase{DType::kQ5_1, 32, 896}, MatvecCase{DType::kQ8_0, 96, 896},
+                             MatvecCase{DType::kQ4_K, 64, 768}, MatvecCase{DType::kQ6_K, 32, 1024}}) {
     TestWeight w(c.type, c.rows, c.k, 191), w2(c.type, c.rows, c.k, 192), w3(c.type, 2 * c.rows + 3, c.k, 193);
     const std::vector<float> x = test::random_floats(static_cast<size_t>(c.k), 194, 2.0f);
     const std::vector<float> bias = test::random_floats(static_cast<size_t>(c.rows), 195);
@@ -805,6 +813,84 @@ TEST(GpuDeferredNorm, PrologueEqualsNormKernelThenProductBitForBit) {
   folded.norm_deferred = true;
   kernels::MatvecTask t{f16.dev, y.get()};
   EXPECT_EQ(kernels::launch_matvec(&t, 1, folded, nullptr), cudaErrorInvalidValue);
+}
+
+// q/k/v batches of two weight types (every task but the last of one, the
+// last of another, as attn_v in the K-quant mixes) on the kernel compiled
+// for both (kernels::set_matvec_two_types) give the bits of the kernel that
+// reads each unit's type at run time: with bias, residual and argmax, with
+// Q8 input and with a deferred norm, at the row widths of 7B, 1.5B and 0.5B;
+// and they match the CPU reference.
+TEST(GpuMatvecTwoTypes, CompiledPairEqualsRunTimeTypedBitForBit) {
+  MINFER_REQUIRE_GPU();
+  struct Mix {
+    DType first, last;
+    int k;
+  };
+  for (const Mix m : {Mix{DType::kQ4_K, DType::kQ6_K, 3584}, Mix{DType::kQ4_K, DType::kQ6_K, 1536},
+                      Mix{DType::kQ5_K, DType::kQ6_K, 4096}, Mix{DType::kQ5_K, DType::kQ6_K, 1536},
+                      Mix{DType::kQ5_0, DType::kQ8_0, 896}}) {
+    const std::string what = std::string(dtype_name(m.first)) + "+" + std::string(dtype_name(m.last)) + " k " + std::to_string(m.k);
+    SCOPED_TRACE(what);
+    const int rows[3] = {96, 33, 40};
+    TestWeight wq(m.first, rows[0], m.k, 401), wk(m.first, rows[1], m.k, 402), wv(m.last, rows[2], m.k, 403);
+    const auto x = test::random_floats(static_cast<size_t>(m.k), 404, 2.0f);
+    const auto bias = test::random_floats(static_cast<size_t>(rows[0]), 405);
+    const auto resid = test::random_floats(static_cast<size_t>(rows[1]), 406);
+    const auto nw = test::random_floats(static_cast<size_t>(m.k), 407);
+    DeviceArray<float> dx, db;
+    dx.upload(x);
+    db.upload(bias);
+    Q8Device xq(1, m.k);
+    CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, m.k, xq.rows(), nullptr));
+    DeferredRow row(x, nw, 1e-6f);
+    ASSERT_FALSE(HasFailure());
+    struct Out {
+      std::vector<float> y[3], deferred[3];
+      unsigned long long argmax = 0;
+    };
+    auto run = [&](bool two, Out& o) {
+      kernels::set_matvec_two_types(two);
+      const uint64_t before = kernels::matvec_two_type_launches();
+      DeviceArray<float> y0(static_cast<size_t>(rows[0])), y1, y2(static_cast<size_t>(rows[2]));
+      y1.upload(resid);
+      DeviceArray<unsigned long long> am(1);
+      CUDA_ASSERT(cudaMemset(am.get(), 0, sizeof(unsigned long long)));
+      kernels::MatvecTask t[3] = {{wq.dev, y0.get(), db.get()},
+                                  {wk.dev, y1.get(), nullptr, true},
+                                  {wv.dev, y2.get(), nullptr, false, am.get()}};
+      CUDA_ASSERT(kernels::launch_matvec(t, 3, kernels::MatvecInput{dx.get(), xq.rows()}, nullptr));
+      o.y[0] = y0.download();
+      o.y[1] = y1.download();
+      o.y[2] = y2.download();
+      o.argmax = am.download()[0];
+      DeviceArray<float> d0(static_cast<size_t>(rows[0])), d1(static_cast<size_t>(rows[1])), d2(static_cast<size_t>(rows[2]));
+      kernels::MatvecTask td[3] = {{wq.dev, d0.get()}, {wk.dev, d1.get()}, {wv.dev, d2.get()}};
+      CUDA_ASSERT(kernels::launch_matvec(td, 3, row.input(), nullptr));
+      o.deferred[0] = d0.download();
+      o.deferred[1] = d1.download();
+      o.deferred[2] = d2.download();
+      EXPECT_EQ(kernels::matvec_two_type_launches() - before, two ? 2u : 0u) << "two-type launches";
+      kernels::set_matvec_two_types(true);
+    };
+    Out generic, two;
+    run(false, generic);
+    run(true, two);
+    ASSERT_FALSE(HasFatalFailure());
+    for (int i = 0; i < 3; ++i) {
+      test::expect_same_bits(two.y[i], generic.y[i], what + " task " + std::to_string(i));
+      test::expect_same_bits(two.deferred[i], generic.deferred[i], what + " deferred norm, task " + std::to_string(i));
+    }
+    EXPECT_EQ(two.argmax, generic.argmax);
+    std::vector<float> want(static_cast<size_t>(rows[2]));
+    ref::matmul_ref(wv.cpu, nullptr, x.data(), want.data());
+    expect_rows_within(two.y[2], want, abs_terms(wv.cpu, x), matvec_tolerance(m.last), what + " last task vs reference");
+    std::vector<float> first(two.y[0]);
+    for (int r = 0; r < rows[0]; ++r) first[static_cast<size_t>(r)] -= bias[static_cast<size_t>(r)];
+    want.resize(static_cast<size_t>(rows[0]));
+    ref::matmul_ref(wq.cpu, nullptr, x.data(), want.data());
+    expect_rows_within(first, want, abs_terms(wq.cpu, x), matvec_tolerance(m.first), what + " first task vs reference");
+  }
 }
 
 TEST(GpuRmsNorm, MatchesReferenceAndQ8DecodesBack) {

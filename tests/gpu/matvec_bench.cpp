@@ -63,6 +63,8 @@ const Case kCases[] = {
     {"7b down q8_0", false, {WType::kQ8_0}, {3584}, 18944},
     {"7b qkv q8_0", false, {WType::kQ8_0, WType::kQ8_0, WType::kQ8_0}, {3584, 512, 512}, 3584},
     {"0.5b gate_up q8_0", true, {WType::kQ8_0, WType::kQ8_0}, {4864}, 896},
+    {"0.5b qkv q5_0+q8_0", false, {WType::kQ5_0, WType::kQ5_0, WType::kQ8_0}, {896, 128, 128}, 896},
+    {"1.5b qkv q4_k+q6_k", false, {WType::kQ4_K, WType::kQ4_K, WType::kQ6_K}, {1536, 256, 256}, 1536},
     {"0.5b down q8_0", false, {WType::kQ8_0}, {896}, 4864},
     {"0.5b qkv q8_0", false, {WType::kQ8_0, WType::kQ8_0, WType::kQ8_0}, {896, 128, 128}, 896},
     {"0.5b o q8_0", false, {WType::kQ8_0}, {896}, 896},
@@ -117,14 +119,26 @@ struct Variant {
   int schedule = -1;
   bool stream = false;
   int warps = 0, units = 0, stages = 0;
+  bool preload = true;     // kernels::set_matvec_preload
+  bool two_types = true;   // kernels::set_matvec_two_types
 };
 
 // "auto" | "0" | "1" | "2" (lanes a row picked per launch) | "w:S" (a warp a
 // row) | "q:S" (a quarter-warp a row), S = auto, 0, 1 or 2 | "stream" |
-// "stream:W/U/S"
-Variant parse_variant(const std::string& a) {
+// "stream:W/U/S"; then any of "+nopre" (no
+// weights loaded before the PDL wait), "+generic" (two-type batches on the
+// run-time-typed kernel).
+Variant parse_variant(const std::string& arg) {
   Variant v;
-  v.label = a;
+  v.label = arg;
+  std::string a = arg;
+  for (size_t plus = a.rfind('+'); plus != std::string::npos; plus = a.rfind('+')) {
+    const std::string opt = a.substr(plus + 1);
+    if (opt == "nopre") v.preload = false;
+    else if (opt == "generic") v.two_types = false;
+    else std::fprintf(stderr, "unknown variant option '%s' in %s\n", opt.c_str(), arg.c_str());
+    a.resize(plus);
+  }
   if (a.rfind("q:", 0) == 0 || a.rfind("w:", 0) == 0) {
     v.lanes = a[0] == 'q' ? 8 : 32;
     if (a.substr(2) != "auto") v.schedule = std::atoi(a.c_str() + 2);
@@ -174,6 +188,8 @@ Result run_case(const Case& c, const Variant& variant, size_t l2_bytes, cudaStre
   minfer::kernels::set_matvec_schedule(variant.schedule);
   minfer::kernels::set_matvec_stream(variant.stream);
   minfer::kernels::set_matvec_stream_shape(variant.warps, variant.units, variant.stages);
+  minfer::kernels::set_matvec_preload(variant.preload);
+  minfer::kernels::set_matvec_two_types(variant.two_types);
   minfer::kernels::MatvecInput in;
   in.x = x;
   in.xq.q = xq;

@@ -14,7 +14,8 @@
 #        0.5B Q8_0, 1.5B, 7B), fusenorm (MINFER_FUSE_NORM=1: norms folded at every width; 1.5B, 7B),
 #        nopreload (MINFER_MATVEC_PRELOAD=0; 0.5B, 1.5B), tail (MINFER_NORM_TAIL=1,
 #        0.5B and 7B), again (the default again: order effects), quarter / warp
-#        (MINFER_MATVEC_LANES=8 / 32: a quarter-warp or a warp a matvec row; every model)
+#        (MINFER_MATVEC_LANES=8 / 32: a quarter-warp or a warp a matvec row; every model),
+#        generic (MINFER_MATVEC_TWO_TYPES=0: two-type q/k/v on the run-time-typed kernel; the Q4_K_M files)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
 #     ncu-large    the same for 7B Q4_K_M
 #     ncu-stream   stall reasons of the streamed vs the plain gate/up kernel (kernel bench)
@@ -156,6 +157,7 @@ stage_bench_small() {
                  bench "$c" 1.5b-q4_k_m-nopreload MINFER_MATVEC_PRELOAD=0 ;;
       tail) bench "$a" 0.5b-q8_0-tail MINFER_NORM_TAIL=1 ;;
       again) bench "$a" 0.5b-q8_0-again ;;
+      generic) bench "$b" 0.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0; bench "$c" 1.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0 ;;
       quarter) bench "$a" 0.5b-q8_0-quarter MINFER_MATVEC_LANES=8; bench "$b" 0.5b-q4_k_m-quarter MINFER_MATVEC_LANES=8
                bench "$c" 1.5b-q4_k_m-quarter MINFER_MATVEC_LANES=8 ;;
       warp) bench "$a" 0.5b-q8_0-warp MINFER_MATVEC_LANES=32; bench "$b" 0.5b-q4_k_m-warp MINFER_MATVEC_LANES=32
@@ -382,6 +384,7 @@ stage_bench_large() {
       nodefer) bench "$a" 7b-q4_k_m-nodefer MINFER_DEFER_NORM=0; bench "$b" 7b-q8_0-nodefer MINFER_DEFER_NORM=0 ;;
       fusenorm) bench "$a" 7b-q4_k_m-fusenorm MINFER_FUSE_NORM=1; bench "$b" 7b-q8_0-fusenorm MINFER_FUSE_NORM=1 ;;
       tail) bench "$a" 7b-q4_k_m-tail MINFER_NORM_TAIL=1; bench "$b" 7b-q8_0-tail MINFER_NORM_TAIL=1 ;;
+      generic) bench "$a" 7b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0 ;;
       quarter) bench "$a" 7b-q4_k_m-quarter MINFER_MATVEC_LANES=8; bench "$b" 7b-q8_0-quarter MINFER_MATVEC_LANES=8 ;;
       warp) bench "$a" 7b-q4_k_m-warp MINFER_MATVEC_LANES=32; bench "$b" 7b-q8_0-warp MINFER_MATVEC_LANES=32 ;;
     esac

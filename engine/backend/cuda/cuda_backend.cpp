@@ -136,6 +136,10 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // the PDL wait (kernels.h) unless MINFER_MATVEC_PRELOAD=0 (A/B runs).
   const char* preload = std::getenv("MINFER_MATVEC_PRELOAD");
   kernels::set_matvec_preload(preload == nullptr || std::string_view(preload) != "0");
+  // Two-type q/k/v launches on kernels compiled for both types (kernels.h)
+  // unless MINFER_MATVEC_TWO_TYPES=0 (A/B runs).
+  const char* two_types = std::getenv("MINFER_MATVEC_TWO_TYPES");
+  kernels::set_matvec_two_types(two_types == nullptr || std::string_view(two_types) != "0");
   // Decode matvecs whose weights stream through shared memory by bulk copies
   // (kernels.h; sm_90 and newer): opt-in (MINFER_MATVEC_STREAM=1) while they
   // lose to the plain kernels on the H200 (7B gate/up Q4_K 37.5 vs 29.7 µs;
