@@ -326,24 +326,20 @@ __device__ __forceinline__ float dot_qk45(const RawQK45& raw, int u, const DotIn
          dmin * (static_cast<float>(m0) * ds0.y + static_cast<float>(m1) * ds1.y);
 }
 
-template <>
-struct Unit<WType::kQ4_K> {
+// Q4_K and Q5_K units (kQ5: the fifth bits' plane too).
+template <bool kQ5>
+struct UnitQK45 {
   static constexpr int kElems = 64;
   using Raw = RawQK45;
   template <bool kSmem = false>
-  __device__ static Raw load(const DeviceWeight& w, int r, int u) { return load_qk45<false, kSmem>(w, r, u); }
-  __device__ static float dot(const Raw& raw, int u, const DotInput& in) { return dot_qk45<false>(raw, u, in); }
+  __device__ static Raw load(const DeviceWeight& w, int r, int u) { return load_qk45<kQ5, kSmem>(w, r, u); }
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in) { return dot_qk45<kQ5>(raw, u, in); }
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
 template <>
-struct Unit<WType::kQ5_K> {
-  static constexpr int kElems = 64;
-  using Raw = RawQK45;
-  template <bool kSmem = false>
-  __device__ static Raw load(const DeviceWeight& w, int r, int u) { return load_qk45<true, kSmem>(w, r, u); }
-  __device__ static float dot(const Raw& raw, int u, const DotInput& in) { return dot_qk45<true>(raw, u, in); }
-  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
-};
+struct Unit<WType::kQ4_K> : UnitQK45<false> {};
+template <>
+struct Unit<WType::kQ5_K> : UnitQK45<true> {};
 
 // Q6_K unit: a quarter of a super-block, 64 elements: half n (0/1) of the
 // super-block, lanes l in [16 q, 16 q + 16) (q = 0/1) of it. For those l:

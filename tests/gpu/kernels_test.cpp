@@ -324,6 +324,45 @@ TEST(GpuMatvecSchedule, ClampedGroupsEqualUnitAtATimeBitForBit) {
   }
 }
 
+// A three-weight batch of one input — with a bias, accumulating into a
+// residual, folding an argmax — and gate/up of the first two weights (rows
+// a multiple of 32), as the bit-for-bit comparisons of kernel variants run
+// them.
+struct BatchOut {
+  std::vector<float> y1, y2, y3, h;
+  std::vector<int8_t> hq;
+  unsigned long long argmax = 0;
+};
+void run_batch(const TestWeight& w, const TestWeight& w2, const TestWeight& w3, const kernels::MatvecInput& in,
+               const float* bias, const std::vector<float>& resid, BatchOut& o) {
+  const int rows = w.dev.n_rows;
+  DeviceArray<float> y1(static_cast<size_t>(rows)), y2, y3(static_cast<size_t>(w3.dev.n_rows));
+  y2.upload(resid);
+  DeviceArray<unsigned long long> am(1);
+  CUDA_ASSERT(cudaMemset(am.get(), 0, sizeof(unsigned long long)));
+  kernels::MatvecTask t[3] = {{w.dev, y1.get(), bias}, {w2.dev, y2.get(), nullptr, true}, {w3.dev, y3.get(), nullptr, false, am.get()}};
+  CUDA_ASSERT(kernels::launch_matvec(t, 3, in, nullptr));
+  if (rows % 32 == 0) {
+    DeviceArray<float> h(static_cast<size_t>(rows));
+    Q8Device hq(1, rows);
+    CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, in, h.get(), hq.rows(), nullptr));
+    o.h = h.download();
+    o.hq = hq.q.download();
+  }
+  o.y1 = y1.download();
+  o.y2 = y2.download();
+  o.y3 = y3.download();
+  o.argmax = am.download()[0];
+}
+void expect_same_batch(const BatchOut& got, const BatchOut& want, const std::string& what) {
+  test::expect_same_bits(got.y1, want.y1, what + " bias");
+  test::expect_same_bits(got.y2, want.y2, what + " residual");
+  test::expect_same_bits(got.y3, want.y3, what + " third weight");
+  EXPECT_EQ(got.argmax, want.argmax) << what;
+  test::expect_same_bits(got.h, want.h, what + " gate/up");
+  EXPECT_EQ(got.hq, want.hq) << what;
+}
+
 // The streamed kernels (weights through shared memory by bulk copies, sm_90)
 // compute the plain kernels' sums in the same order: identical bits, for
 // every stage shape, on rows of one slice or several with a partial last
@@ -351,41 +390,17 @@ TEST(GpuMatvecStream, StreamedEqualsPlainBitForBit) {
     Q8Device xq(1, c.k);
     CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, c.k, xq.rows(), nullptr));
     kernels::MatvecInput in{dx.get(), xq.rows()};
-    struct Out {
-      std::vector<float> y1, y2, y3, h;
-      std::vector<int8_t> hq;
-      unsigned long long argmax = 0;
-    };
-    auto run = [&](bool stream, Out& o) {
+    auto run = [&](bool stream, BatchOut& o) {
       kernels::set_matvec_stream(stream);
-      DeviceArray<float> y1(static_cast<size_t>(c.rows)), y2, y3(static_cast<size_t>(2 * c.rows + 3));
-      y2.upload(resid);
-      DeviceArray<unsigned long long> am(1);
-      CUDA_ASSERT(cudaMemset(am.get(), 0, sizeof(unsigned long long)));
-      // With a bias; accumulating into a residual; folding an argmax.
-      kernels::MatvecTask t[3] = {{w.dev, y1.get(), db.get()},
-                                  {w2.dev, y2.get(), nullptr, true},
-                                  {w3.dev, y3.get(), nullptr, false, am.get()}};
-      CUDA_ASSERT(kernels::launch_matvec(t, 3, in, nullptr));
-      if (c.rows % 32 == 0) {
-        DeviceArray<float> h(static_cast<size_t>(c.rows));
-        Q8Device hq(1, c.rows);
-        CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, in, h.get(), hq.rows(), nullptr));
-        o.h = h.download();
-        o.hq = hq.q.download();
-      }
-      o.y1 = y1.download();
-      o.y2 = y2.download();
-      o.y3 = y3.download();
-      o.argmax = am.download()[0];
+      run_batch(w, w2, w3, in, db.get(), resid, o);
       kernels::set_matvec_stream(false);
     };
-    Out plain;
+    BatchOut plain;
     run(false, plain);
     ASSERT_FALSE(HasFatalFailure());
     for (const Shape& sh : shapes) {
       kernels::set_matvec_stream_shape(sh.warps, sh.units, sh.stages);
-      Out got;
+      BatchOut got;
       const uint64_t launches = kernels::matvec_stream_launches();
       run(true, got);
       kernels::set_matvec_stream_shape(0, 0, 0);
@@ -400,12 +415,7 @@ TEST(GpuMatvecStream, StreamedEqualsPlainBitForBit) {
       }
       const std::string what = std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k) +
                                " shape " + std::to_string(sh.warps) + "/" + std::to_string(sh.units) + "/" + std::to_string(sh.stages);
-      test::expect_same_bits(got.y1, plain.y1, what + " bias");
-      test::expect_same_bits(got.y2, plain.y2, what + " residual");
-      test::expect_same_bits(got.y3, plain.y3, what + " third weight");
-      EXPECT_EQ(got.argmax, plain.argmax) << what;
-      test::expect_same_bits(got.h, plain.h, what + " gate/up");
-      EXPECT_EQ(got.hq, plain.hq) << what;
+      expect_same_batch(got, plain, what);
     }
     for (float v : plain.y3) ASSERT_TRUE(std::isfinite(v)) << dtype_name(c.type);
   }
@@ -445,42 +455,25 @@ TEST(GpuMatvecQuarter, QuarterRowsEqualWarpRowsBitForBit) {
     normed.norm_w = dnw.get();
     normed.norm_eps = 1e-6f;
     const bool fits = kernels::matvec_norm_fits(c.k);
-    struct Out {
-      std::vector<float> y1, y2, y3, h, yn, hn;
-      std::vector<int8_t> hq;
-      unsigned long long argmax = 0;
+    struct Out : BatchOut {
+      std::vector<float> yn, hn;  // with the norm prologue
     };
     auto run = [&](int lanes, int schedule, Out& o) {
       kernels::set_matvec_lanes(lanes);
       kernels::set_matvec_schedule(schedule);
-      DeviceArray<float> y1(static_cast<size_t>(c.rows)), y2, y3(static_cast<size_t>(2 * c.rows + 3)), yn(static_cast<size_t>(c.rows));
-      y2.upload(resid);
-      DeviceArray<unsigned long long> am(1);
-      CUDA_ASSERT(cudaMemset(am.get(), 0, sizeof(unsigned long long)));
-      kernels::MatvecTask t[3] = {{w.dev, y1.get(), db.get()},
-                                  {w2.dev, y2.get(), nullptr, true},
-                                  {w3.dev, y3.get(), nullptr, false, am.get()}};
-      CUDA_ASSERT(kernels::launch_matvec(t, 3, in, nullptr));
+      run_batch(w, w2, w3, in, db.get(), resid, o);
       if (fits) {
+        DeviceArray<float> yn(static_cast<size_t>(c.rows));
         kernels::MatvecTask tn{w.dev, yn.get()};
         CUDA_ASSERT(kernels::launch_matvec(&tn, 1, normed, nullptr));
         o.yn = yn.download();
       }
-      if (c.rows % 32 == 0) {
-        DeviceArray<float> h(static_cast<size_t>(c.rows)), hn(static_cast<size_t>(c.rows));
-        Q8Device hq(1, c.rows), hqn(1, c.rows);
-        CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, in, h.get(), hq.rows(), nullptr));
-        o.h = h.download();
-        o.hq = hq.q.download();
-        if (fits) {
-          CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, normed, hn.get(), hqn.rows(), nullptr));
-          o.hn = hn.download();
-        }
+      if (fits && c.rows % 32 == 0) {
+        DeviceArray<float> hn(static_cast<size_t>(c.rows));
+        Q8Device hqn(1, c.rows);
+        CUDA_ASSERT(kernels::launch_gate_up_swiglu(w.dev, w2.dev, normed, hn.get(), hqn.rows(), nullptr));
+        o.hn = hn.download();
       }
-      o.y1 = y1.download();
-      o.y2 = y2.download();
-      o.y3 = y3.download();
-      o.argmax = am.download()[0];
     };
     Out warp;
     run(32, -1, warp);
@@ -491,12 +484,7 @@ TEST(GpuMatvecQuarter, QuarterRowsEqualWarpRowsBitForBit) {
       ASSERT_FALSE(HasFatalFailure());
       const std::string what = std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k) +
                                " schedule " + std::to_string(schedule);
-      test::expect_same_bits(got.y1, warp.y1, what + " bias");
-      test::expect_same_bits(got.y2, warp.y2, what + " residual");
-      test::expect_same_bits(got.y3, warp.y3, what + " third weight");
-      EXPECT_EQ(got.argmax, warp.argmax) << what;
-      test::expect_same_bits(got.h, warp.h, what + " gate/up");
-      EXPECT_EQ(got.hq, warp.hq) << what;
+      expect_same_batch(got, warp, what);
       test::expect_same_bits(got.yn, warp.yn, what + " norm prologue");
       test::expect_same_bits(got.hn, warp.hn, what + " gate/up, norm prologue");
     }

@@ -152,6 +152,14 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // one block normalising the whole row after everyone else took longer
   // than the launch it saves on wide rows and tied on narrow ones: 7B Q4_K_M
   // tg128 353 vs 381 tok/s, Q8_0 289 vs 308, 0.5B Q8_0 1,355 vs 1,334.
+  // Also tried there (2026-12-01, not kept): the deferred norm written by
+  // the product's own blocks of 32 rows (each block's quad writing its Q8
+  // block and sum of squares, the consumers taking the scale from the
+  // sums; no count across blocks, the same bits) — 1024-thread blocks, a
+  // block an SM, 112 of 132 SMs for 3,584 rows: the products grew by what
+  // the norm launch cost (7B ffn_down Q6_K 16.5 → 23.5 µs a layer, Q4_K
+  // 7.9 → 10.3), tg128 7B Q4_K_M 408 vs 411 tok/s, Q8_0 321 vs 319, and
+  // 1.5B (48 blocks for 1,536 rows) 773 vs 907.
   const char* norm_tail = std::getenv("MINFER_NORM_TAIL");
   norm_tail_ = norm_tail != nullptr && *norm_tail != '\0' && std::string_view(norm_tail) != "0";
   // The deferred-scale norm (kernels::launch_rms_norm_deferred): a layer's
@@ -500,15 +508,20 @@ bool CudaBackend::can_defer_norm(const Graph& g, size_t i) {
   return j > i + 1;
 }
 
+Status CudaBackend::launch_one_row_norm(Buf buf, const float* x, const float* w) {
+  Act& dst = act(buf);
+  dst.q8_ok = dst.q8.q != nullptr;
+  dst.f16_ok = false;
+  ++launches_;
+  CUDA_TRY(kernels::launch_rms_norm(x, w, 1, dst.width, config_.rms_eps, dst.f32, nullptr,
+                                    dst.q8_ok ? dst.q8 : kernels::Q8Rows{}, stream_));
+  return ok_status();
+}
+
 Status CudaBackend::materialize_deferred() {
   const DeferredNorm d = deferred_;
   deferred_ = DeferredNorm{};
-  Act& dst = act(d.buf);
-  dst.q8_ok = true;
-  dst.f16_ok = false;
-  ++launches_;
-  CUDA_TRY(kernels::launch_rms_norm(d.x, d.w, 1, dst.width, config_.rms_eps, dst.f32, nullptr, dst.q8, stream_));
-  return ok_status();
+  return launch_one_row_norm(d.buf, d.x, d.w);
 }
 
 Expected<bool> CudaBackend::take_deferred(Buf src, bool all_quantized, kernels::MatvecInput& in) {
@@ -528,7 +541,7 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
                                  unsigned long long* argmax, const Node* tail_norm) {
   Act& src = act(nodes.front()->src);
   const int first = nodes.front()->rows == Rows::kLast ? src.rows - 1 : 0;
-  bool any_quantized = false;
+  bool any_quantized = false, all_quantized = true;
   kernels::MatvecTask tasks[kernels::kMaxMatvecTasks];
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = *nodes[i];
@@ -537,7 +550,9 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
     t.w = dw(*n.w);
     t.bias = dv(n.bias);
     t.argmax = argmax;
-    any_quantized |= kernels::wtype_is_quantized_host(t.w.type);
+    const bool quantized = kernels::wtype_is_quantized_host(t.w.type);
+    any_quantized |= quantized;
+    all_quantized &= quantized;
     if (residual_add != nullptr) {
       t.y = act(residual_add->dst).f32;
       t.accumulate = true;
@@ -551,8 +566,6 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
   kernels::MatvecInput in;
   in.x = src.f32 + static_cast<size_t>(first) * src.width;
   take_pending_norm(nodes.front()->src, in);
-  bool all_quantized = true;
-  for (size_t i = 0; i < nodes.size(); ++i) all_quantized &= kernels::wtype_is_quantized_host(tasks[i].w.type);
   MINFER_ASSIGN_OR_RETURN(const bool deferred, take_deferred(nodes.front()->src, all_quantized, in));
   if (tail_norm != nullptr) {
     // The norm that reads the residual stream this product ends: done by
@@ -593,13 +606,9 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
   if (pending_norm_.buf != Buf::kNone && n.src != pending_norm_.buf) {
     // Only a matvec of the normalised buffer may take a pending norm; anyone
     // else gets the norm computed now.
-    Act& dst = act(pending_norm_.buf);
     const PendingNorm p = pending_norm_;
     pending_norm_ = PendingNorm{};
-    dst.q8_ok = dst.q8.q != nullptr;
-    ++launches_;
-    CUDA_TRY(kernels::launch_rms_norm(p.x, p.w, 1, dst.width, config_.rms_eps, dst.f32, nullptr,
-                                      dst.q8.q ? dst.q8 : kernels::Q8Rows{}, stream_));
+    MINFER_TRY(launch_one_row_norm(p.buf, p.x, p.w));
   }
   const Node* next = i + 1 < g.nodes.size() ? &g.nodes[i + 1] : nullptr;
   const ModelConfig& c = config_;

@@ -177,6 +177,10 @@ class CudaBackend final : public Backend {
   // the plain norm first when they are not.
   Expected<bool> take_deferred(Buf src, bool all_quantized, kernels::MatvecInput& in);
   Status materialize_deferred();
+  // The plain norm of one row x with weights w into act(buf) (f32, and Q8
+  // when it has a copy): for a pending or deferred norm that a reader which
+  // cannot take it needs now.
+  Status launch_one_row_norm(Buf buf, const float* x, const float* w);
 
   std::string wedged_;
   double capture_ms_ = 0.0;
