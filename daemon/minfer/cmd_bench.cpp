@@ -1,7 +1,9 @@
 // `minfer bench`: prefill and decode speed, measured like llama-bench.
 //
 // ppN: N random prompt tokens evaluated from an empty context (time to the
-// first token's logits). tgN: N decode steps after a one-token prompt. Each
+// first token's logits). tgN: N decode steps after a one-token prompt; with
+// -d D, after a prompt of D + 1 tokens ("tgN@dD": decode D tokens deep into
+// the context, where attention reads D cached rows a layer). Each
 // test runs once to warm up, then -r times; the table shows the median and the
 // spread. Decode also shows the weight bandwidth it achieves (weight bytes
 // read per token / time per token).
@@ -56,7 +58,7 @@ GenerationRequest bench_request(const Engine& e, int n_prompt, int n_gen, std::m
 int cmd_bench(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = 0;
-  std::vector<int> pp{512}, tg{128};
+  std::vector<int> pp{512}, tg{128}, depth{0};
   int repeats = 3;
   std::string output = "md";
   po::options_description desc("minfer bench options");
@@ -64,21 +66,29 @@ int cmd_bench(const std::vector<std::string>& args) {
   desc.add_options()
       ("n-prompt,p", po::value(&pp)->multitoken()->default_value(pp, "512"), "prompt lengths to test (0: none)")
       ("n-gen,n", po::value(&tg)->multitoken()->default_value(tg, "128"), "decode lengths to test (0: none)")
+      ("n-depth,d", po::value(&depth)->multitoken()->default_value(depth, "0"),
+       "context tokens before each decode test (tgN@dD)")
       ("repetitions,r", po::value(&repeats)->default_value(repeats), "timed runs per test")
       ("output,o", po::value(&output)->default_value(output), "md | json")
       ("profile", "also report where the time goes, per op kind");
   po::variables_map vm;
   int code = 0;
-  if (!parse_args("usage: minfer bench -m FILE [-p 512] [-n 128] [-r 3] [-o md|json]", desc, nullptr, args, vm, &code)) {
+  if (!parse_args("usage: minfer bench -m FILE [-p 512] [-n 128] [-d 0] [-r 3] [-o md|json]", desc, nullptr, args, vm,
+                  &code)) {
     return code;
   }
-  if (repeats < 1 || (output != "md" && output != "json")) {
-    std::cerr << "minfer: -r must be >= 1 and -o md or json\n";
+  const bool negative = std::any_of(pp.begin(), pp.end(), [](int v) { return v < 0; }) ||
+                        std::any_of(tg.begin(), tg.end(), [](int v) { return v < 0; }) ||
+                        std::any_of(depth.begin(), depth.end(), [](int v) { return v < 0; });
+  if (repeats < 1 || (output != "md" && output != "json") || negative) {
+    std::cerr << "minfer: -r must be >= 1, -p, -n and -d not negative, and -o md or json\n";
     return 2;
   }
   int longest = 1;
   for (int p : pp) longest = std::max(longest, p + 1);
-  for (int g : tg) longest = std::max(longest, g + 2);
+  for (int g : tg) {
+    for (int d : depth) longest = std::max(longest, d + g + 2);
+  }
   if (eo.n_ctx == 0) eo.n_ctx = longest;
   auto loaded = load_engine(eo);
   if (!loaded) {
@@ -116,9 +126,12 @@ int cmd_bench(const std::vector<std::string>& args) {
   for (int p : pp) {
     if (p > 0 && !run_test(fmt::format("pp{}", p), p, 1, true)) return 1;
   }
-  for (int g : tg) {
-    // g decode steps: one more token than steps, the first comes from the prompt.
-    if (g > 0 && !run_test(fmt::format("tg{}", g), 1, g + 1, false)) return 1;
+  for (int d : depth) {
+    for (int g : tg) {
+      // g decode steps: one more token than steps, the first comes from the prompt.
+      const std::string name = d > 0 ? fmt::format("tg{}@d{}", g, d) : fmt::format("tg{}", g);
+      if (g > 0 && !run_test(name, d + 1, g + 1, false)) return 1;
+    }
   }
 
   const ModelInfo& info = e.info();

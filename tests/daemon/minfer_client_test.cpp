@@ -6,6 +6,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "tests/daemon/daemon_process.h"
 #include "tests/daemon/daemon_suite.h"
@@ -85,6 +88,26 @@ TEST_F(MinferClient, NoDaemonIsAClearError) {
   const CommandRun e = run(minfer("complete --socket " + sock() + " -n 0 x"));
   EXPECT_EQ(e.status, 1);
   EXPECT_NE(e.out.find("minferd answered 400: 'max_tokens' is 0"), std::string::npos) << e.out;
+}
+
+// `minfer bench` needs no daemon: it loads the model itself. -d puts each
+// decode test that deep into the context; a negative length is refused.
+TEST(MinferBench, DecodeTestsAtDepth) {
+  const std::string bench = std::string(MINFER_PATH) + " bench -m " + stories_model_path() + " --backend cpu -r 1";
+  const CommandRun r = run(bench + " -p 8 -n 4 -d 0 16 -o json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const size_t json = r.out.find('{');
+  ASSERT_NE(json, std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(json));
+  std::vector<std::string> tests;
+  for (const auto& t : j["results"]) {
+    tests.push_back(t["test"].get<std::string>());
+    EXPECT_GT(t["median_tokens_per_s"].get<double>(), 0.0) << t["test"];
+  }
+  EXPECT_EQ(tests, (std::vector<std::string>{"pp8", "tg4", "tg4@d16"}));
+  const CommandRun bad = run(bench + " -n 4 -d -1");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("-p, -n and -d not negative"), std::string::npos) << bad.out;
 }
 
 }  // namespace
