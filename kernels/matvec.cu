@@ -214,13 +214,12 @@ constexpr int kGateUpThreads = kLanes == kWarp ? 512 : 256;
 // kPreload (a quarter a row, rows of at most kQuarterPreloadUnits units):
 // both rows' weights go into registers before the PDL wait, as
 // matvec_kernel's kPreload; the same bits as quarter_dot_pair's schedule 0.
-template <int kType, int kMinBlocks, int kSched, int kLanes, bool kDefer, int kThreads = kGateUpThreads<kLanes>,
-          bool kPreload = false>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
+template <int kType, int kMinBlocks, int kSched, int kLanes, bool kDefer, bool kPreload = false>
+__global__ void __launch_bounds__(kGateUpThreads<kLanes>, kMinBlocks)
     gate_up_kernel(DeviceWeight gate, DeviceWeight up, DotInput in_global, const float* norm_x, const float* norm_w,
                    float norm_eps, const float* defer_scale, float* h, int8_t* hq, float2* hds) {
   extern __shared__ __align__(16) unsigned char gate_up_smem[];
-  constexpr int kWarps = kThreads / kWarp;
+  constexpr int kWarps = kGateUpThreads<kLanes> / kWarp;
   constexpr int kRowsPerWarp = kGateUpRows / kWarps;  // 2 (rows one after the other) or 4 (a quarter each)
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, s = lane % kLanes;
   const int first_row = blockIdx.x * kGateUpRows + warp * kRowsPerWarp + (kLanes == kWarp ? 0 : lane / kLanes);
@@ -596,8 +595,8 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
           // bytes under the 128 registers that leaves.)
           if (gate.k / Unit<static_cast<WType>(T)>::kElems <= kQuarterPreloadUnits &&
               gate.n_rows / kGateUpRows <= 2 * sm_count() && matvec_preload()) {
-            return pick(gate_up_kernel<T, 2, 0, kQuarter, false, kThreads, true>,
-                        gate_up_kernel<T, 2, 0, kQuarter, D, kThreads, true>, kThreads);
+            return pick(gate_up_kernel<T, 2, 0, kQuarter, false, true>, gate_up_kernel<T, 2, 0, kQuarter, D, true>,
+                        kThreads);
           }
         }
         return sched == 2   ? pick(gate_up_kernel<T, 1, 2, kQuarter, false>, gate_up_kernel<T, 1, 2, kQuarter, D>, kThreads)
