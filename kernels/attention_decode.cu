@@ -1,10 +1,23 @@
-// Decode attention, split-K ("flash-decoding"). The sequence's cells are cut
-// into chunks of one block's width; block (KV head, chunk) scores its chunk
-// for every query head of the GQA group (each K/V row is read once for the
-// group), keeps the chunk's softmax max and sum, and writes an unnormalised
-// partial output. A second launch combines the chunks per head. The cell
-// count is read from device memory, so the grid (sized for the largest
-// context) stays fixed across steps and a captured graph can be replayed.
+// Decode attention (one query token) over the cache history, grouped-query
+// heads, two ways (AttentionArgs::decode_split picks; the backend takes one
+// launch while one block a head holds the whole sequence):
+//
+// - One launch: block (query head, chunk) takes up to kChunk cells of the
+//   sequence. When the whole sequence fits one chunk — every chat turn of up
+//   to 256 tokens — the block normalises and writes the head's output (and
+//   its Q8 copy) itself. Longer sequences split into chunks
+//   ("flash-decoding"): each block writes its chunk's unnormalised sum, max
+//   and sum of exp, and the last block of the head to finish (an atomic count
+//   a head) combines them, in chunk order, so the bits never depend on which
+//   block came last. Each K/V row is read once a query head (from L2 after
+//   the first).
+// - Split and combine: block (KV head, 32-cell chunk) scores its chunk for
+//   every query head of the group (each K/V row read once for the group),
+//   and a second launch combines.
+//
+// The cell count is read from device memory, so the grid (sized for the
+// largest context) stays fixed across steps and a captured graph can be
+// replayed.
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
@@ -267,6 +280,265 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
   }
 }
 
+// ---- One launch: a block a query head and chunk ----
+//
+// Block (h, s) of kHeadThreads threads, cells j0 = s * kChunk ... of the
+// sequence. Before the PDL wait: the cell count and the block's cell indices
+// (the host uploaded them before the step). After it, in one round trip: K
+// pieces, the cells' positions, q. Thread (cell group cg, piece) takes one
+// 16-byte piece of the rows of cells cg, cg + groups, ...: for the scores a
+// warp's loads cover whole K rows, the row's lanes add their parts by a
+// butterfly, and the V rows go into L1 meanwhile; then a block max and sum
+// of exp; then the same threads weight the same pieces of the V rows, and
+// the cell groups add up in shared memory in group order. Head shapes whose
+// rows are not a power of two of pieces (at most a warp) score a thread a
+// cell instead, its whole row. (That way for every shape — a lane reading
+// 16 bytes of each of 32 rows an instruction — measured about the same:
+// H200, 2026-12-01, a layer's attention 8.5 vs 8.3-9.3 µs on 7B, 5.7 vs
+// 5.1-5.5 on 0.5B; tg128 0.5B Q8_0 1,796 vs 1,827-1,856 tok/s.)
+// Two blocks an SM (launch bounds): 128 registers, no spills (139 unbounded).
+constexpr int kHeadThreads = 256;
+constexpr int kChunk = kAttentionChunkCells;  // a thread a cell in the block max and sum
+static_assert(kChunk == kHeadThreads);
+constexpr int kRowBatch = 16;         // K row pieces a thread loads at once
+constexpr int kPieceFloats = 8;       // the most values one 16-byte piece holds (f16)
+
+struct HeadShape {  // how the block cuts a K/V row
+  int esize;        // bytes a value
+  int per_piece;    // values a piece: 16 / esize, or 1 where rows are not whole 16-byte pieces
+  int pieces;       // pieces a row
+  int groups;       // cell groups: kHeadThreads / pieces
+  bool shuffled;    // pieces a power of two ≤ 32: a row's pieces are lanes of one warp
+  __device__ HeadShape(int hd, bool f16) {
+    esize = f16 ? 2 : 4;
+    per_piece = (hd * esize) % 16 == 0 ? 16 / esize : 1;
+    pieces = hd / per_piece;
+    groups = kHeadThreads / pieces;
+    shuffled = per_piece > 1 && pieces <= kWarp && (pieces & (pieces - 1)) == 0;
+  }
+};
+
+// Values i * n .. i * n + n - 1 of piece `raw` (n = per_piece: 8 f16, 4 f32,
+// or 1 value of either) as floats.
+__device__ __forceinline__ void piece_values(const int4& raw, bool f16, int n, float (&v)[kPieceFloats]) {
+  if (n == 1) {
+    v[0] = f16 ? __half2float(*reinterpret_cast<const __half*>(&raw)) : *reinterpret_cast<const float*>(&raw);
+    return;
+  }
+  if (f16) {
+    const __half2* h = reinterpret_cast<const __half2*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(h[i]);
+      v[2 * i] = f.x;
+      v[2 * i + 1] = f.y;
+    }
+  } else {
+    const float* f = reinterpret_cast<const float*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = f[i];
+  }
+}
+
+// Piece `i` of a cache row (value i * per_piece onwards): 16 bytes, or one
+// value in the low bytes where rows are not whole pieces.
+__device__ __forceinline__ int4 row_piece(const unsigned char* row, const HeadShape& sh, int i) {
+  if (sh.per_piece > 1) return reinterpret_cast<const int4*>(row)[i];
+  int4 r = make_int4(0, 0, 0, 0);
+  if (sh.esize == 2) r.x = reinterpret_cast<const unsigned short*>(row)[i];
+  else r.x = reinterpret_cast<const int*>(row)[i];
+  return r;
+}
+
+__device__ __forceinline__ float piece_dot(const int4& raw, const float (&q)[kPieceFloats], const HeadShape& sh, bool f16) {
+  float v[kPieceFloats] = {};
+  piece_values(raw, f16, sh.per_piece, v);
+  float acc = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPieceFloats; ++i) {
+    if (i < sh.per_piece) acc = fmaf(q[i], v[i], acc);
+  }
+  return acc;
+}
+
+__global__ void __launch_bounds__(kHeadThreads, 2) attention_heads_kernel(AttentionArgs a, int* counters) {
+  extern __shared__ float chunk_weight[];  // [chunks] (the combine)
+  __shared__ __align__(16) float qs[kMaxHeadDim];
+  __shared__ float p[kChunk];
+  __shared__ float red[kHeadThreads * kPieceFloats];  // [cell group][head_dim]
+  __shared__ float scratch[kWarp];
+  __shared__ int cells[kChunk];
+  __shared__ bool last;
+  const int t = threadIdx.x, h = blockIdx.x, chunk = blockIdx.y;
+  const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = h / group;
+
+  // Before the wait: the sequence's cells, for the whole block.
+  const int n_seq = *a.n_seq;
+  const int j0 = chunk * kChunk;
+  const int n_here = min(kChunk, n_seq - j0);
+  const int cell = t < n_here ? a.seq_cells[j0 + t] : 0;
+  cells[t] = cell;
+  __syncthreads();
+  pdl_begin();
+  if (n_here <= 0) return;  // past the sequence: the combine counts only used chunks
+  const int n_chunks = (n_seq + kChunk - 1) / kChunk;
+
+  const HeadShape sh(hd, a.cache_f16);
+  const size_t row_bytes = static_cast<size_t>(hd) * sh.esize;
+  const size_t head_off = static_cast<size_t>(kvh) * row_bytes;
+  const size_t cache_row = static_cast<size_t>(a.n_kv_heads) * row_bytes;
+  auto k_row = [&](int c) { return static_cast<const unsigned char*>(a.k_cache) + cells[c] * cache_row + head_off; };
+  auto v_row = [&](int c) { return static_cast<const unsigned char*>(a.v_cache) + cells[c] * cache_row + head_off; };
+  const float* qrow = a.q + static_cast<size_t>(h) * hd;
+  const bool mine = t < n_here;
+  const bool visible = mine && a.cell_pos[cell] <= a.q_pos[0];
+  const int piece = t % sh.pieces, cg = t / sh.pieces;
+  const int rounds = (n_here + sh.groups - 1) / sh.groups;  // cells a cell group takes (some past the chunk)
+
+  // Scores, in one round trip after the wait (K pieces, positions, q).
+  float s = -INFINITY;
+  if (sh.shuffled) {
+    // Thread (cg, piece): the piece's part of the dot products of cells cg,
+    // cg + groups, ... (loads of whole rows across lanes), summed over the
+    // row's lanes by a butterfly; the V rows go into L1 meanwhile.
+    float qv[kPieceFloats] = {};
+#pragma unroll
+    for (int i = 0; i < kPieceFloats; ++i) {
+      if (i < sh.per_piece) qv[i] = qrow[piece * sh.per_piece + i];
+    }
+    for (int r0 = 0; r0 < rounds; r0 += kRowBatch) {
+      int4 raw[kRowBatch];
+#pragma unroll
+      for (int i = 0; i < kRowBatch; ++i) {
+        const int c = cg + (r0 + i) * sh.groups;
+        raw[i] = c < n_here ? row_piece(k_row(c), sh, piece) : make_int4(0, 0, 0, 0);
+        if (c < n_here && piece % 8 == 0) prefetch_l1(v_row(c) + piece * 16);
+      }
+#pragma unroll
+      for (int i = 0; i < kRowBatch; ++i) {
+        if (r0 + i >= rounds) break;  // uniform: the butterfly needs every lane
+        float d = piece_dot(raw[i], qv, sh, a.cache_f16);
+        for (int o = sh.pieces / 2; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
+        const int c = cg + (r0 + i) * sh.groups;
+        if (piece == 0 && c < n_here) p[c] = d;
+      }
+    }
+    __syncthreads();
+    if (visible) s = p[t] * rsqrtf(static_cast<float>(hd));
+  } else {
+    // Rows of other shapes: a thread a cell, its whole K row (q from shared memory).
+    int4 kp[kRowBatch];
+    const unsigned char* krow = mine ? k_row(t) : nullptr;
+    if (mine) {
+#pragma unroll
+      for (int i = 0; i < kRowBatch; ++i) {
+        if (i < sh.pieces) kp[i] = row_piece(krow, sh, i);
+      }
+      for (size_t off = 0; off < row_bytes; off += 128) prefetch_l1(v_row(t) + off);
+    }
+    for (int i = t; i < hd; i += kHeadThreads) qs[i] = qrow[i];
+    __syncthreads();
+    if (mine) {
+      float acc = 0.0f;
+      for (int b0 = 0; b0 < sh.pieces; b0 += kRowBatch) {
+        if (b0 > 0) {
+#pragma unroll
+          for (int i = 0; i < kRowBatch; ++i) {
+            if (b0 + i < sh.pieces) kp[i] = row_piece(krow, sh, b0 + i);
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < kRowBatch; ++i) {
+          float qv[kPieceFloats] = {};
+#pragma unroll
+          for (int j = 0; j < kPieceFloats; ++j) {
+            if (j < sh.per_piece) qv[j] = qs[(b0 + i) * sh.per_piece + j];
+          }
+          if (b0 + i < sh.pieces) acc += piece_dot(kp[i], qv, sh, a.cache_f16);
+        }
+      }
+      if (visible) s = acc * rsqrtf(static_cast<float>(hd));
+    }
+  }
+  const float m = block_max(s, scratch);
+  const float e = visible ? expf(s - m) : 0.0f;
+  p[t] = e;
+  const float l = block_sum(e, scratch);  // its barriers also publish p[]
+
+  // Weighted V sum, then the cell groups' sums added in group order.
+  if (cg < sh.groups) {
+    float acc[kPieceFloats] = {};
+#pragma unroll 4
+    for (int c = cg; c < n_here; c += sh.groups) {
+      float v[kPieceFloats] = {};
+      piece_values(row_piece(v_row(c), sh, piece), a.cache_f16, sh.per_piece, v);
+      const float w = p[c];
+#pragma unroll
+      for (int i = 0; i < kPieceFloats; ++i) acc[i] = fmaf(w, v[i], acc[i]);
+    }
+#pragma unroll
+    for (int i = 0; i < kPieceFloats; ++i) {
+      if (i < sh.per_piece) red[cg * hd + piece * sh.per_piece + i] = acc[i];
+    }
+  }
+  __syncthreads();
+  float o = 0.0f;
+  if (t < hd) {
+    for (int g = 0; g < sh.groups; ++g) o += red[g * hd + t];
+  }
+
+  // The head's output: y = Σ / l, and its Q8 copy (warps of whole Q8 blocks:
+  // head_dim % 32 == 0 and blockDim ≥ head_dim).
+  const bool quantize = a.out_q.q != nullptr && hd % kWarp == 0;
+  auto write_out = [&](float y) {
+    if (t >= hd) return;  // whole warps (head_dim % 32 == 0 where it quantizes)
+    a.out[static_cast<size_t>(h) * hd + t] = y;
+    if (quantize) quantize_block_q8(y, t % kWarp, (h * hd + t) / kWarp, a.out_q.q, static_cast<float2*>(a.out_q.ds));
+  };
+  if (n_chunks == 1) {
+    write_out(l > 0.0f ? o / l : 0.0f);
+    return;
+  }
+
+  // Several chunks: this one's partial, then the head's last block combines.
+  const size_t stride = static_cast<size_t>(a.n_heads) * (hd + 2);
+  float* part = a.partials + static_cast<size_t>(chunk) * stride + static_cast<size_t>(h) * (hd + 2);
+  if (t < hd) part[t] = o;
+  if (t == 0) {
+    part[hd] = m;
+    part[hd + 1] = l;
+  }
+  __threadfence();
+  __syncthreads();
+  if (t == 0) last = atomicAdd(&counters[h], 1) == n_chunks - 1;
+  __syncthreads();
+  if (!last) return;
+  if (t == 0) counters[h] = 0;  // ready for the next launch
+  __threadfence();
+  const float* head = a.partials + static_cast<size_t>(h) * (hd + 2);
+  float mx = -INFINITY;
+  for (int c = t; c < n_chunks; c += kHeadThreads) {
+    const float* st = head + c * stride + hd;
+    if (__ldcg(st + 1) > 0.0f) mx = fmaxf(mx, __ldcg(st));
+  }
+  mx = block_max(mx, scratch);
+  float part_l = 0.0f;
+  for (int c = t; c < n_chunks; c += kHeadThreads) {
+    const float* st = head + c * stride + hd;
+    const float sum = __ldcg(st + 1);
+    const float w = sum > 0.0f ? expf(__ldcg(st) - mx) : 0.0f;
+    chunk_weight[c] = w;
+    part_l += w * sum;
+  }
+  const float denom = block_sum(part_l, scratch);  // its barriers also publish chunk_weight[]
+  float y = 0.0f;
+  if (t < hd) {
+#pragma unroll 8
+    for (int c = 0; c < n_chunks; ++c) y += chunk_weight[c] * __ldcg(head + c * stride + t);
+  }
+  write_out(denom > 0.0f ? y / denom : 0.0f);
+}
+
 // Generic attention: block (KV head, token) walks the history in chunks of
 // blockDim cells with an online softmax, for the whole query group.
 __global__ void attention_generic_kernel(AttentionArgs a) {
@@ -390,19 +662,18 @@ cudaError_t launch_attention_generic(const AttentionArgs& a, cudaStream_t stream
   return launch_quantize_q8(a.out, a.n_tokens, a.n_heads * a.head_dim, a.out_q, stream);
 }
 
-size_t attention_partials_floats(int n_heads, int head_dim, int max_cells) {
+namespace {
+
+// Floats of the split kernel's partials (the larger need: 32-cell chunks);
+// the heads kernel's counters follow them.
+size_t partial_floats(int n_heads, int head_dim, int max_cells) {
   const size_t n_splits = static_cast<size_t>((max_cells + kSplitCells - 1) / kSplitCells);
   return n_splits * static_cast<size_t>(n_heads) * static_cast<size_t>(head_dim + 2);
 }
 
-int attention_decode_launches(const AttentionArgs& a) { return a.out_q.q != nullptr && a.head_dim % 32 != 0 ? 3 : 2; }
+bool fused_q8(const AttentionArgs& a) { return a.out_q.q != nullptr && a.head_dim % kWarp == 0; }
 
-cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream) {
-  const int group = a.n_kv_heads > 0 ? a.n_heads / a.n_kv_heads : 0;
-  if (a.n_tokens != 1 || group < 1 || group > kMaxGroup || a.n_heads % a.n_kv_heads != 0 || a.head_dim < 1 ||
-      a.head_dim > kMaxHeadDim || a.max_cells < 1) {
-    return cudaErrorInvalidValue;
-  }
+cudaError_t launch_split(const AttentionArgs& a, int group, cudaStream_t stream) {
   const int n_splits = (a.max_cells + kSplitCells - 1) / kSplitCells;
   const size_t smem = SplitLayout(a.head_dim, group, a.cache_f16, kSplitCells).total;
   const dim3 grid(a.n_kv_heads, n_splits);
@@ -413,10 +684,35 @@ cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream)
   }
   cudaError_t e = launch_kernel(attention_split_kernel, grid, dim3(kSplitThreads), smem, stream, a);
   if (e != cudaSuccess) return e;
-  const bool fused_q = a.out_q.q != nullptr && a.head_dim % 32 == 0;
-  e = launch_kernel(attention_combine_kernel, dim3(a.n_heads), dim3(fused_q ? a.head_dim : block_threads(a.head_dim)),
-                    sizeof(float) * n_splits, stream, a, kSplitCells, fused_q);
-  if (e != cudaSuccess || a.out_q.q == nullptr || fused_q) return e;
+  return launch_kernel(attention_combine_kernel, dim3(a.n_heads), dim3(fused_q8(a) ? a.head_dim : block_threads(a.head_dim)),
+                       sizeof(float) * n_splits, stream, a, kSplitCells, fused_q8(a));
+}
+
+cudaError_t launch_heads(const AttentionArgs& a, cudaStream_t stream) {
+  const int n_chunks = (a.max_cells + kChunk - 1) / kChunk;
+  int* counters = reinterpret_cast<int*>(a.partials + partial_floats(a.n_heads, a.head_dim, a.max_cells));
+  return launch_kernel(attention_heads_kernel, dim3(a.n_heads, n_chunks), dim3(kHeadThreads), sizeof(float) * n_chunks,
+                       stream, a, counters);
+}
+
+}  // namespace
+
+size_t attention_partials_floats(int n_heads, int head_dim, int max_cells) {
+  return partial_floats(n_heads, head_dim, max_cells) + static_cast<size_t>(n_heads);  // + a counter a head
+}
+
+int attention_decode_launches(const AttentionArgs& a) {
+  return (a.decode_split ? 2 : 1) + (a.out_q.q != nullptr && !fused_q8(a) ? 1 : 0);
+}
+
+cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream) {
+  const int group = a.n_kv_heads > 0 ? a.n_heads / a.n_kv_heads : 0;
+  if (a.n_tokens != 1 || group < 1 || group > kMaxGroup || a.n_heads % a.n_kv_heads != 0 || a.head_dim < 1 ||
+      a.head_dim > kMaxHeadDim || a.max_cells < 1) {
+    return cudaErrorInvalidValue;
+  }
+  const cudaError_t e = a.decode_split ? launch_split(a, group, stream) : launch_heads(a, stream);
+  if (e != cudaSuccess || a.out_q.q == nullptr || fused_q8(a)) return e;
   return launch_quantize_q8(a.out, 1, a.n_heads * a.head_dim, a.out_q, stream);
 }
 

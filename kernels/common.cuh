@@ -34,6 +34,9 @@ __device__ __forceinline__ void pdl_begin() {
   pdl_trigger();
 }
 
+// The 128-byte line at p into this SM's L1 (no register, nothing waits).
+__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+
 __device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 __device__ __forceinline__ float bf2f(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
 
@@ -53,19 +56,30 @@ __device__ __forceinline__ int warp_sum_int(int v) {
   return v;
 }
 
-// Sum over the block in a fixed order (warp sums, then warp 0 adds them), so
-// that every kernel that normalises a row gets the same bits. `scratch` holds
-// at least blockDim.x / 32 floats. All threads receive the total.
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+// A reduction over the block: each warp reduces its lanes, then every thread
+// folds the warps' results in warp order. `scratch` holds at least
+// blockDim.x / 32 floats. All threads receive the result.
+template <class Op>
+__device__ __forceinline__ float block_reduce(float v, float* scratch, float init, Op op) {
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int n_warps = (blockDim.x + kWarp - 1) / kWarp;
-  v = warp_sum(v);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   __syncthreads();  // scratch may still be read from a previous call
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  float total = 0.0f;
-  for (int w = 0; w < n_warps; ++w) total += scratch[w];
-  return total;
+  float r = init;
+  for (int w = 0; w < n_warps; ++w) r = op(r, scratch[w]);
+  return r;
+}
+
+// Sum over the block in a fixed order (warp sums, then the warps' sums in
+// warp order), so that every kernel that normalises a row gets the same bits.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  return block_reduce(v, scratch, 0.0f, [](float a, float b) { return a + b; });
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  return block_reduce(v, scratch, -INFINITY, [](float a, float b) { return fmaxf(a, b); });
 }
 
 // Σ x[i]² of one row in an order that does not depend on the block's size,

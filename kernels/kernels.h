@@ -179,15 +179,24 @@ struct AttentionArgs {
   float* out = nullptr;                // [n_tokens][n_heads * head_dim] f32
   Q8Rows out_q;                        // optional Q8 copy of out (the O projection's input)
   void* out_f16 = nullptr;             // optional f16 copy of out (prefill GEMM input)
-  float* partials = nullptr;           // scratch, attention_partials_floats() floats
+  float* partials = nullptr;           // scratch, attention_partials_floats() floats, zeroed before first use
+  bool decode_split = false;           // decode: split and combine (below) instead of one launch
 };
-// Split-K ("flash-decoding") attention for n_tokens == 1: the history is cut
-// into chunks, one block per (KV head, chunk) scores its chunk for the whole
-// query group, a second launch combines the partial softmaxes.
+// Attention for n_tokens == 1 (attention_decode.cu). One launch: a block per
+// (query head, 256-cell chunk); a sequence of one chunk is done by one block,
+// longer ones are split and the last block of each head combines the chunks
+// (counters at the end of `partials`, left at zero by every launch: zero the
+// scratch once before the first). With decode_split: split-K in 32-cell
+// chunks, a block per (KV head, chunk) for the whole query group (each K/V
+// row read once, not once a query head: faster deep into long contexts),
+// and a second launch combines.
 size_t attention_partials_floats(int n_heads, int head_dim, int max_cells);
 cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream);
-// Kernels launch_attention_decode launches: split and combine (and a Q8
-// quantization when the head dimension is not a multiple of 32).
+// Cells a block of the one-launch decode attention takes: sequences of up to
+// this many are done by one block a head, with no combine.
+constexpr int kAttentionChunkCells = 256;
+// Kernels launch_attention_decode launches: one, or split and combine (and a
+// Q8 quantization when the head dimension is not a multiple of 32).
 int attention_decode_launches(const AttentionArgs& a);
 // Flash attention for prefill (n_tokens ≥ 1): tiles of 64 queries against
 // streamed K/V tiles on tensor cores (mma.sync f16, f32 accumulate), online

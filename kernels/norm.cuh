@@ -18,9 +18,6 @@ namespace minfer::kernels {
 // Blocks of the row a quad loads at once (loads in flight).
 constexpr int kNormQuadBlocks = 2;
 
-// The 128-byte line at p into this SM's L1 (no register, nothing waits).
-__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
-
 // Before the row is ready (e.g. before the PDL wait): the norm weights, which
 // are constant, into L1. Any thread layout; all threads may call it.
 __device__ __forceinline__ void norm_quads_prefetch_weights(const float* w, int n) {

@@ -323,6 +323,37 @@ TEST_F(CudaSwitches, DeferNormMatchesWithinQ8Rounding) {
   EXPECT_NE(0, std::memcmp(on.data(), off.data(), on.size() * sizeof(float))) << "MINFER_DEFER_NORM changed nothing";
 }
 
+// MINFER_ATTN_DECODE=split|heads: decode attention by split and combine (a
+// block a KV head and 32 cells, a second launch) or in one launch a block a
+// query head. The sums run in another order (f32 rounding), amplified where
+// a Q8 activation crosses a rounding step, as above; one launch a layer more.
+// By default (auto) the backend switches from one to the other once the
+// sequence passes MINFER_ATTN_SPLIT_CELLS cells (here 48: the 9th of the 16
+// steps after the 40-token prompt): until then the same bits as one launch.
+TEST_F(CudaSwitches, AttentionSplitMatchesWithinRounding) {
+  std::vector<float> logits[3];
+  int launches[3] = {0, 0, 0};
+  const char* modes[3] = {"heads", "split", nullptr};
+  ::setenv("MINFER_ATTN_SPLIT_CELLS", "48", 1);
+  for (int i = 0; i < 3; ++i) {
+    if (modes[i] != nullptr) ::setenv("MINFER_ATTN_DECODE", modes[i], 1);
+    else ::unsetenv("MINFER_ATTN_DECODE");
+    auto b = make_backend(true, *m_, {});
+    logits[i] = run_sequence(*b, *m_, prompt_, cont_);
+    launches[i] = b->decode_launches();
+  }
+  ::unsetenv("MINFER_ATTN_SPLIT_CELLS");
+  const auto [heads, split, automatic] = std::tie(logits[0], logits[1], logits[2]);
+  EXPECT_EQ(launches[1] - launches[0], m_->config.n_layers);
+  expect_rows_close(split, heads, m_->config.vocab_size, 4e-2, 40, 4e-2, "attention split vs one launch");
+  // Auto: one launch up to 48 cells (rows up to the 8th step), then split.
+  const size_t width = static_cast<size_t>(m_->config.vocab_size), same_rows = prompt_.size() + 8;
+  ASSERT_EQ(automatic.size(), heads.size());
+  EXPECT_EQ(0, std::memcmp(automatic.data(), heads.data(), same_rows * width * sizeof(float)))
+      << "auto differs from one launch before the switch";
+  EXPECT_EQ(launches[2], launches[1]) << "auto's last step (56 cells) was not split and combine";
+}
+
 TEST_F(CudaSwitches, NoFlashPrefillMatchesWithinF16Rounding) {
   BackendOptions off;
   off.fa_prefill = false;
@@ -343,6 +374,9 @@ TEST(CudaGraphs, ReplayIsBitIdenticalToEagerFor64GreedySteps) {
   Loaded m(test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512));
   std::vector<std::vector<float>> logits(2);
   std::vector<std::vector<int32_t>> tokens(2);
+  // Attention switches to split and combine past 40 cells: steps of both
+  // attention graphs replay (the prompt is 8 tokens, then 64 steps).
+  ::setenv("MINFER_ATTN_SPLIT_CELLS", "40", 1);
   for (int graphs = 0; graphs < 2; ++graphs) {
     BackendOptions o;
     o.cuda_graphs = graphs == 1;
@@ -362,10 +396,11 @@ TEST(CudaGraphs, ReplayIsBitIdenticalToEagerFor64GreedySteps) {
     auto* cb = static_cast<CudaBackend*>(b.get());
     if (graphs == 1) {
       EXPECT_TRUE(cb->graphs_enabled());
-      EXPECT_EQ(cb->graph_captures(), 1) << "one capture, then replays";
+      EXPECT_EQ(cb->graph_captures(), 2) << "both attention variants at the first step, then replays";
       std::printf("[ graphs   ] launches per decode step: %d\n", cb->launches_last_step());
     }
   }
+  ::unsetenv("MINFER_ATTN_SPLIT_CELLS");
   EXPECT_EQ(tokens[0], tokens[1]);
   ASSERT_EQ(logits[0].size(), logits[1].size());
   EXPECT_EQ(0, std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)));

@@ -1068,7 +1068,8 @@ struct AttnCase {
 // Builds a cache of n_seq cells (scattered), runs one attention kernel and
 // compares every query row against ref::attention_ref (and, for decode, the
 // Q8 copy of the output against the output).
-void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2 generic*/, double tol) {
+void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2 generic*/, double tol,
+                     bool decode_split = false) {
   const int hd = c.head_dim, kv_dim = c.n_kv_heads * hd, q_dim = c.n_heads * hd;
   const int n_ctx = c.n_seq + 9;
   const size_t elem = c.f16 ? 2 : 4;
@@ -1102,7 +1103,8 @@ void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2
   DeviceArray<float> dq, out(static_cast<size_t>(c.n_tokens) * q_dim);
   dq.upload(q);
   out.poison();
-  DeviceArray<float> partials(kernels::attention_partials_floats(c.n_heads, hd, n_ctx));
+  DeviceArray<float> partials;
+  partials.upload(std::vector<float>(kernels::attention_partials_floats(c.n_heads, hd, n_ctx), 0.0f));  // zeroed, as the backend does
   kernels::AttentionArgs a;
   a.q = dq.get();
   a.k_cache = dkc.get();
@@ -1119,6 +1121,7 @@ void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2
   a.max_cells = n_ctx;
   a.out = out.get();
   a.partials = partials.get();
+  a.decode_split = decode_split;
   // Decode also writes the Q8 copy of its output (the O projection's input).
   std::unique_ptr<Q8Device> out_q;
   if (which == 0 && q_dim % 32 == 0) {
@@ -1131,6 +1134,14 @@ void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2
   ASSERT_EQ(st, cudaSuccess) << cudaGetErrorString(st);
   const auto got = out.download();
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  if (which == 0) {
+    // Again, on the same scratch: the chunk counters were left at zero, so
+    // the second launch gives the same bits.
+    out.poison();
+    ASSERT_EQ(kernels::launch_attention_decode(a, nullptr), cudaSuccess);
+    const auto again = out.download();
+    ASSERT_EQ(0, std::memcmp(again.data(), got.data(), got.size() * sizeof(float))) << "second launch differs";
+  }
   if (out_q) {
     const auto qv = out_q->q.download();
     const auto ds = out_q->ds.download();
@@ -1170,12 +1181,23 @@ TEST_P(GpuAttentionDecode, MatchesReference) {
   check_attention(GetParam(), 0, 2e-5);  // f32 arithmetic on exactly the stored K/V
 }
 
+// The split-and-combine pair (MINFER_ATTN_DECODE=split) on the same shapes.
+TEST_P(GpuAttentionDecode, SplitAndCombineMatchesReference) {
+  MINFER_REQUIRE_GPU();
+  check_attention(GetParam(), 0, 2e-5, /*decode_split=*/true);
+}
+
+// One chunk (≤ 256 cells) and several (300, 513, 1000, 4100: the last block
+// of a head combines), head dims 8 to 256, f16 and f32 caches, rows of whole
+// 16-byte pieces and not (20 × f16).
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuAttentionDecode,
                          testing::Values(AttnCase{14, 2, 64, 1, 1, true}, AttnCase{14, 2, 64, 1, 300, true},
                                          AttnCase{16, 8, 128, 1, 1000, true}, AttnCase{8, 4, 8, 1, 77, false},
                                          AttnCase{28, 4, 128, 1, 129, false}, AttnCase{4, 4, 256, 1, 64, true},
                                          AttnCase{4, 4, 256, 1, 65, false}, AttnCase{6, 2, 96, 1, 200, true},
-                                         AttnCase{3, 1, 20, 1, 70, true}, AttnCase{14, 2, 64, 1, 4100, true}));
+                                         AttnCase{3, 1, 20, 1, 70, true}, AttnCase{14, 2, 64, 1, 4100, true},
+                                         AttnCase{28, 4, 128, 1, 256, true}, AttnCase{28, 4, 128, 1, 513, true},
+                                         AttnCase{4, 4, 256, 1, 600, false}, AttnCase{3, 1, 20, 1, 700, false}));
 
 class GpuAttentionPrefill : public testing::TestWithParam<AttnCase> {};
 TEST_P(GpuAttentionPrefill, FlashKernelMatchesReference) {

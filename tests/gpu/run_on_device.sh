@@ -15,7 +15,9 @@
 #        nopreload (MINFER_MATVEC_PRELOAD=0; 0.5B, 1.5B), tail (MINFER_NORM_TAIL=1,
 #        0.5B and 7B), again (the default again: order effects), quarter / warp
 #        (MINFER_MATVEC_LANES=8 / 32: a quarter-warp or a warp a matvec row; every model),
-#        generic (MINFER_MATVEC_TWO_TYPES=0: two-type q/k/v on the run-time-typed kernel; the Q4_K_M files)
+#        generic (MINFER_MATVEC_TWO_TYPES=0: two-type q/k/v on the run-time-typed kernel; the Q4_K_M files),
+#        split (MINFER_ATTN_DECODE=split: decode attention by split and combine; 0.5B Q8_0, 7B Q4_K_M),
+#        depth (tg128 deep into the context, attention auto / one launch / split; 0.5B Q8_0, 7B Q4_K_M)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
 #     ncu-large    the same for 7B Q4_K_M
 #     ncu-stream   stall reasons of the streamed vs the plain gate/up kernel (kernel bench)
@@ -118,10 +120,11 @@ synth() {  # preset type
   echo "$f"
 }
 
-bench() {  # file label [env...]
+bench() {  # file label [env...]; BENCH_ARGS replaces "-p 512 -n 128"
   local f=$1 label=$2
   shift 2
-  env "$@" "$build/daemon/minfer" bench -m "$f" --backend cuda -p 512 -n 128 -r 3 -o json >"$out/bench-$label.json" 2>>"$out/bench.log"
+  # shellcheck disable=SC2086
+  env "$@" "$build/daemon/minfer" bench -m "$f" --backend cuda ${BENCH_ARGS:--p 512 -n 128} -r 3 -o json >"$out/bench-$label.json" 2>>"$out/bench.log"
   python3 - "$out/bench-$label.json" "$label" <<'PY' | tee -a "$summary"
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -158,6 +161,10 @@ stage_bench_small() {
       tail) bench "$a" 0.5b-q8_0-tail MINFER_NORM_TAIL=1 ;;
       again) bench "$a" 0.5b-q8_0-again ;;
       generic) bench "$b" 0.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0; bench "$c" 1.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0 ;;
+      split) bench "$a" 0.5b-q8_0-split MINFER_ATTN_DECODE=split ;;
+      depth) for m in auto heads split; do
+               BENCH_ARGS="-p 0 -n 128 -d 0 1024 4096 8192" bench "$a" "0.5b-q8_0-depth-$m" MINFER_ATTN_DECODE=$m
+             done ;;
       quarter) bench "$a" 0.5b-q8_0-quarter MINFER_MATVEC_LANES=8; bench "$b" 0.5b-q4_k_m-quarter MINFER_MATVEC_LANES=8
                bench "$c" 1.5b-q4_k_m-quarter MINFER_MATVEC_LANES=8 ;;
       warp) bench "$a" 0.5b-q8_0-warp MINFER_MATVEC_LANES=32; bench "$b" 0.5b-q4_k_m-warp MINFER_MATVEC_LANES=32
@@ -385,6 +392,10 @@ stage_bench_large() {
       fusenorm) bench "$a" 7b-q4_k_m-fusenorm MINFER_FUSE_NORM=1; bench "$b" 7b-q8_0-fusenorm MINFER_FUSE_NORM=1 ;;
       tail) bench "$a" 7b-q4_k_m-tail MINFER_NORM_TAIL=1; bench "$b" 7b-q8_0-tail MINFER_NORM_TAIL=1 ;;
       generic) bench "$a" 7b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0 ;;
+      split) bench "$a" 7b-q4_k_m-split MINFER_ATTN_DECODE=split ;;
+      depth) for m in auto heads split; do
+               BENCH_ARGS="-p 0 -n 128 -d 0 512 2048 4096" bench "$a" "7b-q4_k_m-depth-$m" MINFER_ATTN_DECODE=$m
+             done ;;
       quarter) bench "$a" 7b-q4_k_m-quarter MINFER_MATVEC_LANES=8; bench "$b" 7b-q8_0-quarter MINFER_MATVEC_LANES=8 ;;
       warp) bench "$a" 7b-q4_k_m-warp MINFER_MATVEC_LANES=32; bench "$b" 7b-q8_0-warp MINFER_MATVEC_LANES=32 ;;
     esac

@@ -110,6 +110,21 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   weights_ = &weights;
   options_ = options;
   graphs_enabled_ = options.cuda_graphs;
+  // Decode attention (cuda_backend.h, attn_mode_): one launch while one
+  // block a head holds the whole sequence; past that, split and combine. The
+  // one-launch kernel's own combine (the last block of a head) and its reads
+  // of each K/V row once a head lost to the split kernel from the first
+  // cells past a chunk on. H200 tg128 tok/s, same run (2026-12-01), one
+  // launch / split: 7B Q4_K_M from an empty context 431 / 413, 512 deep 384 /
+  // 403, 2,048 deep 378 / 383, 4,096 deep 329 / 358; 0.5B Q8_0 from empty
+  // 1,842 / 1,672, 1,024 deep 1,394 / 1,554, 8,192 deep 1,022 / 1,060.
+  const char* attn = std::getenv("MINFER_ATTN_DECODE");
+  const std::string_view attn_sv = attn != nullptr ? attn : "";
+  attn_mode_ = attn_sv == "split" ? AttnDecode::kSplit : attn_sv == "heads" ? AttnDecode::kHeads : AttnDecode::kAuto;
+  attn_split_cells_ = kernels::kAttentionChunkCells;
+  if (const char* cells = std::getenv("MINFER_ATTN_SPLIT_CELLS"); cells != nullptr && std::atoi(cells) > 0) {
+    attn_split_cells_ = std::atoi(cells);
+  }
   // Programmatic dependent launch overlaps each kernel's launch with its
   // predecessor's run (Hopper and newer); MINFER_NO_PDL=1 turns it off.
   const char* no_pdl = std::getenv("MINFER_NO_PDL");
@@ -380,6 +395,7 @@ Status CudaBackend::alloc_buffers() {
   const size_t partial_floats = kernels::attention_partials_floats(config_.n_heads, config_.head_dim, options_.n_ctx);
   MINFER_ASSIGN_OR_RETURN(void* pp, pool_.acquire(sizeof(float) * partial_floats));
   partials_ = static_cast<float*>(pp);
+  CUDA_TRY(cudaMemsetAsync(partials_, 0, sizeof(float) * partial_floats, stream_));  // the decode counters start at zero
   CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_header_), sizeof(int32_t) * (1 + 3 * static_cast<size_t>(max_t))));
   CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_seq_cells_), sizeof(int32_t) * options_.n_ctx));
   CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_argmax_), sizeof(int32_t) * max_t));
@@ -753,6 +769,7 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       a.max_cells = options_.n_ctx;
       a.out = out.f32;
       a.partials = partials_;
+      a.decode_split = attn_split_;
       if (q.rows == 1) {
         a.out_q = out.q8;
         out.q8_ok = out.q8.q != nullptr;
@@ -938,60 +955,74 @@ Status CudaBackend::enqueue_output_copy(const Graph& g) {
   return ok_status();
 }
 
-Status CudaBackend::step_graph(const Graph& g) {
-  MINFER_TRY(ensure_logits(g, 1));  // allocate before capture: no cudaMalloc inside it
-  Captured& cap = captured_[{&g, profiling_}];
+Expected<CudaBackend::Captured*> CudaBackend::captured(const Graph& g) {
+  Captured& cap = captured_[{&g, profiling_, attn_split_}];
   if (cap.exec != nullptr && cap.generation != pool_.generation()) {
     // A buffer moved since the capture: the graph's pointers are stale.
     cudaGraphExecDestroy(cap.exec);
     cap.exec = nullptr;
   }
-  if (cap.exec == nullptr) {
-    const uint64_t gen_before = pool_.generation();
-    cudaGraph_t graph = nullptr;
-    const auto t_capture = Clock::now();
-    CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    Status st = enqueue(g, 1);
-    if (st) st = enqueue_output_copy(g);
-    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
-    if (!st || end != cudaSuccess || pool_.generation() != gen_before) {
-      if (graph) cudaGraphDestroy(graph);
-      cudaGetLastError();
-      if (pool_.generation() != gen_before && st && end == cudaSuccess) {
-        // A buffer grew during capture: capture again with the new addresses.
-        return step_graph(g);
-      }
-      graphs_enabled_ = false;
-      log::error("cuda backend: decode graph capture failed ({}); CUDA graphs are disabled for this process",
-                 !st ? st.error().message : std::string(cudaGetErrorString(end)));
-      MINFER_TRY(enqueue(g, 1));
-      return enqueue_output_copy(g);
+  if (cap.exec != nullptr) return &cap;
+  const uint64_t gen_before = pool_.generation();
+  cudaGraph_t graph = nullptr;
+  const auto t_capture = Clock::now();
+  CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  Status st = enqueue(g, 1);
+  if (st) st = enqueue_output_copy(g);
+  const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+  if (!st || end != cudaSuccess || pool_.generation() != gen_before) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    if (pool_.generation() != gen_before && st && end == cudaSuccess) {
+      // A buffer grew during capture: capture again with the new addresses.
+      return captured(g);
     }
-    const cudaError_t inst = cudaGraphInstantiate(&cap.exec, graph, 0);
-    cudaGraphDestroy(graph);
-    if (inst != cudaSuccess) {
-      cap.exec = nullptr;
-      graphs_enabled_ = false;
-      log::error("cuda backend: cudaGraphInstantiate failed ({}); CUDA graphs are disabled for this process",
-                 cudaGetErrorString(inst));
-      MINFER_TRY(enqueue(g, 1));
-      return enqueue_output_copy(g);
-    }
-    cap.generation = pool_.generation();
-    cap.launches = launches_;
-    cap.argmax_fused = argmax_fused_;
-    cap.out_rows = out_rows_;
-    cap.profile_ops = profile_ops_;
-    ++captures_;
-    capture_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - t_capture).count();
+    graphs_enabled_ = false;
+    log::error("cuda backend: decode graph capture failed ({}); CUDA graphs are disabled for this process",
+               !st ? st.error().message : std::string(cudaGetErrorString(end)));
+    return nullptr;
+  }
+  const cudaError_t inst = cudaGraphInstantiate(&cap.exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (inst != cudaSuccess) {
+    cap.exec = nullptr;
+    graphs_enabled_ = false;
+    log::error("cuda backend: cudaGraphInstantiate failed ({}); CUDA graphs are disabled for this process",
+               cudaGetErrorString(inst));
+    return nullptr;
+  }
+  cap.generation = pool_.generation();
+  cap.launches = launches_;
+  cap.argmax_fused = argmax_fused_;
+  cap.out_rows = out_rows_;
+  cap.profile_ops = profile_ops_;
+  ++captures_;
+  capture_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - t_capture).count();
+  return &cap;
+}
+
+Status CudaBackend::step_graph(const Graph& g) {
+  MINFER_TRY(ensure_logits(g, 1));  // allocate before capture: no cudaMalloc inside it
+  if (attn_mode_ == AttnDecode::kAuto) {
+    // The other attention variant's graph too, so that start-up's warm-up
+    // (short sequences) has captured the long-context step as well.
+    attn_split_ = !attn_split_;
+    Expected<Captured*> other = captured(g);
+    attn_split_ = !attn_split_;
+    MINFER_TRY(other);
+  }
+  MINFER_ASSIGN_OR_RETURN(Captured * cap, captured(g));
+  if (cap == nullptr) {  // graphs are off now: this step runs eagerly
+    MINFER_TRY(enqueue(g, 1));
+    return enqueue_output_copy(g);
   }
   // What the captured enqueue decided, as if it had just run.
-  launches_ = cap.launches;
-  decode_launches_ = cap.launches;
-  argmax_fused_ = cap.argmax_fused;
-  out_rows_ = cap.out_rows;
-  if (profiling_) profile_ops_ = cap.profile_ops;
-  CUDA_TRY(cudaGraphLaunch(cap.exec, stream_));
+  launches_ = cap->launches;
+  decode_launches_ = cap->launches;
+  argmax_fused_ = cap->argmax_fused;
+  out_rows_ = cap->out_rows;
+  if (profiling_) profile_ops_ = cap->profile_ops;
+  CUDA_TRY(cudaGraphLaunch(cap->exec, stream_));
   return ok_status();
 }
 
@@ -1061,6 +1092,7 @@ Status CudaBackend::run(const Graph& graph, const StepInput& in, StepOutput* out
     log::warn("cuda backend: fault injection: step {} spins on the GPU until released", steps_ - 1);
     CUDA_TRY(kernels::launch_spin(stall_flag_, 30'000'000'000LL, stream_));
   }
+  attn_split_ = attn_mode_ == AttnDecode::kSplit || (attn_mode_ == AttnDecode::kAuto && in.n_seq_cells > attn_split_cells_);
   Status st = ok_status();
   if (trace_ != nullptr) {
     st = run_traced(graph, in.n_tokens);

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -83,6 +84,10 @@ class CudaBackend final : public Backend {
   Status ensure_f16(Act& a);
   Status launched(cudaError_t st, const Node& n);
   Status step_graph(const Graph& g);
+  // The captured decode step of g for the current profiling and attention
+  // variant, captured now if it is not yet; nullptr once capture failed and
+  // graphs are off (logged).
+  Expected<Captured*> captured(const Graph& g);
   // Eager, one node at a time, each waited for and its output read back.
   Status run_traced(const Graph& g, int n_tokens);
   Status finish_step(int n_tokens);
@@ -142,7 +147,16 @@ class CudaBackend final : public Backend {
   Status record_profile_event(size_t k);
   void accumulate_profile();
 
-  std::map<std::pair<const Graph*, bool>, Captured> captured_;  // (graph, profiling)
+  std::map<std::tuple<const Graph*, bool, bool>, Captured> captured_;  // (graph, profiling, attn_split_)
+  // Decode attention (kernels::launch_attention_decode): one launch a layer,
+  // or split and combine once the sequence passes attn_split_cells_ (one
+  // block a head's worth; see prepare()). Both decode graphs are captured
+  // together. MINFER_ATTN_DECODE=heads|split forces one;
+  // MINFER_ATTN_SPLIT_CELLS=N moves the switch-over (tests).
+  enum class AttnDecode { kAuto, kHeads, kSplit };
+  AttnDecode attn_mode_ = AttnDecode::kAuto;
+  int attn_split_cells_ = 0;
+  bool attn_split_ = false;  // the variant of the step being enqueued
   bool graphs_enabled_ = true;
   int captures_ = 0;
   int launches_ = 0;
