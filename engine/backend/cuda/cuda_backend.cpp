@@ -111,13 +111,14 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   options_ = options;
   graphs_enabled_ = options.cuda_graphs;
   // Decode attention (cuda_backend.h, attn_mode_): one launch while one
-  // block a head holds the whole sequence; past that, split and combine. The
-  // one-launch kernel's own combine (the last block of a head) and its reads
-  // of each K/V row once a head lost to the split kernel from the first
-  // cells past a chunk on. H200 tg128 tok/s, same run (2026-12-01), one
-  // launch / split: 7B Q4_K_M from an empty context 431 / 413, 512 deep 384 /
-  // 403, 2,048 deep 378 / 383, 4,096 deep 329 / 358; 0.5B Q8_0 from empty
-  // 1,842 / 1,672, 1,024 deep 1,394 / 1,554, 8,192 deep 1,022 / 1,060.
+  // block a head holds the whole sequence; past that, split and combine. Past
+  // a chunk the one-launch kernel's own combine (the last block of a head)
+  // and its reads of each K/V row once a head lost to the split kernel or
+  // tied with it at every depth measured. H200 tg128 tok/s, same run
+  // (2026-12-01), one launch / split: 7B Q4_K_M from an empty context 431 /
+  // 413, 512 deep 384 / 403, 2,048 deep 378 / 383, 4,096 deep 329 / 358;
+  // 0.5B Q8_0 from empty 1,842 / 1,672, 1,024 deep 1,394 / 1,554, 4,096 deep
+  // 1,333 / 1,306, 8,192 deep 1,022 / 1,060.
   const char* attn = std::getenv("MINFER_ATTN_DECODE");
   const std::string_view attn_sv = attn != nullptr ? attn : "";
   attn_mode_ = attn_sv == "split" ? AttnDecode::kSplit : attn_sv == "heads" ? AttnDecode::kHeads : AttnDecode::kAuto;
