@@ -26,12 +26,27 @@ __device__ __forceinline__ float4 ld16f(const float* p) { return __ldg(reinterpr
 // shared memory (ld.global.nc on a shared address is an error).
 __device__ __forceinline__ int4 ld16a(const void* p) { return *reinterpret_cast<const int4*>(p); }
 __device__ __forceinline__ float4 ld16fa(const float* p) { return *reinterpret_cast<const float4*>(p); }
-// Weights of a Unit::load: from global memory, or (kSmem) from a stage in
-// shared memory that the streamed matvec (matvec_stream.cu) filled.
-template <bool kSmem>
-__device__ __forceinline__ int4 ldw(const void* p) {
-  if constexpr (kSmem) return ld16a(p);
-  else return ld16(p);
+// Where a Unit::load takes its weight bytes from (`f(p)`: the 16 bytes at p;
+// `f.u16(p)`: the 2-byte scale at p), in the order the load reads them:
+// global memory (GlobalFetch), a stage in shared memory that the streamed
+// matvec filled (SmemFetch, matvec_stream.cu), or a lane's own slots that
+// the pipelined gate/up fills and reads back (gate_up_piped.cu).
+struct GlobalFetch {
+  __device__ int4 operator()(const void* p) const { return ld16(p); }
+  __device__ uint16_t u16(const uint16_t* p) const { return *p; }
+};
+struct SmemFetch {
+  __device__ int4 operator()(const void* p) const { return ld16a(p); }
+  __device__ uint16_t u16(const uint16_t* p) const { return *p; }
+};
+
+// Every plane of w 16-byte aligned: the kernels that copy weights into
+// shared memory (matvec_stream.cu, gate_up_piped.cu) move whole pieces.
+inline bool planes_aligned(const DeviceWeight& w) {
+  for (const void* p : {w.q, w.qh, w.meta, w.d}) {
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  }
+  return true;
 }
 
 // Order-preserving key of (value, row): the float's bits mapped so that
@@ -181,11 +196,15 @@ struct Unit<WType::kQ8_0> {
     int4 q0, q1;
     uint16_t d;
   };
-  template <bool kSmem = false>
-  __device__ static Raw load(const DeviceWeight& w, int r, int u) {
+  template <class F = GlobalFetch>
+  __device__ static Raw load(const DeviceWeight& w, int r, int u, F&& f = F{}) {
     const int8_t* q = static_cast<const int8_t*>(w.q) + static_cast<size_t>(r) * w.k;
     const uint2 at = split_halves_at(static_cast<unsigned>(u), static_cast<unsigned>(w.k / 32));
-    return Raw{ldw<kSmem>(q + at.x), ldw<kSmem>(q + at.y), static_cast<const uint16_t*>(w.meta)[static_cast<size_t>(r) * (w.k / 32) + u]};
+    Raw raw;
+    raw.q0 = f(q + at.x);
+    raw.q1 = f(q + at.y);
+    raw.d = f.u16(static_cast<const uint16_t*>(w.meta) + static_cast<size_t>(r) * (w.k / 32) + u);
+    return raw;
   }
   __device__ static float dot(const Raw& raw, int u, const DotInput& in) {
     const int sumi = dot_q8x16(raw.q0, ld16a(in.q + u * 32), dot_q8x16(raw.q1, ld16a(in.q + u * 32 + 16), 0));
@@ -254,21 +273,21 @@ struct Unit<WType::kQ5_1> {
 struct RawQK45 {
   int4 w0, w1, meta, h0, h1;  // h0, h1: Q5_K's 5th bits
 };
-template <bool kFive, bool kSmem>
-__device__ __forceinline__ RawQK45 load_qk45(const DeviceWeight& w, int r, int u) {
+template <bool kFive, class F>
+__device__ __forceinline__ RawQK45 load_qk45(const DeviceWeight& w, int r, int u, F&& f) {
   // Unit indices are never negative: unsigned division and remainder are
   // shifts and masks (signed ones need a rounding fix-up).
   const unsigned uu = static_cast<unsigned>(u), sb = uu / 4;
   const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2);
   const uint2 at = split_halves_at(uu, static_cast<unsigned>(w.k / 64));
   RawQK45 raw;
-  raw.meta = ldw<kSmem>(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
-  raw.w0 = ldw<kSmem>(q + at.x);
-  raw.w1 = ldw<kSmem>(q + at.y);
+  raw.meta = f(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
+  raw.w0 = f(q + at.x);
+  raw.w1 = f(q + at.y);
   if constexpr (kFive) {
     const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 8) + sb * 32;
-    raw.h0 = ldw<kSmem>(qh);
-    raw.h1 = ldw<kSmem>(qh + 16);
+    raw.h0 = f(qh);
+    raw.h1 = f(qh + 16);
   }
   return raw;
 }
@@ -331,8 +350,8 @@ template <bool kQ5>
 struct UnitQK45 {
   static constexpr int kElems = 64;
   using Raw = RawQK45;
-  template <bool kSmem = false>
-  __device__ static Raw load(const DeviceWeight& w, int r, int u) { return load_qk45<kQ5, kSmem>(w, r, u); }
+  template <class F = GlobalFetch>
+  __device__ static Raw load(const DeviceWeight& w, int r, int u, F&& f = F{}) { return load_qk45<kQ5>(w, r, u, f); }
   __device__ static float dot(const Raw& raw, int u, const DotInput& in) { return dot_qk45<kQ5>(raw, u, in); }
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
@@ -356,19 +375,19 @@ struct Unit<WType::kQ6_K> {
     int4 l0, l1, h, sc4;  // ql[l], ql[l + 32], qh[l], the super-block's scales
     uint16_t d;
   };
-  template <bool kSmem = false>
-  __device__ static Raw load(const DeviceWeight& w, int r, int u) {
+  template <class F = GlobalFetch>
+  __device__ static Raw load(const DeviceWeight& w, int r, int u, F&& f = F{}) {
     // u = 4 sb + 2 n + q (unsigned: shifts and masks): ql at sb * 128 + n * 64
     // + 16 q = 32 u - 16 q, qh at sb * 64 + n * 32 + 16 q = 16 u.
     const unsigned uu = static_cast<unsigned>(u), sb = uu / 4, q = uu % 2;
     const uint8_t* ql = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + (32 * uu - 16 * q);
     const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 4) + 16 * uu;
     Raw raw;
-    raw.sc4 = ldw<kSmem>(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
-    raw.d = static_cast<const uint16_t*>(w.d)[static_cast<size_t>(r) * (w.k / 256) + sb];
-    raw.l0 = ldw<kSmem>(ql);
-    raw.l1 = ldw<kSmem>(ql + 32);
-    raw.h = ldw<kSmem>(qh);
+    raw.sc4 = f(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
+    raw.d = f.u16(static_cast<const uint16_t*>(w.d) + static_cast<size_t>(r) * (w.k / 256) + sb);
+    raw.l0 = f(ql);
+    raw.l1 = f(ql + 32);
+    raw.h = f(qh);
     return raw;
   }
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }

@@ -1,5 +1,8 @@
 // The process-wide switch of programmatic dependent launch (launch.cuh).
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
@@ -23,5 +26,36 @@ bool matvec_preload() { return g_matvec_preload.load(std::memory_order_relaxed);
 void set_matvec_preload(bool on) { g_matvec_preload.store(on, std::memory_order_relaxed); }
 bool matvec_two_types() { return g_matvec_two_types.load(std::memory_order_relaxed); }
 void set_matvec_two_types(bool on) { g_matvec_two_types.store(on, std::memory_order_relaxed); }
+
+DeviceLimits device_limits() {
+  static const DeviceLimits limits = [] {
+    DeviceLimits l;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&l.max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&l.cc_major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      l = DeviceLimits{};
+    }
+    return l;
+  }();
+  return limits;
+}
+
+int blocks_per_sm(const void* kernel, int threads, size_t smem, int opt_in) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, size_t>, int> cache;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_tuple(kernel, threads, smem);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  int n = 0;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, opt_in) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem) != cudaSuccess) {
+    (void)cudaGetLastError();  // not left for the next launch's check
+    n = 0;
+  }
+  cache[key] = n;
+  return n;
+}
 
 }  // namespace minfer::kernels

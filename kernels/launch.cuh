@@ -10,6 +10,21 @@ namespace minfer::kernels {
 
 bool pdl_enabled();
 
+// The current device's SM count, the dynamic shared memory a block may opt
+// into and its compute capability's major number (zeros where the runtime
+// cannot tell); asked once a process.
+struct DeviceLimits {
+  int sms = 0;
+  int max_smem = 0;
+  int cc_major = 0;
+};
+DeviceLimits device_limits();
+
+// Blocks of `kernel` an SM holds with `threads` threads and `smem` bytes of
+// dynamic shared memory, once the kernel is opted into `opt_in` bytes of it;
+// 0 where it cannot be. Cached: eager decode asks at every launch.
+int blocks_per_sm(const void* kernel, int threads, size_t smem, int opt_in);
+
 template <class... Params, class... Args>
 cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                           Args&&... args) {

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/dot.cuh"
+#include "kernels/gate_up_piped.cuh"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
 #include "kernels/matvec_stream.cuh"
@@ -603,6 +604,12 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
                : sched == 1 ? pick(gate_up_kernel<T, 1, 1, kQuarter, false>, gate_up_kernel<T, 1, 1, kQuarter, D>, kThreads)
                             : pick(gate_up_kernel<T, 1, 0, kQuarter, false>, gate_up_kernel<T, 1, 0, kQuarter, D>, kThreads);
       }
+    }
+    // A warp a row without the norm prologue: pipelined where it applies
+    // (gate_up_piped.cu; Q4_K and Q8_0).
+    if (in.norm_w == nullptr) {
+      const cudaError_t st = launch_gate_up_piped(gate, up, din, in.defer_scale, h, hq.q, hds, stream);
+      if (st != cudaErrorNotSupported) return st;
     }
     constexpr bool one_block = T < 0 || T == static_cast<int>(WType::kQ5_K) || T == static_cast<int>(WType::kQ6_K);
     constexpr int B = one_block ? 1 : 2;

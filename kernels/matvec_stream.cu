@@ -24,9 +24,6 @@
 // (bench/results/2026-11-30-h200-session4).
 #include <algorithm>
 #include <atomic>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "kernels/dot.cuh"
 #include "kernels/kernels.h"
@@ -202,7 +199,7 @@ template <WType T, int kPerLane>
 __device__ __forceinline__ void slice_dot(const DeviceWeight& v, int u0, int nu, const DotInput& in, int lane, float* acc) {
   typename Unit<T>::Raw raw[kPerLane];
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) raw[j] = Unit<T>::template load<true>(v, 0, u0 + min(lane + kWarp * j, nu - 1));
+  for (int j = 0; j < kPerLane; ++j) raw[j] = Unit<T>::load(v, 0, u0 + min(lane + kWarp * j, nu - 1), SmemFetch{});
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) {
     const int u = u0 + min(lane + kWarp * j, nu - 1);
@@ -307,43 +304,6 @@ struct Shape {
   int warps, units, stages;
 };
 
-// Blocks of `kernel` an SM holds with `smem` bytes of dynamic shared memory
-// (0: none, or the kernel cannot opt into that much). Cached: eager decode
-// asks for every launch.
-int blocks_per_sm(const void* kernel, int threads, size_t smem, int max_smem) {
-  static std::mutex mu;
-  static std::map<std::tuple<const void*, int, size_t>, int> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_tuple(kernel, threads, smem);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  int n = 0;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem - kStaticSmem) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem) != cudaSuccess) {
-    cudaGetLastError();
-    n = 0;
-  }
-  cache[key] = n;
-  return n;
-}
-
-struct DeviceLimits {
-  int sms = 0;
-  int max_smem = 0;  // dynamic shared memory a block may opt into
-};
-DeviceLimits device_limits() {
-  static const DeviceLimits limits = [] {
-    DeviceLimits l;
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&l.max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
-      cudaGetLastError();
-      l = DeviceLimits{};
-    }
-    return l;
-  }();
-  return limits;
-}
-
 template <int kType>
 constexpr bool kStreamable = kType >= 0 && kHasRaw<static_cast<WType>(kType)>;
 
@@ -379,19 +339,12 @@ bool plan(StreamArgs& a, WType type, int k, Shape shape, int rows_per_group, int
   return a.stages >= 2;
 }
 
-bool planes_aligned(const DeviceWeight& w) {
-  for (const void* p : {w.q, w.qh, w.meta, w.d}) {
-    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
-  }
-  return true;
-}
-
 // Grid, groups a block, shared memory; then the launch.
 template <class Kernel>
 cudaError_t stream_launch(Kernel kernel, StreamArgs& a, int threads, bool even_groups, cudaStream_t stream) {
   const DeviceLimits lim = device_limits();
   const size_t smem = static_cast<size_t>(a.stages) * a.stage_bytes;
-  const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem, lim.max_smem);
+  const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem, lim.max_smem - kStaticSmem);
   if (per_sm < 1) return cudaErrorNotSupported;
   const int n_groups = a.group_begin[a.n_tasks];
   const int resident = per_sm * lim.sms;

@@ -28,15 +28,17 @@ inline std::string gpu_unavailable_reason() {
     if (!minfer_gpu_why_.empty()) GTEST_SKIP() << "GPU test skipped: " << minfer_gpu_why_; \
   } while (0)
 
-// Skips the test unless the current device is sm_90 or newer (the streamed
-// matvec's bulk copies), saying which device it has.
-#define MINFER_REQUIRE_SM90()                                                                     \
+// Skips the test unless the current device's compute capability is at least
+// `major` (what needs it: a string), saying which device it has.
+#define MINFER_REQUIRE_SM(major, what)                                                            \
   do {                                                                                            \
     int minfer_dev_ = 0, minfer_major_ = 0;                                                       \
     ASSERT_EQ(cudaGetDevice(&minfer_dev_), cudaSuccess);                                          \
     ASSERT_EQ(cudaDeviceGetAttribute(&minfer_major_, cudaDevAttrComputeCapabilityMajor, minfer_dev_), cudaSuccess); \
-    if (minfer_major_ < 9) GTEST_SKIP() << "needs sm_90 (bulk copies); this device is sm_" << minfer_major_ << "x"; \
+    if (minfer_major_ < (major)) GTEST_SKIP() << "needs sm_" << (major) << "0 (" << (what) << "); this device is sm_" << minfer_major_ << "x"; \
   } while (0)
+// sm_90: the streamed matvec's bulk copies.
+#define MINFER_REQUIRE_SM90() MINFER_REQUIRE_SM(9, "bulk copies")
 
 #define CUDA_ASSERT(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
 

@@ -421,6 +421,65 @@ TEST(GpuMatvecStream, StreamedEqualsPlainBitForBit) {
   }
 }
 
+// The pipelined gate/up (each lane's weights through its own shared-memory
+// slots by cp.async, sm_80 and later) sums the plain kernel's units in the
+// same order: identical h and Q8 of h for both block shapes, with and
+// without the deferred norm's scale, on rows of exactly a warp's units, one
+// more (a second step with one lane's unit kept), 7B's 56 Q4_K units and
+// 112 Q8_0 units, and row counts that give a block one group of 32 rows or
+// several (more groups than the device has SMs, 7B's 18,944 rows).
+TEST(GpuGateUpPiped, PipedEqualsPlainBitForBit) {
+  MINFER_REQUIRE_GPU();
+  MINFER_REQUIRE_SM(8, "cp.async");
+  const int saved = kernels::gate_up_piped();
+  for (const MatvecCase c : {MatvecCase{DType::kQ4_K, 32, 2048}, MatvecCase{DType::kQ4_K, 96, 3584},
+                             MatvecCase{DType::kQ4_K, 4864, 2304}, MatvecCase{DType::kQ8_0, 64, 1056},
+                             MatvecCase{DType::kQ8_0, 18944, 1024}, MatvecCase{DType::kQ8_0, 96, 3584}}) {
+    const std::string what = std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k);
+    SCOPED_TRACE(what);
+    TestWeight gate(c.type, c.rows, c.k, 401), up(c.type, c.rows, c.k, 402);
+    const std::vector<float> x = test::random_floats(static_cast<size_t>(c.k), 403);
+    DeviceArray<float> dx, scale;
+    dx.upload(x);
+    scale.upload(std::vector<float>{0.37f});
+    Q8Device xq(1, c.k);
+    CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, c.k, xq.rows(), nullptr));
+    for (const bool deferred : {false, true}) {
+      kernels::MatvecInput in{dx.get(), xq.rows()};
+      if (deferred) in.defer_scale = scale.get();
+      struct Out {
+        std::vector<float> h, ds;
+        std::vector<int8_t> q;
+      };
+      auto run = [&](int mode, Out& o) {
+        kernels::set_gate_up_piped(mode);
+        DeviceArray<float> h(static_cast<size_t>(c.rows));
+        Q8Device hq(1, c.rows);
+        const uint64_t before = kernels::gate_up_piped_launches();
+        CUDA_ASSERT(kernels::launch_gate_up_swiglu(gate.dev, up.dev, in, h.get(), hq.rows(), nullptr));
+        EXPECT_EQ(kernels::gate_up_piped_launches() - before, mode == 0 ? 0u : 1u) << "pipelined launches, mode " << mode;
+        o.h = h.download();
+        o.q = hq.q.download();
+        o.ds = hq.ds.download();
+      };
+      Out plain;
+      run(0, plain);
+      ASSERT_FALSE(HasFatalFailure());
+      for (const int mode : {1, 2, -1}) {
+        Out got;
+        run(mode, got);
+        ASSERT_FALSE(HasFatalFailure());
+        const std::string label = what + (deferred ? " deferred" : "") + " mode " + std::to_string(mode);
+        test::expect_same_bits(got.h, plain.h, label + " h");
+        EXPECT_EQ(got.q, plain.q) << label;
+        test::expect_same_bits(got.ds, plain.ds, label + " Q8 scales");
+      }
+      for (float v : plain.h) ASSERT_TRUE(std::isfinite(v)) << what;
+    }
+  }
+  kernels::set_gate_up_piped(saved);
+}
+
 // A quarter-warp a row (kernels::set_matvec_lanes(8)) sums each row's units
 // in the order a warp a row does: identical bits for every load schedule, on
 // rows whose unit count leaves every remainder over 8 lanes (fewer units than

@@ -17,10 +17,11 @@
 #        (MINFER_MATVEC_LANES=8 / 32: a quarter-warp or a warp a matvec row; every model),
 #        generic (MINFER_MATVEC_TWO_TYPES=0: two-type q/k/v on the run-time-typed kernel; the Q4_K_M files),
 #        split (MINFER_ATTN_DECODE=split: decode attention by split and combine; 0.5B Q8_0, 7B Q4_K_M),
-#        depth (tg128 deep into the context, attention auto / one launch / split; 0.5B Q8_0, 7B Q4_K_M)
+#        depth (tg128 deep into the context, attention auto / one launch / split; 0.5B Q8_0, 7B Q4_K_M),
+#        piped (7B gate/up not pipelined, MINFER_GATE_UP_PIPED=0, and in the other block shape, =2)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
 #     ncu-large    the same for 7B Q4_K_M
-#     ncu-stream   stall reasons of the streamed vs the plain gate/up kernel (kernel bench)
+#     ncu-stream   stall reasons of the streamed, plain and pipelined gate/up kernels (kernel bench)
 #     ncu-detail   stall reasons, memory and occupancy of 7B's matvecs, and their SASS
 #     profile-large  7B Q4_K_M pp512 / tg128 time per op kind (minfer bench --profile)
 #     timeline     each decode kernel's share of a replayed step (CUPTI), 0.5B Q8_0 and 7B Q4_K_M
@@ -267,15 +268,16 @@ stage_bench_kernels() {
   "$build/tests/gpu/gpu_matvec_bench" ${KERNEL_VARIANTS:-auto stream stream:8/64/2 stream:4/128/4} 2>&1 | tee -a "$summary"
 }
 
-# The streamed and the plain gate/up kernel on 7B Q4_K shapes under Nsight
-# Compute: stall reasons a issued instruction, instructions, shared-memory
-# bank conflicts, DRAM throughput (why the streamed one is slower).
+# The streamed, the plain and the pipelined gate/up kernel (NCU_VARIANTS:
+# matvec_bench variants) on 7B Q4_K shapes under Nsight Compute: stall
+# reasons a issued instruction, instructions, shared-memory bank conflicts,
+# DRAM throughput.
 stage_ncu_stream() {
   local ncu v k
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   [ -n "$ncu" ] || { note "ncu: not found"; return 0; }
-  for v in stream auto; do
-    k=matvec_stream_kernel; [ "$v" = auto ] && k=gate_up_kernel
+  for v in ${NCU_VARIANTS:-stream auto+plain auto}; do
+    case $v in stream*) k=matvec_stream_kernel ;; *plain*) k=gate_up_kernel ;; *) k=gate_up_piped_kernel ;; esac
     MATVEC_BENCH_CASE="${NCU_CASE:-7b gate_up q4_k}" "$ncu" --clock-control none --cache-control none -k "regex:$k" --launch-skip 20 --launch-count 1 \
       --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__t_sector_hit_rate.pct,smsp__warps_active.avg.per_cycle_active,smsp__issue_active.avg.per_cycle_active,launch__grid_size,launch__occupancy_limit_shared_mem" \
       "$build/tests/gpu/gpu_matvec_bench" "$v" >"$out/ncu-stream-$v.txt" 2>&1
@@ -398,6 +400,8 @@ stage_bench_large() {
              done ;;
       quarter) bench "$a" 7b-q4_k_m-quarter MINFER_MATVEC_LANES=8; bench "$b" 7b-q8_0-quarter MINFER_MATVEC_LANES=8 ;;
       warp) bench "$a" 7b-q4_k_m-warp MINFER_MATVEC_LANES=32; bench "$b" 7b-q8_0-warp MINFER_MATVEC_LANES=32 ;;
+      piped) bench "$a" 7b-q4_k_m-plain MINFER_GATE_UP_PIPED=0; bench "$b" 7b-q8_0-plain MINFER_GATE_UP_PIPED=0
+             bench "$a" 7b-q4_k_m-piped2 MINFER_GATE_UP_PIPED=2; bench "$b" 7b-q8_0-piped2 MINFER_GATE_UP_PIPED=2 ;;
     esac
   done
 }
