@@ -30,7 +30,7 @@ __device__ __forceinline__ float4 ld16fa(const float* p) { return *reinterpret_c
 // `f.u16(p)`: the 2-byte scale at p), in the order the load reads them:
 // global memory (GlobalFetch), a stage in shared memory that the streamed
 // matvec filled (SmemFetch, matvec_stream.cu), or a lane's own slots that
-// the pipelined gate/up fills and reads back (gate_up_piped.cu).
+// the pipelined gate/up fills and reads back (matvec_piped.cu).
 struct GlobalFetch {
   __device__ int4 operator()(const void* p) const { return ld16(p); }
   __device__ uint16_t u16(const uint16_t* p) const { return *p; }
@@ -41,7 +41,7 @@ struct SmemFetch {
 };
 
 // Every plane of w 16-byte aligned: the kernels that copy weights into
-// shared memory (matvec_stream.cu, gate_up_piped.cu) move whole pieces.
+// shared memory (matvec_stream.cu, matvec_piped.cu) move whole pieces.
 inline bool planes_aligned(const DeviceWeight& w) {
   for (const void* p : {w.q, w.qh, w.meta, w.d}) {
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;

@@ -253,15 +253,19 @@ uint64_t matvec_stream_launches();
 // and stages (2-8, fewer if they do not fit); 0 keeps the default.
 void set_matvec_stream_shape(int warps, int units, int stages);
 
-// Gate/up with each lane's weights pipelined through shared memory
-// (gate_up_piped.cu; sm_80 and later): Q4_K and Q8_0 rows of at least 32
-// units a warp a row, without the norm prologue. 0 off; 1 blocks of 32
-// warps with 2 stages, 2 of 16 warps with 4; -1 (the default) picks. The
-// same bits as the plain kernel either way.
+// Decode matvecs and gate/up with each lane's weights pipelined through
+// shared memory (matvec_piped.cu; sm_80 and later): rows of at least 32
+// units a warp a row, one type a launch (matvec: Q8_0, Q4_K, Q5_K, Q6_K;
+// gate/up: Q8_0, Q4_K), without the norm prologue or the tail norm. Mode 0
+// off, 1 every such launch, -1 (the default) those of at least 16 MiB of
+// weights (matvecs: of Q8_0 and Q4_K only). The same bits as the plain
+// kernels either way.
 void set_gate_up_piped(int mode);
 int gate_up_piped();
+void set_matvec_piped(int mode);
+int matvec_piped();
 // Pipelined launches so far (tests and benchmarks check that the path ran).
-uint64_t gate_up_piped_launches();
+uint64_t piped_launches();
 
 // ---- faults (tests only) ---------------------------------------------------
 

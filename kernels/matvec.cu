@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "kernels/dot.cuh"
-#include "kernels/gate_up_piped.cuh"
+#include "kernels/matvec_piped.cuh"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
 #include "kernels/matvec_stream.cuh"
@@ -482,7 +482,8 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
     return cudaErrorInvalidValue;
   }
   if (in.norm_w == nullptr && in.tail_norm_w == nullptr && in.defer_scale == nullptr) {
-    const cudaError_t st = launch_matvec_streamed(tasks, n_tasks, b.in, stream);
+    cudaError_t st = launch_matvec_streamed(tasks, n_tasks, b.in, stream);
+    if (st == cudaErrorNotSupported) st = launch_matvec_piped(tasks, n_tasks, b.in, stream);
     if (st != cudaErrorNotSupported) return st;
   }
   size_t smem = 0;
@@ -606,7 +607,7 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
       }
     }
     // A warp a row without the norm prologue: pipelined where it applies
-    // (gate_up_piped.cu; Q4_K and Q8_0).
+    // (matvec_piped.cu).
     if (in.norm_w == nullptr) {
       const cudaError_t st = launch_gate_up_piped(gate, up, din, in.defer_scale, h, hq.q, hds, stream);
       if (st != cudaErrorNotSupported) return st;

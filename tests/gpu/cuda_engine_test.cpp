@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 #include <nlohmann/json.hpp>
 
 #include "engine/api.h"
@@ -262,6 +263,33 @@ TEST_F(CudaSwitches, MatvecStreamIsBitIdentical) {
   ::unsetenv("MINFER_DEFER_NORM");
   EXPECT_GT(kernels::matvec_stream_launches(), before) << "MINFER_MATVEC_STREAM=1 streamed no matvec";
   expect_same_bits(streamed, plain);
+}
+
+// MINFER_MATVEC_PIPED and MINFER_GATE_UP_PIPED: 1 (every eligible launch
+// pipelined, sm_80; this model's launches are under the default's 16 MiB)
+// against 0 (the plain register-loading kernels) — on this model's Q4_K_M
+// (attn_output and ffn_down rows of 32 units or more) and on its Q8_0
+// (gate/up too). The pipelined kernels must run in the first arm only.
+TEST_F(CudaSwitches, PipedIsBitIdentical) {
+  MINFER_REQUIRE_SM(8, "cp.async");
+  for (const char* type : {"q4_k_m", "q8_0"}) {
+    SCOPED_TRACE(type);
+    if (std::string_view(type) != "q4_k_m") m_ = std::make_unique<Loaded>(test::synth_model("qwen3-0.6b", type, 2, 512));
+    std::vector<float> logits[2];
+    uint64_t launches[2] = {0, 0};
+    for (int on = 0; on < 2; ++on) {
+      ::setenv("MINFER_MATVEC_PIPED", on ? "1" : "0", 1);
+      ::setenv("MINFER_GATE_UP_PIPED", on ? "1" : "0", 1);
+      const uint64_t before = kernels::piped_launches();
+      logits[on] = run({});
+      launches[on] = kernels::piped_launches() - before;
+    }
+    ::unsetenv("MINFER_MATVEC_PIPED");
+    ::unsetenv("MINFER_GATE_UP_PIPED");
+    EXPECT_EQ(launches[0], 0u) << "=0 still pipelined";
+    EXPECT_GT(launches[1], 0u) << "=1 pipelined nothing";
+    expect_same_bits(logits[1], logits[0]);
+  }
 }
 
 // MINFER_MATVEC_PRELOAD=0: short-row matvecs load their weights after the

@@ -140,6 +140,21 @@ struct Q8Device {
   kernels::Q8Rows rows() { return kernels::Q8Rows{q.get(), ds.get()}; }
 };
 
+// Turns the pipelined kernels off for a scope (restoring them after), so that
+// a test comparing variants of the plain kernels runs the plain kernels.
+struct PipedOff {
+  PipedOff() {
+    kernels::set_matvec_piped(0);
+    kernels::set_gate_up_piped(0);
+  }
+  ~PipedOff() {
+    kernels::set_matvec_piped(-1);
+    kernels::set_gate_up_piped(-1);
+  }
+  PipedOff(const PipedOff&) = delete;
+  PipedOff& operator=(const PipedOff&) = delete;
+};
+
 bool is_float_type(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 // Tolerance of a matvec element relative to Σ|w·x| of its row (the scale of
@@ -282,6 +297,7 @@ TEST(GpuGateUp, FusedEqualsChainBitForBitAndMatchesReference) {
 // PDL wait (kernels::set_matvec_preload).
 TEST(GpuMatvecSchedule, ClampedGroupsEqualUnitAtATimeBitForBit) {
   MINFER_REQUIRE_GPU();
+  const PipedOff plain;  // the plain kernels' variants, not the pipelined ones
   const int saved = kernels::matvec_schedule();
   for (const MatvecCase c : {MatvecCase{DType::kQ4_K, 96, 3584}, MatvecCase{DType::kQ4_K, 64, 256},
                              MatvecCase{DType::kQ5_K, 64, 4864}, MatvecCase{DType::kQ6_K, 64, 18944},
@@ -371,6 +387,7 @@ void expect_same_batch(const BatchOut& got, const BatchOut& want, const std::str
 TEST(GpuMatvecStream, StreamedEqualsPlainBitForBit) {
   MINFER_REQUIRE_GPU();
   MINFER_REQUIRE_SM90();
+  const PipedOff plain;  // the plain kernels' variants, not the pipelined ones
   struct Shape {
     int warps, units, stages;
   };
@@ -421,17 +438,18 @@ TEST(GpuMatvecStream, StreamedEqualsPlainBitForBit) {
   }
 }
 
-// The pipelined gate/up (each lane's weights through its own shared-memory
-// slots by cp.async, sm_80 and later) sums the plain kernel's units in the
-// same order: identical h and Q8 of h for both block shapes, with and
-// without the deferred norm's scale, on rows of exactly a warp's units, one
-// more (a second step with one lane's unit kept), 7B's 56 Q4_K units and
-// 112 Q8_0 units, and row counts that give a block one group of 32 rows or
-// several (more groups than the device has SMs, 7B's 18,944 rows).
-TEST(GpuGateUpPiped, PipedEqualsPlainBitForBit) {
+// The pipelined kernels (each lane's weights through its own shared-memory
+// slots by cp.async, sm_80 and later) sum the plain kernels' units in the
+// same order: identical bits.
+//
+// Gate/up: h and its Q8 blocks, with and without the deferred norm's scale,
+// on rows of exactly a warp's units, one more (a second step with one lane's
+// unit kept), 7B's 56 Q4_K and 112 Q8_0 units, and row counts that give a
+// block one group of 32 rows or several (more groups than the device has
+// SMs; 7B's 18,944 rows).
+TEST(GpuPiped, GateUpEqualsPlainBitForBit) {
   MINFER_REQUIRE_GPU();
   MINFER_REQUIRE_SM(8, "cp.async");
-  const int saved = kernels::gate_up_piped();
   for (const MatvecCase c : {MatvecCase{DType::kQ4_K, 32, 2048}, MatvecCase{DType::kQ4_K, 96, 3584},
                              MatvecCase{DType::kQ4_K, 4864, 2304}, MatvecCase{DType::kQ8_0, 64, 1056},
                              MatvecCase{DType::kQ8_0, 18944, 1024}, MatvecCase{DType::kQ8_0, 96, 3584}}) {
@@ -451,33 +469,72 @@ TEST(GpuGateUpPiped, PipedEqualsPlainBitForBit) {
         std::vector<float> h, ds;
         std::vector<int8_t> q;
       };
-      auto run = [&](int mode, Out& o) {
-        kernels::set_gate_up_piped(mode);
+      auto run = [&](bool piped, Out& o) {
+        kernels::set_gate_up_piped(piped ? 1 : 0);  // 1: whatever the size
         DeviceArray<float> h(static_cast<size_t>(c.rows));
         Q8Device hq(1, c.rows);
-        const uint64_t before = kernels::gate_up_piped_launches();
+        const uint64_t before = kernels::piped_launches();
         CUDA_ASSERT(kernels::launch_gate_up_swiglu(gate.dev, up.dev, in, h.get(), hq.rows(), nullptr));
-        EXPECT_EQ(kernels::gate_up_piped_launches() - before, mode == 0 ? 0u : 1u) << "pipelined launches, mode " << mode;
+        kernels::set_gate_up_piped(-1);
+        EXPECT_EQ(kernels::piped_launches() - before, piped ? 1u : 0u) << "pipelined launches";
         o.h = h.download();
         o.q = hq.q.download();
         o.ds = hq.ds.download();
       };
-      Out plain;
-      run(0, plain);
+      Out plain, got;
+      run(false, plain);
+      run(true, got);
       ASSERT_FALSE(HasFatalFailure());
-      for (const int mode : {1, 2, -1}) {
-        Out got;
-        run(mode, got);
-        ASSERT_FALSE(HasFatalFailure());
-        const std::string label = what + (deferred ? " deferred" : "") + " mode " + std::to_string(mode);
-        test::expect_same_bits(got.h, plain.h, label + " h");
-        EXPECT_EQ(got.q, plain.q) << label;
-        test::expect_same_bits(got.ds, plain.ds, label + " Q8 scales");
-      }
+      const std::string label = what + (deferred ? " deferred" : "");
+      test::expect_same_bits(got.h, plain.h, label + " h");
+      EXPECT_EQ(got.q, plain.q) << label;
+      test::expect_same_bits(got.ds, plain.ds, label + " Q8 scales");
       for (float v : plain.h) ASSERT_TRUE(std::isfinite(v)) << what;
     }
   }
-  kernels::set_gate_up_piped(saved);
+}
+
+// Matvec: a three-weight batch with bias, residual and argmax (and gate/up
+// of the first two where the rows make Q8 groups), for every pipelined type,
+// on rows of 33 units to 7B ffn_down's 296 (Q4_K, Q6_K) and 592 (Q8_0), row
+// counts under and over the launch's warps (a warp one row or several), and
+// a batch whose rows are not a multiple of anything.
+TEST(GpuPiped, MatvecEqualsPlainBitForBit) {
+  MINFER_REQUIRE_GPU();
+  MINFER_REQUIRE_SM(8, "cp.async");
+  for (const MatvecCase c : {MatvecCase{DType::kQ8_0, 37, 1056}, MatvecCase{DType::kQ8_0, 64, 18944},
+                             MatvecCase{DType::kQ4_K, 96, 3584}, MatvecCase{DType::kQ4_K, 3584, 2304},
+                             MatvecCase{DType::kQ4_K, 45, 18944}, MatvecCase{DType::kQ5_K, 64, 4864},
+                             MatvecCase{DType::kQ6_K, 33, 18944}, MatvecCase{DType::kQ6_K, 3000, 2048}}) {
+    const std::string what = std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k);
+    SCOPED_TRACE(what);
+    TestWeight w(c.type, c.rows, c.k, 411), w2(c.type, c.rows, c.k, 412), w3(c.type, 2 * c.rows + 3, c.k, 413);
+    const std::vector<float> x = test::random_floats(static_cast<size_t>(c.k), 414);
+    const std::vector<float> bias = test::random_floats(static_cast<size_t>(c.rows), 415);
+    const std::vector<float> resid = test::random_floats(static_cast<size_t>(c.rows), 416);
+    DeviceArray<float> dx, db;
+    dx.upload(x);
+    db.upload(bias);
+    Q8Device xq(1, c.k);
+    CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, c.k, xq.rows(), nullptr));
+    const kernels::MatvecInput in{dx.get(), xq.rows()};
+    auto run = [&](bool piped, BatchOut& o) {
+      kernels::set_matvec_piped(piped ? 1 : 0);  // 1: whatever the size
+      kernels::set_gate_up_piped(piped ? 1 : 0);
+      const uint64_t before = kernels::piped_launches();
+      run_batch(w, w2, w3, in, db.get(), resid, o);
+      kernels::set_matvec_piped(-1);
+      kernels::set_gate_up_piped(-1);
+      const bool gate_up = c.rows % 32 == 0 && (c.type == DType::kQ8_0 || c.type == DType::kQ4_K);
+      EXPECT_EQ(kernels::piped_launches() - before, piped ? (gate_up ? 2u : 1u) : 0u) << "pipelined launches";
+    };
+    BatchOut plain, got;
+    run(false, plain);
+    run(true, got);
+    ASSERT_FALSE(HasFatalFailure());
+    expect_same_batch(got, plain, what);
+    for (float v : plain.y3) ASSERT_TRUE(std::isfinite(v)) << what;
+  }
 }
 
 // A quarter-warp a row (kernels::set_matvec_lanes(8)) sums each row's units
@@ -489,6 +546,7 @@ TEST(GpuGateUpPiped, PipedEqualsPlainBitForBit) {
 // preloaded before the PDL wait), and the norm prologue.
 TEST(GpuMatvecQuarter, QuarterRowsEqualWarpRowsBitForBit) {
   MINFER_REQUIRE_GPU();
+  const PipedOff plain;  // the plain kernels' variants, not the pipelined ones
   const int saved_lanes = kernels::matvec_lanes(), saved_schedule = kernels::matvec_schedule();
   for (const MatvecCase c : {MatvecCase{DType::kQ8_0, 37, 896}, MatvecCase{DType::kQ8_0, 64, 4864},
                              MatvecCase{DType::kQ8_0, 9, 96}, MatvecCase{DType::kQ4_K, 96, 3584},

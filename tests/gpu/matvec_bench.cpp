@@ -121,15 +121,17 @@ struct Variant {
   int warps = 0, units = 0, stages = 0;
   bool preload = true;     // kernels::set_matvec_preload
   bool two_types = true;   // kernels::set_matvec_two_types
-  int piped = -1;          // kernels::set_gate_up_piped
+  int piped_mv = -1;       // kernels::set_matvec_piped
+  int piped_gu = -1;       // kernels::set_gate_up_piped
 };
 
 // "auto" | "0" | "1" | "2" (lanes a row picked per launch) | "w:S" (a warp a
 // row) | "q:S" (a quarter-warp a row), S = auto, 0, 1 or 2 | "stream" |
 // "stream:W/U/S"; then any of "+nopre" (no
 // weights loaded before the PDL wait), "+generic" (two-type batches on the
-// run-time-typed kernel), "+plain" (gate/up not pipelined), "+piped1" and
-// "+piped2" (the pipelined gate/up's two block shapes).
+// run-time-typed kernel), "+plain" (neither matvecs nor gate/up pipelined),
+// "+plainmv" (matvecs not pipelined), "+piped" (every eligible launch
+// pipelined, whatever its size).
 Variant parse_variant(const std::string& arg) {
   Variant v;
   v.label = arg;
@@ -138,8 +140,9 @@ Variant parse_variant(const std::string& arg) {
     const std::string opt = a.substr(plus + 1);
     if (opt == "nopre") v.preload = false;
     else if (opt == "generic") v.two_types = false;
-    else if (opt == "plain") v.piped = 0;
-    else if (opt == "piped1" || opt == "piped2") v.piped = opt.back() - '0';
+    else if (opt == "plain") v.piped_mv = v.piped_gu = 0;
+    else if (opt == "plainmv") v.piped_mv = 0;
+    else if (opt == "piped") v.piped_mv = v.piped_gu = 1;
     else std::fprintf(stderr, "unknown variant option '%s' in %s\n", opt.c_str(), arg.c_str());
     a.resize(plus);
   }
@@ -194,7 +197,8 @@ Result run_case(const Case& c, const Variant& variant, size_t l2_bytes, cudaStre
   minfer::kernels::set_matvec_stream_shape(variant.warps, variant.units, variant.stages);
   minfer::kernels::set_matvec_preload(variant.preload);
   minfer::kernels::set_matvec_two_types(variant.two_types);
-  minfer::kernels::set_gate_up_piped(variant.piped);
+  minfer::kernels::set_matvec_piped(variant.piped_mv);
+  minfer::kernels::set_gate_up_piped(variant.piped_gu);
   minfer::kernels::MatvecInput in;
   in.x = x;
   in.xq.q = xq;

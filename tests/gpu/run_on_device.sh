@@ -18,7 +18,8 @@
 #        generic (MINFER_MATVEC_TWO_TYPES=0: two-type q/k/v on the run-time-typed kernel; the Q4_K_M files),
 #        split (MINFER_ATTN_DECODE=split: decode attention by split and combine; 0.5B Q8_0, 7B Q4_K_M),
 #        depth (tg128 deep into the context, attention auto / one launch / split; 0.5B Q8_0, 7B Q4_K_M),
-#        piped (7B gate/up not pipelined, MINFER_GATE_UP_PIPED=0, and in the other block shape, =2)
+#        piped (7B with nothing pipelined, MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0, and with
+#        every eligible launch pipelined, =1; the smaller models' launches are under the default's 16 MiB)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
 #     ncu-large    the same for 7B Q4_K_M
 #     ncu-stream   stall reasons of the streamed, plain and pipelined gate/up kernels (kernel bench)
@@ -400,8 +401,10 @@ stage_bench_large() {
              done ;;
       quarter) bench "$a" 7b-q4_k_m-quarter MINFER_MATVEC_LANES=8; bench "$b" 7b-q8_0-quarter MINFER_MATVEC_LANES=8 ;;
       warp) bench "$a" 7b-q4_k_m-warp MINFER_MATVEC_LANES=32; bench "$b" 7b-q8_0-warp MINFER_MATVEC_LANES=32 ;;
-      piped) bench "$a" 7b-q4_k_m-plain MINFER_GATE_UP_PIPED=0; bench "$b" 7b-q8_0-plain MINFER_GATE_UP_PIPED=0
-             bench "$a" 7b-q4_k_m-piped2 MINFER_GATE_UP_PIPED=2; bench "$b" 7b-q8_0-piped2 MINFER_GATE_UP_PIPED=2 ;;
+      piped) bench "$a" 7b-q4_k_m-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
+             bench "$b" 7b-q8_0-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
+             bench "$a" 7b-q4_k_m-allpiped MINFER_MATVEC_PIPED=1 MINFER_GATE_UP_PIPED=1
+             bench "$b" 7b-q8_0-allpiped MINFER_MATVEC_PIPED=1 MINFER_GATE_UP_PIPED=1 ;;
     esac
   done
 }

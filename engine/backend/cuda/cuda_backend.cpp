@@ -162,12 +162,17 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // bench/results/2026-11-30-h200-session4). The same bits either way.
   const char* stream_env = std::getenv("MINFER_MATVEC_STREAM");
   kernels::set_matvec_stream(facts_.cc_major >= 9 && stream_env != nullptr && std::string_view(stream_env) == "1");
-  // Gate/up pipelined through shared memory (kernels.h; Q4_K and Q8_0 rows
-  // a warp a row): picked per launch unless MINFER_GATE_UP_PIPED=0 turns it
-  // off or 1|2 forces a block shape (A/B runs). The same bits either way.
-  const char* piped = std::getenv("MINFER_GATE_UP_PIPED");
-  const std::string_view piped_sv = piped != nullptr ? piped : "";
-  kernels::set_gate_up_piped(piped_sv == "0" ? 0 : piped_sv == "1" ? 1 : piped_sv == "2" ? 2 : -1);
+  // Decode matvecs and gate/up pipelined through shared memory (kernels.h):
+  // launches of at least 16 MiB of weights (matvecs: Q8_0 and Q4_K) unless
+  // MINFER_MATVEC_PIPED / MINFER_GATE_UP_PIPED say 0 (none) or 1 (every
+  // eligible one; A/B runs). The same bits either way.
+  auto piped_mode = [](const char* name) {
+    const char* v = std::getenv(name);
+    const std::string_view sv = v != nullptr ? v : "";
+    return sv == "0" ? 0 : sv == "1" ? 1 : -1;
+  };
+  kernels::set_matvec_piped(piped_mode("MINFER_MATVEC_PIPED"));
+  kernels::set_gate_up_piped(piped_mode("MINFER_GATE_UP_PIPED"));
   // MINFER_NORM_TAIL=1: a norm of the residual stream right after the
   // product that adds to it rides on that product's last block (one launch
   // fewer, the same bits). Opt-in: on the H200 (2026-12-01, same run) the

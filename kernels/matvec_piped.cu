@@ -1,0 +1,370 @@
+// Decode matvecs and gate/up + SwiGLU with each lane's weights pipelined
+// through shared memory (sm_80 and later).
+//
+// The plain kernels (matvec.cu) hold a lane's weights in registers from load
+// to use, so a warp loads a unit, waits, computes, and only then loads the
+// next: with 64 registers a thread (two blocks of 512 an SM) little else
+// fits. On the H200 (7B gate/up Q4_K, Nsight Compute) that issues 0.6
+// instructions a cycle a scheduler, stalled on those loads, at 60% of the
+// copy bandwidth; and gate/up's 592 blocks of 32 rows make 2.24 waves of the
+// 264 resident, the last 11% of the rows costing 19% of the time
+// (tests/gpu/matvec_bench.cpp "2 waves").
+//
+// Here a lane copies its units' 16-byte pieces with cp.async into slots of
+// its own in shared memory — no register holds a byte in flight — kStages
+// steps ahead of the one it computes (a step: one unit of each weight a row
+// has), the first kStages before the PDL wait (weights are constants). One
+// block of 32 warps an SM, the launch exactly the resident blocks, rows
+// shared out so that warps differ by at most one. Lane l of a row takes units
+// l, l + 32, ... in order, as the plain kernels do: the same sums, the same
+// bits.
+//
+// Types with Unit::Raw (Q8_0, Q4_K: three pieces a unit; Q5_K, Q6_K: five),
+// rows of at least 32 units, one type a launch, without the norm prologue or
+// the tail norm; gate/up takes the three-piece types. By default only
+// launches of at least 16 MiB of weights (kPipedMinBytes) and, for matvecs,
+// of the three-piece types (kPipedMinStages). Every other launch takes
+// matvec.cu's kernels.
+#include <algorithm>
+#include <atomic>
+
+#include "kernels/dot.cuh"
+#include "kernels/kernels.h"
+#include "kernels/launch.cuh"
+#include "kernels/matvec_piped.cuh"
+
+namespace minfer::kernels {
+namespace {
+
+std::atomic<int> g_gate_up_piped{-1};
+std::atomic<int> g_matvec_piped{-1};
+std::atomic<uint64_t> g_piped_launches{0};
+
+constexpr int kPipedWarps = 32;            // a block: one an SM
+// The least weight bytes a launch pipelines by default (mode -1). A block of
+// 32 warps and 192 KiB of slots cannot start on an SM until the previous
+// kernel's blocks there are gone, so the plain kernels' PDL overlap (their
+// small blocks start early and load before the wait) is lost: on the H200
+// (2026-12-01, same run) pipelining every eligible launch won on 7B's
+// gate/up and ffn_down (kernel bench, µs: gate/up Q4_K 30.0 → 25.6, Q8_0
+// 49.9 → 37.2; ffn_down Q4_K 21.2 → 17.5, Q6_K 24.0 → 21.8, Q8_0 28.4 →
+// 20.5) and lost on the short launches of a decode step (7B attn_output
+// Q4_K 4.2 → 5.7, output head Q6_K 147 → 158; tg128 0.5B Q8_0 1,858 →
+// 1,820 tok/s, 1.5B Q4_K_M 1,003 → 976, 7B Q4_K_M 469 → 461 against gate/up
+// alone).
+constexpr size_t kPipedMinBytes = size_t{16} << 20;
+// Nor by default the five-piece types (Q5_K, Q6_K), whose slots leave a
+// matvec two stages where the others have four: in a 7B Q4_K_M decode step
+// (CUPTI timeline, H200, 2026-12-01) ffn_down Q6_K took 20.3 µs a layer
+// pipelined against 16.5 plain and the output head 172 against 147, while
+// ffn_down Q4_K took 15.9 against about 17.
+constexpr int kPipedMinStages = 4;
+constexpr int kSlotBytes = 192 * 1024;     // the slots of a block, at most
+
+// 16-byte pieces a unit of T (Unit::load's reads; a 2-byte scale takes the
+// aligned word that holds it); 0: not pipelined.
+template <int kType>
+constexpr int kPieces = kType == static_cast<int>(WType::kQ8_0) || kType == static_cast<int>(WType::kQ4_K)   ? 3
+                        : kType == static_cast<int>(WType::kQ5_K) || kType == static_cast<int>(WType::kQ6_K) ? 5
+                                                                                                              : 0;
+// Stages for kW weights a row: as many as 192 KiB of slots hold, at least 2.
+template <int kType, int kW>
+constexpr int kStagesFor = std::max(2, kSlotBytes / (kPipedWarps * kW * kPieces<kType> * kWarp * 16));
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// A lane's slots of one stage: piece i at slot[i * kWarp] (the warp's lanes
+// side by side, so that a warp's 16-byte reads of one piece are conflict-free).
+//
+// IssueFetch: Unit::load's pieces go out as cp.async into the slots, in the
+// order the load reads them (the 2-byte scale as the aligned 4-byte word
+// holding it). ReadFetch: the same load again, its pieces from the slots.
+struct IssueFetch {
+  int4* slot;
+  int i = 0;
+  __device__ int4 operator()(const void* p) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(slot + kWarp * i++)), "l"(p) : "memory");
+    return int4{};
+  }
+  __device__ uint16_t u16(const uint16_t* p) {
+    const void* word = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3});
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_addr(slot + kWarp * i++)), "l"(word) : "memory");
+    return 0;
+  }
+};
+struct ReadFetch {
+  const int4* slot;
+  int i = 0;
+  __device__ int4 operator()(const void*) { return slot[kWarp * i++]; }
+  __device__ uint16_t u16(const uint16_t* p) {
+    const uint32_t word = *reinterpret_cast<const uint32_t*>(slot + kWarp * i++);
+    return static_cast<uint16_t>((reinterpret_cast<uintptr_t>(p) & 2) ? word >> 16 : word);
+  }
+};
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// Where the j-th row a warp takes is: its task and its row in the task.
+struct RowAt {
+  int task, r;
+};
+
+// The pipeline of one warp over its n_rows rows (row_at(j)), kW weights a row
+// (weight(task, wi)), all of one type and width: then done(j, row, sums) with
+// the rows' warp sums (every lane gets them). Calls pdl_begin once its first
+// kStages steps are out. `ring`: this lane's slot 0 of the warp's stages.
+template <WType T, int kW, int kStages, class RowOf, class WeightOf, class Done>
+__device__ __forceinline__ void pipe_rows(int4* ring, int lane, int n_rows, int n_units, const DotInput& in, RowOf row_at,
+                                          WeightOf weight, Done done) {
+  constexpr int kStageInts = kW * kPieces<static_cast<int>(T)> * kWarp;
+  const int n_iter = (n_units + kWarp - 1) / kWarp;  // steps a row
+  // The next step to issue: row ij, units from lane + 32 iit, into stage ist.
+  int ij = 0, iit = 0, ist = 0;
+  auto issue_next = [&] {
+    if (ij < n_rows) {
+      const RowAt at = row_at(ij);
+      const int u = min(lane + kWarp * iit, n_units - 1);  // past the row: its last unit again, value dropped
+      IssueFetch f{ring + ist * kStageInts};
+#pragma unroll
+      for (int wi = 0; wi < kW; ++wi) Unit<T>::load(weight(at.task, wi), at.r, u, f);
+      if (++iit == n_iter) iit = 0, ++ij;
+    }
+    cp_async_commit();  // an empty group past the end keeps the count the wait relies on
+    if (++ist == kStages) ist = 0;
+  };
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) issue_next();
+  pdl_begin();
+
+  float acc[kW] = {};
+  int j = 0, it = 0, st = 0;
+  RowAt at = n_rows > 0 ? row_at(0) : RowAt{0, 0};
+  for (int s = 0, n_steps = n_rows * n_iter; s < n_steps; ++s) {
+    cp_async_wait<kStages - 1>();  // this lane's step s has landed
+    ReadFetch f{ring + st * kStageInts};
+    const int u = min(lane + kWarp * it, n_units - 1);
+    float part[kW];
+#pragma unroll
+    for (int wi = 0; wi < kW; ++wi) {
+      // (the row for the scale's half of its word)
+      part[wi] = Unit<T>::dot(Unit<T>::load(weight(at.task, wi), at.r, u, f), u, in);
+    }
+    if (lane + kWarp * it < n_units) {
+#pragma unroll
+      for (int wi = 0; wi < kW; ++wi) acc[wi] = add_rn(acc[wi], part[wi]);
+    }
+    issue_next();  // step s + kStages into the stage just read
+    if (++st == kStages) st = 0;
+    if (++it == n_iter) {
+      float sums[kW];
+#pragma unroll
+      for (int wi = 0; wi < kW; ++wi) {
+        sums[wi] = warp_sum(acc[wi]);
+        acc[wi] = 0.0f;
+      }
+      done(j, at, sums);
+      it = 0;
+      if (++j < n_rows) at = row_at(j);
+    }
+  }
+}
+#endif
+
+// Gate/up: block c takes Q8 blocks of h [c n / G, (c + 1) n / G) — whole
+// groups of 32 rows, so it quantizes its own, and SMs differ by at most one
+// group; warp w the block's rows w, w + 32, ... kDefer: the deferred norm's
+// scale, applied as the plain kernel applies it.
+template <int kType, bool kDefer>
+__global__ void __launch_bounds__(kPipedWarps * kWarp, 1)
+    gate_up_piped_kernel(DeviceWeight gate, DeviceWeight up, DotInput in, const float* defer_scale, float* h, int8_t* hq,
+                         float2* hds) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr WType T = static_cast<WType>(kType);
+  constexpr int kStages = kStagesFor<kType, 2>;
+  extern __shared__ __align__(16) int4 piped_smem[];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int n_groups = gate.n_rows / 32;
+  const int g0 = static_cast<int>(static_cast<long long>(blockIdx.x) * n_groups / gridDim.x);
+  const int g1 = static_cast<int>(static_cast<long long>(blockIdx.x + 1) * n_groups / gridDim.x);
+  constexpr int kWarpInts = kStages * 2 * kPieces<kType> * kWarp;
+  float* out = reinterpret_cast<float*>(piped_smem + kPipedWarps * kWarpInts);  // the block's h, for its Q8 blocks
+  const int my_rows = (32 * (g1 - g0) - warp + kPipedWarps - 1) / kPipedWarps;
+  pipe_rows<T, 2, kStages>(
+      piped_smem + warp * kWarpInts + lane, lane, my_rows, gate.k / Unit<T>::kElems, in,
+      [&](int j) { return RowAt{0, 32 * g0 + warp + kPipedWarps * j}; },
+      [&](int, int wi) -> const DeviceWeight& { return wi == 0 ? gate : up; },
+      [&](int j, RowAt at, const float (&sums)[2]) {
+        float g = sums[0], v = sums[1];
+        if constexpr (kDefer) {
+          const float scale = *defer_scale;
+          g = __fmul_rn(g, scale);
+          v = __fmul_rn(v, scale);
+        }
+        if (lane == 0) {
+          const float hv = silu(g) * v;
+          out[warp + kPipedWarps * j] = hv;
+          h[at.r] = hv;
+        }
+      });
+  __syncthreads();
+  if (hq != nullptr) {
+    for (int g = warp; g < g1 - g0; g += kPipedWarps) quantize_block_q8(out[32 * g + lane], lane, g0 + g, hq, hds);
+  }
+#else
+  __trap();  // launched only on sm_80 and later (device_limits().cc_major)
+#endif
+}
+
+// Matvec: the tasks' rows one after the other; warp w of block b is warp
+// gw = w G + b of the launch (G blocks) and takes rows gw, gw + W, ... (W
+// warps in all), so that a launch of fewer rows than warps still spreads
+// over every SM. Each row is written as matvec.cu writes it (bias,
+// residual, argmax).
+struct PipedBatch {
+  MatvecTask t[kMaxMatvecTasks];
+  int begin[kMaxMatvecTasks + 1];  // first row of each task; begin[n_tasks]: all rows
+  int n_tasks;
+  DotInput in;
+};
+
+template <int kType>
+__global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(PipedBatch b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr WType T = static_cast<WType>(kType);
+  constexpr int kStages = kStagesFor<kType, 1>;
+  extern __shared__ __align__(16) int4 piped_smem[];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int gw = warp * gridDim.x + blockIdx.x, n_warps = gridDim.x * kPipedWarps;
+  const int n_rows = b.begin[b.n_tasks];
+  const int my_rows = gw < n_rows ? (n_rows - gw + n_warps - 1) / n_warps : 0;
+  // Tasks by constant indices (a run-time index into the parameter would
+  // copy it to local memory).
+  auto task = [&](int ti) -> const MatvecTask& { return ti == 2 ? b.t[2] : ti == 1 ? b.t[1] : b.t[0]; };
+  pipe_rows<T, 1, kStages>(
+      piped_smem + warp * kStages * kPieces<kType> * kWarp + lane, lane, my_rows, b.t[0].w.k / Unit<T>::kElems, b.in,
+      [&](int j) {
+        const int g = gw + n_warps * j;
+        const int ti = (b.n_tasks > 2 && g >= b.begin[2]) ? 2 : (b.n_tasks > 1 && g >= b.begin[1]) ? 1 : 0;
+        return RowAt{ti, g - (ti == 2 ? b.begin[2] : ti == 1 ? b.begin[1] : 0)};
+      },
+      [&](int ti, int) -> const DeviceWeight& { return task(ti).w; },
+      [&](int, RowAt at, const float (&sums)[1]) {
+        if (lane != 0) return;
+        const MatvecTask& t = task(at.task);
+        float v = sums[0];
+        if (t.bias != nullptr) v += t.bias[at.r];
+        const float o = t.accumulate ? t.y[at.r] + v : v;
+        t.y[at.r] = o;
+        if (t.argmax != nullptr) argmax_fold(t.argmax, argmax_pack(o, at.r));
+      });
+#else
+  __trap();  // launched only on sm_80 and later (device_limits().cc_major)
+#endif
+}
+
+// Launches `kernel` on the resident blocks (at most `max_blocks`) with `slots`
+// bytes of slots and `extra` bytes of shared memory a block for every
+// `per_block` units of work the block may get out of `work`.
+template <class Kernel, class... Args>
+cudaError_t launch_resident(Kernel kernel, size_t slots, int work, int max_blocks, size_t extra, cudaStream_t stream, Args&&... args) {
+  const DeviceLimits lim = device_limits();
+  const int threads = kPipedWarps * kWarp;
+  const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, slots + extra, lim.max_smem);
+  if (per_sm < 1 || lim.sms == 0) return cudaErrorNotSupported;
+  const int grid = std::min(max_blocks, per_sm * lim.sms);
+  const size_t smem = slots + extra * static_cast<size_t>((work + grid - 1) / grid);
+  if (smem > static_cast<size_t>(lim.max_smem)) return cudaErrorNotSupported;
+  const cudaError_t st = launch_kernel(kernel, dim3(grid), dim3(threads), smem, stream, std::forward<Args>(args)...);
+  if (st == cudaSuccess) g_piped_launches.fetch_add(1, std::memory_order_relaxed);
+  return st;
+}
+
+// Whether weights of type T and width k may be pipelined (sm_80, whole units,
+// a warp's worth of them a row, 16-byte aligned planes).
+template <int kType>
+bool pipeable(const DeviceWeight& w, int weights) {
+  if constexpr (kPieces<kType> == 0) {
+    return false;
+  } else {
+    constexpr int kElems = Unit<static_cast<WType>(kType)>::kElems;
+    return device_limits().cc_major >= 8 && (weights == 1 || kPieces<kType> == 3) && w.k % kElems == 0 &&
+           w.k / kElems >= kWarp && planes_aligned(w);
+  }
+}
+
+// Whether a launch of `n` weights is pipelined under `mode` (set_*_piped):
+// off, every eligible launch, or (-1) those of at least kPipedMinBytes.
+bool wanted(int mode, const DeviceWeight* w, int n) {
+  if (mode >= 0) return mode == 1;
+  size_t bytes = 0;
+  for (int i = 0; i < n; ++i) {
+    const PlaneSizes ps = plane_sizes(w[i].type, w[i].k);
+    bytes += (ps.q_row + ps.qh_row + ps.meta_row + ps.d_row) * static_cast<size_t>(w[i].n_rows);
+  }
+  return bytes >= kPipedMinBytes;
+}
+
+}  // namespace
+
+void set_gate_up_piped(int mode) { g_gate_up_piped.store(mode, std::memory_order_relaxed); }
+int gate_up_piped() { return g_gate_up_piped.load(std::memory_order_relaxed); }
+void set_matvec_piped(int mode) { g_matvec_piped.store(mode, std::memory_order_relaxed); }
+int matvec_piped() { return g_matvec_piped.load(std::memory_order_relaxed); }
+uint64_t piped_launches() { return g_piped_launches.load(std::memory_order_relaxed); }
+
+cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& up, const DotInput& in, const float* defer_scale,
+                                 float* h, int8_t* hq, float2* hds, cudaStream_t stream) {
+  const DeviceWeight both[2] = {gate, up};
+  if (!wanted(gate_up_piped(), both, 2) || gate.type != up.type || gate.k != up.k || gate.n_rows != up.n_rows ||
+      gate.n_rows % 32 != 0 || !planes_aligned(up)) {
+    return cudaErrorNotSupported;
+  }
+  return dispatch_wtype(gate.type, [&](auto type) -> cudaError_t {
+    constexpr int T = decltype(type)::value;
+    if constexpr (kPieces<T> != 3) {
+      return cudaErrorNotSupported;
+    } else {
+      if (!pipeable<T>(gate, 2)) return cudaErrorNotSupported;
+      const size_t slots = sizeof(int4) * kPipedWarps * kStagesFor<T, 2> * 2 * kPieces<T> * kWarp;
+      const int n_groups = gate.n_rows / 32;
+      auto kernel = defer_scale != nullptr ? gate_up_piped_kernel<T, true> : gate_up_piped_kernel<T, false>;
+      return launch_resident(kernel, slots, n_groups, n_groups, 32 * sizeof(float), stream, gate, up, in, defer_scale, h, hq, hds);
+    }
+  });
+}
+
+cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotInput& in, cudaStream_t stream) {
+  PipedBatch b{};
+  b.n_tasks = n_tasks;
+  b.in = in;
+  int rows = 0;
+  for (int i = 0; i < n_tasks; ++i) {
+    if (tasks[i].w.type != tasks[0].w.type || tasks[i].w.k != tasks[0].w.k) return cudaErrorNotSupported;
+    b.t[i] = tasks[i];
+    b.begin[i] = rows;
+    rows += tasks[i].w.n_rows;
+  }
+  b.begin[n_tasks] = rows;
+  const DeviceWeight w[kMaxMatvecTasks] = {b.t[0].w, b.t[1].w, b.t[2].w};
+  if (!wanted(matvec_piped(), w, n_tasks)) return cudaErrorNotSupported;
+  return dispatch_wtype(tasks[0].w.type, [&](auto type) -> cudaError_t {
+    constexpr int T = decltype(type)::value;
+    if constexpr (kPieces<T> == 0) {
+      return cudaErrorNotSupported;
+    } else {
+      if (matvec_piped() < 0 && kStagesFor<T, 1> < kPipedMinStages) return cudaErrorNotSupported;
+      for (int i = 0; i < n_tasks; ++i) {
+        if (!pipeable<T>(tasks[i].w, 1)) return cudaErrorNotSupported;
+      }
+      const size_t slots = sizeof(int4) * kPipedWarps * kStagesFor<T, 1> * kPieces<T> * kWarp;
+      return launch_resident(matvec_piped_kernel<T>, slots, rows, rows, 0, stream, b);
+    }
+  });
+}
+
+}  // namespace minfer::kernels

@@ -1,0 +1,18 @@
+// The pipelined decode matvec and gate/up (matvec_piped.cu), called by
+// matvec.cu's launchers before their register-loading kernels. Each returns
+// cudaErrorNotSupported, launching nothing, when it does not apply (switched
+// off, a device before sm_80, a weight type it lacks, mixed types, rows of
+// fewer units than a warp has lanes, unaligned planes); the caller then
+// launches matvec.cu's kernel.
+#pragma once
+
+#include "kernels/dot.cuh"
+#include "kernels/kernels.h"
+
+namespace minfer::kernels {
+
+cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotInput& in, cudaStream_t stream);
+cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& up, const DotInput& in, const float* defer_scale,
+                                 float* h, int8_t* hq, float2* hds, cudaStream_t stream);
+
+}  // namespace minfer::kernels
