@@ -1,4 +1,5 @@
-// The process-wide switch of programmatic dependent launch (launch.cuh).
+// The process-wide kernel switches (kernels.h) and the device facts the
+// launchers size their grids by (launch.cuh).
 #include <atomic>
 #include <map>
 #include <mutex>

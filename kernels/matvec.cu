@@ -10,9 +10,9 @@
 #include <type_traits>
 
 #include "kernels/dot.cuh"
-#include "kernels/matvec_piped.cuh"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
+#include "kernels/matvec_piped.cuh"
 #include "kernels/matvec_stream.cuh"
 #include "kernels/norm.cuh"
 
