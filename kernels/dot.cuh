@@ -40,6 +40,23 @@ struct SmemFetch {
   __device__ uint16_t u16(const uint16_t* p) const { return *p; }
 };
 
+// Where a dot takes its Q8 activations from, by 16-byte chunk c of in.q
+// (values 16 c onwards): where they lie (PlainActs: the row in global
+// memory, or the norm prologue's copy in shared memory), or the pipelined
+// kernels' copy in shared memory with chunk c at c ^ ((c / 8) % 8)
+// (SwizzledActs, matvec_piped.cu). The scales in.ds lie as they are either
+// way. The types the pipelined kernels take (Q8_0, Q4_K, Q5_K, Q6_K) read
+// through it.
+struct PlainActs {
+  __device__ int4 operator()(const DotInput& in, int c) const { return ld16a(in.q + 16 * c); }
+};
+__host__ __device__ constexpr int swizzled_chunk(int c) { return c ^ ((c >> 3) & 7); }
+struct SwizzledActs {
+  __device__ int4 operator()(const DotInput& in, int c) const {
+    return reinterpret_cast<const int4*>(in.q)[swizzled_chunk(c)];
+  }
+};
+
 // Every plane of w 16-byte aligned: the kernels that copy weights into
 // shared memory (matvec_stream.cu, matvec_piped.cu) move whole pieces.
 inline bool planes_aligned(const DeviceWeight& w) {
@@ -206,8 +223,9 @@ struct Unit<WType::kQ8_0> {
     raw.d = f.u16(static_cast<const uint16_t*>(w.meta) + static_cast<size_t>(r) * (w.k / 32) + u);
     return raw;
   }
-  __device__ static float dot(const Raw& raw, int u, const DotInput& in) {
-    const int sumi = dot_q8x16(raw.q0, ld16a(in.q + u * 32), dot_q8x16(raw.q1, ld16a(in.q + u * 32 + 16), 0));
+  template <class A = PlainActs>
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in, A acts = A{}) {
+    const int sumi = dot_q8x16(raw.q0, acts(in, 2 * u), dot_q8x16(raw.q1, acts(in, 2 * u + 1), 0));
     return h2f(raw.d) * in.ds[u].x * static_cast<float>(sumi);
   }
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
@@ -296,8 +314,8 @@ __device__ __forceinline__ RawQK45 load_qk45(const DeviceWeight& w, int r, int u
 // with a branch on the sub-block, they cost 141 instructions a unit in the
 // matvec loop (PTX) against 113, and 7B q/k/v took 9.0 µs a launch instead
 // of 7.5 (H200, bench/results/2026-12-01-h200-session6).
-template <bool kFive>
-__device__ __forceinline__ float dot_qk45(const RawQK45& raw, int u, const DotInput& in) {
+template <bool kFive, class A>
+__device__ __forceinline__ float dot_qk45(const RawQK45& raw, int u, const DotInput& in, A acts) {
   const unsigned uu = static_cast<unsigned>(u), sb = uu / 4;
   const int p = static_cast<int>(uu % 4);
   const int4 meta4 = raw.meta;
@@ -306,9 +324,8 @@ __device__ __forceinline__ float dot_qk45(const RawQK45& raw, int u, const DotIn
   int sc0, m0, sc1, m1;
   scale_min_k4_pair(p, meta4, &sc0, &m0, &sc1, &m1);
   const int xb = sb * 8 + 2 * p;  // Q8 block of sub-block 2p
-  const int8_t* x0 = in.q + xb * 32;
   const int4 w0 = raw.w0, w1 = raw.w1;
-  const int4 xa = ld16a(x0), xb4 = ld16a(x0 + 16), xc = ld16a(x0 + 32), xd = ld16a(x0 + 48);
+  const int4 xa = acts(in, 2 * xb), xb4 = acts(in, 2 * xb + 1), xc = acts(in, 2 * xb + 2), xd = acts(in, 2 * xb + 3);
   constexpr int kLo = 0x0F0F0F0F;
   int lo0 = w0.x & kLo, lo1 = w0.y & kLo, lo2 = w0.z & kLo, lo3 = w0.w & kLo;
   int lo4 = w1.x & kLo, lo5 = w1.y & kLo, lo6 = w1.z & kLo, lo7 = w1.w & kLo;
@@ -352,7 +369,10 @@ struct UnitQK45 {
   using Raw = RawQK45;
   template <class F = GlobalFetch>
   __device__ static Raw load(const DeviceWeight& w, int r, int u, F&& f = F{}) { return load_qk45<kQ5>(w, r, u, f); }
-  __device__ static float dot(const Raw& raw, int u, const DotInput& in) { return dot_qk45<kQ5>(raw, u, in); }
+  template <class A = PlainActs>
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in, A acts = A{}) {
+    return dot_qk45<kQ5>(raw, u, in, acts);
+  }
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
 template <>
@@ -391,11 +411,12 @@ struct Unit<WType::kQ6_K> {
     return raw;
   }
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
-  __device__ static float dot(const Raw& raw, int u, const DotInput& in) {
+  template <class A = PlainActs>
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in, A acts = A{}) {
     const unsigned uu = static_cast<unsigned>(u), n = (uu / 2) % 2, q = uu % 2;
     const int4 sc4 = raw.sc4;
     const float d = h2f(raw.d);
-    const int8_t* x = in.q + (64 * uu - 48 * q);  // sb * 256 + n * 128 + 16 q
+    const int x = static_cast<int>(4 * uu - 3 * q);  // chunk of sb * 256 + n * 128 + 16 q
     const float2* ds = in.ds + (2 * uu - 2 * q);  // sb * 8 + n * 4
     const int4 l0 = raw.l0, l1 = raw.l1, h = raw.h;
     const int l0v[4] = {l0.x, l0.y, l0.z, l0.w};
@@ -407,7 +428,7 @@ struct Unit<WType::kQ6_K> {
     float acc = 0.0f;
 #pragma unroll
     for (int g = 0; g < 4; ++g) {  // the four element groups 0, 32, 64, 96
-      const int4 xv = ld16a(x + 32 * g);
+      const int4 xv = acts(in, x + 2 * g);
       const int xs[4] = {xv.x, xv.y, xv.z, xv.w};
       // Σ (v - 32) x as Σ v x - 32 Σ x: the same integer, without a per-byte
       // subtraction (__vsubss4 is a dozen instructions on sm_90).

@@ -256,9 +256,9 @@ void set_matvec_stream_shape(int warps, int units, int stages);
 // Decode matvecs and gate/up with each lane's weights pipelined through
 // shared memory (matvec_piped.cu; sm_80 and later): rows of at least 32
 // units a warp a row, one type a launch (matvec: Q8_0, Q4_K, Q5_K, Q6_K;
-// gate/up: Q8_0, Q4_K), without the norm prologue or the tail norm. Mode 0
-// off, 1 every such launch, -1 (the default) those of at least 16 MiB of
-// weights (matvecs: of Q8_0 and Q4_K only). The same bits as the plain
+// gate/up: Q8_0, Q4_K), with the deferred norm's scale but without the norm
+// prologue or the tail norm. Mode 0 off, 1 every such launch, -1 (the
+// default) those of at least 16 MiB of weights. The same bits as the plain
 // kernels either way.
 void set_gate_up_piped(int mode);
 int gate_up_piped();

@@ -481,9 +481,11 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
       (n_tasks != 1 || !tasks[0].accumulate || tasks[0].w.n_rows % 32 != 0 || in.tail_counter == nullptr)) {
     return cudaErrorInvalidValue;
   }
-  if (in.norm_w == nullptr && in.tail_norm_w == nullptr && in.defer_scale == nullptr) {
-    cudaError_t st = launch_matvec_streamed(tasks, n_tasks, b.in, stream);
-    if (st == cudaErrorNotSupported) st = launch_matvec_piped(tasks, n_tasks, b.in, stream);
+  if (in.norm_w == nullptr && in.tail_norm_w == nullptr) {
+    // The streamed kernels without the deferred norm's scale, the pipelined
+    // ones with it too.
+    cudaError_t st = in.defer_scale == nullptr ? launch_matvec_streamed(tasks, n_tasks, b.in, stream) : cudaErrorNotSupported;
+    if (st == cudaErrorNotSupported) st = launch_matvec_piped(tasks, n_tasks, b.in, in.defer_scale, stream);
     if (st != cudaErrorNotSupported) return st;
   }
   size_t smem = 0;

@@ -21,10 +21,9 @@
 //
 // Types with Unit::Raw (Q8_0, Q4_K: three pieces a unit; Q5_K, Q6_K: five),
 // rows of at least 32 units, one type a launch, without the norm prologue or
-// the tail norm; gate/up takes the three-piece types. By default only
-// launches of at least 16 MiB of weights (kPipedMinBytes) and, for matvecs,
-// of the three-piece types (kPipedMinStages). Every other launch takes
-// matvec.cu's kernels.
+// the tail norm (with the deferred norm's scale); gate/up takes the
+// three-piece types. By default only launches of at least 16 MiB of weights
+// (kPipedMinBytes). Every other launch takes matvec.cu's kernels.
 #include <algorithm>
 #include <atomic>
 
@@ -51,14 +50,12 @@ constexpr int kPipedWarps = 32;            // a block: one an SM
 // 20.5) and lost on the short launches of a decode step (7B attn_output
 // Q4_K 4.2 → 5.7, output head Q6_K 147 → 158; tg128 0.5B Q8_0 1,858 →
 // 1,820 tok/s, 1.5B Q4_K_M 1,003 → 976, 7B Q4_K_M 469 → 461 against gate/up
-// alone).
+// alone). Since the activations are staged in shared memory (stage_acts)
+// the five-piece types, with two stages, win too (kernel bench, H200,
+// 2026-12-01: 7B ffn_down Q6_K 24.1 → 19.6 µs, output head Q6_K 148.5 →
+// 133.1; tg128 7B Q4_K_M 474 → 489 tok/s with them pipelined), while
+// attn_output still loses (Q4_K 4.1 → 4.5).
 constexpr size_t kPipedMinBytes = size_t{16} << 20;
-// Nor by default the five-piece types (Q5_K, Q6_K), whose slots leave a
-// matvec two stages where the others have four: in a 7B Q4_K_M decode step
-// (CUPTI timeline, H200, 2026-12-01) ffn_down Q6_K took 20.3 µs a layer
-// pipelined against 16.5 plain and the output head 172 against 147, while
-// ffn_down Q4_K took 15.9 against about 17.
-constexpr int kPipedMinStages = 4;
 constexpr int kSlotBytes = 192 * 1024;     // the slots of a block, at most
 
 // 16-byte pieces a unit of T (Unit::load's reads; a 2-byte scale takes the
@@ -117,9 +114,11 @@ struct RowAt {
 // The pipeline of one warp over its n_rows rows (row_at(j)), kW weights a row
 // (weight(task, wi)), all of one type and width: then done(j, row, sums) with
 // the rows' warp sums (every lane gets them). Calls pdl_begin once its first
-// kStages steps are out. `ring`: this lane's slot 0 of the warp's stages.
-template <WType T, int kW, int kStages, class RowOf, class WeightOf, class Done>
-__device__ __forceinline__ void pipe_rows(int4* ring, int lane, int n_rows, int n_units, const DotInput& in, RowOf row_at,
+// kStages steps are out, then start() for the input (every thread of the
+// block calls it there: it may hold a barrier). `ring`: this lane's slot 0
+// of the warp's stages.
+template <WType T, int kW, int kStages, class Start, class RowOf, class WeightOf, class Done>
+__device__ __forceinline__ void pipe_rows(int4* ring, int lane, int n_rows, int n_units, Start start, RowOf row_at,
                                           WeightOf weight, Done done) {
   constexpr int kStageInts = kW * kPieces<static_cast<int>(T)> * kWarp;
   const int n_iter = (n_units + kWarp - 1) / kWarp;  // steps a row
@@ -140,6 +139,7 @@ __device__ __forceinline__ void pipe_rows(int4* ring, int lane, int n_rows, int 
 #pragma unroll
   for (int s = 0; s < kStages; ++s) issue_next();
   pdl_begin();
+  const DotInput in = start();  // the activations in shared memory (stage_acts)
 
   float acc[kW] = {};
   int j = 0, it = 0, st = 0;
@@ -152,7 +152,7 @@ __device__ __forceinline__ void pipe_rows(int4* ring, int lane, int n_rows, int 
 #pragma unroll
     for (int wi = 0; wi < kW; ++wi) {
       // (the row for the scale's half of its word)
-      part[wi] = Unit<T>::dot(Unit<T>::load(weight(at.task, wi), at.r, u, f), u, in);
+      part[wi] = Unit<T>::dot(Unit<T>::load(weight(at.task, wi), at.r, u, f), u, in, SwizzledActs{});
     }
     if (lane + kWarp * it < n_units) {
 #pragma unroll
@@ -173,12 +173,54 @@ __device__ __forceinline__ void pipe_rows(int4* ring, int lane, int n_rows, int 
     }
   }
 }
+
+// The activations staged in shared memory. Read from global memory (L1), a
+// step's activation loads — lane l at 16-byte chunk 4 l + i of the row
+// (Q4_K, instruction i) or 2 l + i (Q8_0) — touch 16 (8) cache lines an
+// instruction, and the L1 pipe, not DRAM, bounded 7B's gate/up Q4_K (Nsight
+// Compute, H200, 2026-12-01: stalls of 4.1 cycles an instruction on MIO
+// throttle and 3.1 on short scoreboard). In shared memory with chunk c at
+// swizzled_chunk(c) (dot.cuh), each quarter of a warp's 16-byte reads falls
+// on distinct banks (Q8_0, Q4_K; Q6_K's pattern keeps two-way conflicts):
+// MIO throttle 3.2, short scoreboard 1.6; kernel bench 7B ffn_down Q4_K
+// 17.5 → 13.1 µs, gate/up Q4_K 25.4 → 24.7. Once a block, after the PDL
+// wait: the Q8 values (k bytes, rounded up to whole 128-byte rows of
+// chunks, which the swizzle permutes within), then the scales. Every thread
+// of the block; ends with a barrier.
+__host__ __device__ inline size_t staged_values_bytes(int k) { return (static_cast<size_t>(k) + 127) / 128 * 128; }
+__host__ __device__ inline size_t staged_bytes(int k) { return staged_values_bytes(k) + static_cast<size_t>(k / 32) * sizeof(float2); }
+
+__device__ __forceinline__ DotInput stage_acts(const DotInput& in, int k, unsigned char* smem) {
+  constexpr int kBatch = 2;  // chunks a thread loads before it stores (loads in flight)
+  int4* q = reinterpret_cast<int4*>(smem);
+  float2* ds = reinterpret_cast<float2*>(smem + staged_values_bytes(k));
+  const int chunks = k / 16, n_ds = k / 32, tid = static_cast<int>(threadIdx.x), n = static_cast<int>(blockDim.x);
+  for (int c0 = 0; c0 < chunks || c0 < n_ds; c0 += kBatch * n) {
+    int4 v[kBatch];
+    float2 d[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int c = c0 + i * n + tid;
+      if (c < chunks) v[i] = ld16a(in.q + 16 * c);
+      if (c < n_ds) d[i] = in.ds[c];
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int c = c0 + i * n + tid;
+      if (c < chunks) q[swizzled_chunk(c)] = v[i];
+      if (c < n_ds) ds[c] = d[i];
+    }
+  }
+  __syncthreads();
+  return DotInput{nullptr, reinterpret_cast<const int8_t*>(q), ds};
+}
 #endif
 
 // Gate/up: block c takes Q8 blocks of h [c n / G, (c + 1) n / G) — whole
 // groups of 32 rows, so it quantizes its own, and SMs differ by at most one
 // group; warp w the block's rows w, w + 32, ... kDefer: the deferred norm's
-// scale, applied as the plain kernel applies it.
+// scale, applied as the plain kernel applies it. Shared memory: the slots,
+// the staged activations, then the block's h.
 template <int kType, bool kDefer>
 __global__ void __launch_bounds__(kPipedWarps * kWarp, 1)
     gate_up_piped_kernel(DeviceWeight gate, DeviceWeight up, DotInput in, const float* defer_scale, float* h, int8_t* hq,
@@ -192,16 +234,21 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1)
   const int g0 = static_cast<int>(static_cast<long long>(blockIdx.x) * n_groups / gridDim.x);
   const int g1 = static_cast<int>(static_cast<long long>(blockIdx.x + 1) * n_groups / gridDim.x);
   constexpr int kWarpInts = kStages * 2 * kPieces<kType> * kWarp;
-  float* out = reinterpret_cast<float*>(piped_smem + kPipedWarps * kWarpInts);  // the block's h, for its Q8 blocks
+  unsigned char* acts = reinterpret_cast<unsigned char*>(piped_smem + kPipedWarps * kWarpInts);
+  float* out = reinterpret_cast<float*>(acts + staged_bytes(gate.k));  // the block's h, for its Q8 blocks
   const int my_rows = (32 * (g1 - g0) - warp + kPipedWarps - 1) / kPipedWarps;
+  float scale = 0.0f;
   pipe_rows<T, 2, kStages>(
-      piped_smem + warp * kWarpInts + lane, lane, my_rows, gate.k / Unit<T>::kElems, in,
+      piped_smem + warp * kWarpInts + lane, lane, my_rows, gate.k / Unit<T>::kElems,
+      [&] {
+        if (kDefer) scale = *defer_scale;
+        return stage_acts(in, gate.k, acts);
+      },
       [&](int j) { return RowAt{0, 32 * g0 + warp + kPipedWarps * j}; },
       [&](int, int wi) -> const DeviceWeight& { return wi == 0 ? gate : up; },
       [&](int j, RowAt at, const float (&sums)[2]) {
         float g = sums[0], v = sums[1];
         if constexpr (kDefer) {
-          const float scale = *defer_scale;
           g = __fmul_rn(g, scale);
           v = __fmul_rn(v, scale);
         }
@@ -223,16 +270,18 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1)
 // Matvec: the tasks' rows one after the other; warp w of block b is warp
 // gw = w G + b of the launch (G blocks) and takes rows gw, gw + W, ... (W
 // warps in all), so that a launch of fewer rows than warps still spreads
-// over every SM. Each row is written as matvec.cu writes it (bias,
-// residual, argmax).
+// over every SM. Each row is written as matvec.cu writes it (the deferred
+// norm's scale, bias, residual, argmax). Shared memory: the slots, then the
+// staged activations.
 struct PipedBatch {
   MatvecTask t[kMaxMatvecTasks];
   int begin[kMaxMatvecTasks + 1];  // first row of each task; begin[n_tasks]: all rows
   int n_tasks;
   DotInput in;
+  const float* defer_scale;  // kDefer
 };
 
-template <int kType>
+template <int kType, bool kDefer>
 __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(PipedBatch b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr WType T = static_cast<WType>(kType);
@@ -245,8 +294,16 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(Pi
   // Tasks by constant indices (a run-time index into the parameter would
   // copy it to local memory).
   auto task = [&](int ti) -> const MatvecTask& { return ti == 2 ? b.t[2] : ti == 1 ? b.t[1] : b.t[0]; };
+  constexpr int kWarpInts = kStages * kPieces<kType> * kWarp;
+  const int k = b.t[0].w.k;
+  unsigned char* acts = reinterpret_cast<unsigned char*>(piped_smem + kPipedWarps * kWarpInts);
+  float scale = 0.0f;
   pipe_rows<T, 1, kStages>(
-      piped_smem + warp * kStages * kPieces<kType> * kWarp + lane, lane, my_rows, b.t[0].w.k / Unit<T>::kElems, b.in,
+      piped_smem + warp * kWarpInts + lane, lane, my_rows, k / Unit<T>::kElems,
+      [&] {
+        if (kDefer) scale = *b.defer_scale;
+        return stage_acts(b.in, k, acts);
+      },
       [&](int j) {
         const int g = gw + n_warps * j;
         const int ti = (b.n_tasks > 2 && g >= b.begin[2]) ? 2 : (b.n_tasks > 1 && g >= b.begin[1]) ? 1 : 0;
@@ -257,6 +314,7 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(Pi
         if (lane != 0) return;
         const MatvecTask& t = task(at.task);
         float v = sums[0];
+        if constexpr (kDefer) v = __fmul_rn(v, scale);
         if (t.bias != nullptr) v += t.bias[at.r];
         const float o = t.accumulate ? t.y[at.r] + v : v;
         t.y[at.r] = o;
@@ -267,17 +325,18 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(Pi
 #endif
 }
 
-// Launches `kernel` on the resident blocks (at most `max_blocks`) with `slots`
-// bytes of slots and `extra` bytes of shared memory a block for every
-// `per_block` units of work the block may get out of `work`.
+// Launches `kernel` on the resident blocks (at most `max_blocks`) with `fixed`
+// bytes of shared memory a block (the slots, the staged activations) and
+// `extra` bytes for every unit of work out of `work` the block may get.
 template <class Kernel, class... Args>
-cudaError_t launch_resident(Kernel kernel, size_t slots, int work, int max_blocks, size_t extra, cudaStream_t stream, Args&&... args) {
+cudaError_t launch_resident(Kernel kernel, size_t fixed, int work, int max_blocks, size_t extra, cudaStream_t stream,
+                            Args&&... args) {
   const DeviceLimits lim = device_limits();
   const int threads = kPipedWarps * kWarp;
-  const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, slots + extra, lim.max_smem);
+  const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, fixed + extra, lim.max_smem);
   if (per_sm < 1 || lim.sms == 0) return cudaErrorNotSupported;
   const int grid = std::min(max_blocks, per_sm * lim.sms);
-  const size_t smem = slots + extra * static_cast<size_t>((work + grid - 1) / grid);
+  const size_t smem = fixed + extra * static_cast<size_t>((work + grid - 1) / grid);
   if (smem > static_cast<size_t>(lim.max_smem)) return cudaErrorNotSupported;
   const cudaError_t st = launch_kernel(kernel, dim3(grid), dim3(threads), smem, stream, std::forward<Args>(args)...);
   if (st == cudaSuccess) g_piped_launches.fetch_add(1, std::memory_order_relaxed);
@@ -333,15 +392,19 @@ cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& u
       const size_t slots = sizeof(int4) * kPipedWarps * kStagesFor<T, 2> * 2 * kPieces<T> * kWarp;
       const int n_groups = gate.n_rows / 32;
       auto kernel = defer_scale != nullptr ? gate_up_piped_kernel<T, true> : gate_up_piped_kernel<T, false>;
-      return launch_resident(kernel, slots, n_groups, n_groups, 32 * sizeof(float), stream, gate, up, in, defer_scale, h, hq, hds);
+      return launch_resident(kernel, slots + staged_bytes(gate.k), n_groups, n_groups, 32 * sizeof(float), stream, gate, up,
+                             in, defer_scale, h, hq, hds);
     }
   });
 }
 
-cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotInput& in, cudaStream_t stream) {
+cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotInput& in, const float* defer_scale,
+                                cudaStream_t stream) {
+  if (n_tasks < 1 || n_tasks > kMaxMatvecTasks) return cudaErrorNotSupported;
   PipedBatch b{};
   b.n_tasks = n_tasks;
   b.in = in;
+  b.defer_scale = defer_scale;
   int rows = 0;
   for (int i = 0; i < n_tasks; ++i) {
     if (tasks[i].w.type != tasks[0].w.type || tasks[i].w.k != tasks[0].w.k) return cudaErrorNotSupported;
@@ -357,12 +420,12 @@ cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotI
     if constexpr (kPieces<T> == 0) {
       return cudaErrorNotSupported;
     } else {
-      if (matvec_piped() < 0 && kStagesFor<T, 1> < kPipedMinStages) return cudaErrorNotSupported;
       for (int i = 0; i < n_tasks; ++i) {
         if (!pipeable<T>(tasks[i].w, 1)) return cudaErrorNotSupported;
       }
       const size_t slots = sizeof(int4) * kPipedWarps * kStagesFor<T, 1> * kPieces<T> * kWarp;
-      return launch_resident(matvec_piped_kernel<T>, slots, rows, rows, 0, stream, b);
+      auto kernel = defer_scale != nullptr ? matvec_piped_kernel<T, true> : matvec_piped_kernel<T, false>;
+      return launch_resident(kernel, slots + staged_bytes(tasks[0].w.k), rows, rows, 0, stream, b);
     }
   });
 }

@@ -11,7 +11,9 @@
 
 namespace minfer::kernels {
 
-cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotInput& in, cudaStream_t stream);
+// defer_scale: the deferred norm's scale (MatvecInput::defer_scale) or null.
+cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotInput& in, const float* defer_scale,
+                                cudaStream_t stream);
 cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& up, const DotInput& in, const float* defer_scale,
                                  float* h, int8_t* hq, float2* hds, cudaStream_t stream);
 

@@ -495,7 +495,8 @@ TEST(GpuPiped, GateUpEqualsPlainBitForBit) {
 }
 
 // Matvec: a three-weight batch with bias, residual and argmax (and gate/up
-// of the first two where the rows make Q8 groups), for every pipelined type,
+// of the first two where the rows make Q8 groups), with and without the
+// deferred norm's scale, for every pipelined type,
 // on rows of 33 units to 7B ffn_down's 296 (Q4_K, Q6_K) and 592 (Q8_0), row
 // counts under and over the launch's warps (a warp one row or several), and
 // a batch whose rows are not a multiple of anything.
@@ -515,25 +516,33 @@ TEST(GpuPiped, MatvecEqualsPlainBitForBit) {
     DeviceArray<float> dx, db;
     dx.upload(x);
     db.upload(bias);
-    Q8Device xq(1, c.k);
+    const std::vector<float> nw = test::random_floats(static_cast<size_t>(c.k), 417);
+    DeviceArray<float> dnw, ns(1);
+    dnw.upload(nw);
+    Q8Device xq(1, c.k), nq(1, c.k);
     CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, c.k, xq.rows(), nullptr));
-    const kernels::MatvecInput in{dx.get(), xq.rows()};
-    auto run = [&](bool piped, BatchOut& o) {
-      kernels::set_matvec_piped(piped ? 1 : 0);  // 1: whatever the size
-      kernels::set_gate_up_piped(piped ? 1 : 0);
-      const uint64_t before = kernels::piped_launches();
-      run_batch(w, w2, w3, in, db.get(), resid, o);
-      kernels::set_matvec_piped(-1);
-      kernels::set_gate_up_piped(-1);
-      const bool gate_up = c.rows % 32 == 0 && (c.type == DType::kQ8_0 || c.type == DType::kQ4_K);
-      EXPECT_EQ(kernels::piped_launches() - before, piped ? (gate_up ? 2u : 1u) : 0u) << "pipelined launches";
-    };
-    BatchOut plain, got;
-    run(false, plain);
-    run(true, got);
-    ASSERT_FALSE(HasFatalFailure());
-    expect_same_batch(got, plain, what);
-    for (float v : plain.y3) ASSERT_TRUE(std::isfinite(v)) << what;
+    CUDA_ASSERT(kernels::launch_rms_norm_deferred(dx.get(), dnw.get(), c.k, 1e-6f, nq.rows(), ns.get(), nullptr));
+    kernels::MatvecInput deferred{dx.get(), nq.rows()};  // Q8 of x ⊙ w, the norm's scale given
+    deferred.defer_scale = ns.get();
+    for (const kernels::MatvecInput& in : {kernels::MatvecInput{dx.get(), xq.rows()}, deferred}) {
+      const std::string label = what + (in.defer_scale != nullptr ? " deferred" : "");
+      auto run = [&](bool piped, BatchOut& o) {
+        kernels::set_matvec_piped(piped ? 1 : 0);  // 1: whatever the size
+        kernels::set_gate_up_piped(piped ? 1 : 0);
+        const uint64_t before = kernels::piped_launches();
+        run_batch(w, w2, w3, in, db.get(), resid, o);
+        kernels::set_matvec_piped(-1);
+        kernels::set_gate_up_piped(-1);
+        const bool gate_up = c.rows % 32 == 0 && (c.type == DType::kQ8_0 || c.type == DType::kQ4_K);
+        EXPECT_EQ(kernels::piped_launches() - before, piped ? (gate_up ? 2u : 1u) : 0u) << "pipelined launches " << label;
+      };
+      BatchOut plain, got;
+      run(false, plain);
+      run(true, got);
+      ASSERT_FALSE(HasFatalFailure());
+      expect_same_batch(got, plain, label);
+      for (float v : plain.y3) ASSERT_TRUE(std::isfinite(v)) << label;
+    }
   }
 }
 

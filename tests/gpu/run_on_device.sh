@@ -10,7 +10,7 @@
 #     bench-kernels  decode matvecs alone on 7B / 0.5B shapes, per load schedule
 #   AB="ARM..." adds same-run A/B benches, AB=1 all of them: nopdl (MINFER_NO_PDL=1),
 #        sched0 (MINFER_MATVEC_SCHEDULE=0), stream (MINFER_MATVEC_STREAM=1, 0.5B and 7B),
-#        nofusenorm (MINFER_FUSE_NORM=0, 0.5B and 7B Q4_K_M), nodefer (MINFER_DEFER_NORM=0,
+#        nofusenorm (MINFER_FUSE_NORM=0: every layer norm its own launch; 0.5B and 7B), nodefer (MINFER_DEFER_NORM=0,
 #        0.5B Q8_0, 1.5B, 7B), fusenorm (MINFER_FUSE_NORM=1: norms folded at every width; 1.5B, 7B),
 #        nopreload (MINFER_MATVEC_PRELOAD=0; 0.5B, 1.5B), tail (MINFER_NORM_TAIL=1,
 #        0.5B and 7B), again (the default again: order effects), quarter / warp
@@ -390,7 +390,7 @@ stage_bench_large() {
   for arm in $(ab_arms); do
     case $arm in
       stream) bench "$a" 7b-q4_k_m-stream MINFER_MATVEC_STREAM=1; bench "$b" 7b-q8_0-stream MINFER_MATVEC_STREAM=1 ;;
-      nofusenorm) bench "$a" 7b-q4_k_m-nofusenorm MINFER_FUSE_NORM=0 ;;
+      nofusenorm) bench "$a" 7b-q4_k_m-nofusenorm MINFER_FUSE_NORM=0; bench "$b" 7b-q8_0-nofusenorm MINFER_FUSE_NORM=0 ;;
       nodefer) bench "$a" 7b-q4_k_m-nodefer MINFER_DEFER_NORM=0; bench "$b" 7b-q8_0-nodefer MINFER_DEFER_NORM=0 ;;
       fusenorm) bench "$a" 7b-q4_k_m-fusenorm MINFER_FUSE_NORM=1; bench "$b" 7b-q8_0-fusenorm MINFER_FUSE_NORM=1 ;;
       tail) bench "$a" 7b-q4_k_m-tail MINFER_NORM_TAIL=1; bench "$b" 7b-q8_0-tail MINFER_NORM_TAIL=1 ;;

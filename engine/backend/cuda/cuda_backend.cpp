@@ -137,7 +137,12 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // ones: 0.5B Q8_0 (896) tg128 1,083 / 1,062 vs 1,019 tok/s apart; 7B
   // Q4_K_M (3,584) 275 vs 336. So by default rows of at most
   // kFuseNormMaxWidth fold; MINFER_FUSE_NORM=0|1 forces either way (the same
-  // bits either way).
+  // bits either way). Also tried there (2026-12-01, not kept): 7B's norms
+  // folded only into the pipelined products, whose blocks (one an SM) would
+  // normalise the row once an SM — 7B Q4_K_M tg128 447 vs 464 tok/s, Q8_0
+  // 385 vs 404: without the one-block norm launch before it, gate/up's
+  // blocks can no longer become resident while it runs, and start late
+  // (bench/results/2026-12-01-h200-session12).
   // Matvec load schedule (kernels.h): picked per launch unless
   // MINFER_MATVEC_SCHEDULE=0|1|2 forces one (A/B runs).
   const char* schedule = std::getenv("MINFER_MATVEC_SCHEDULE");
@@ -163,7 +168,7 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   const char* stream_env = std::getenv("MINFER_MATVEC_STREAM");
   kernels::set_matvec_stream(facts_.cc_major >= 9 && stream_env != nullptr && std::string_view(stream_env) == "1");
   // Decode matvecs and gate/up pipelined through shared memory (kernels.h):
-  // launches of at least 16 MiB of weights (matvecs: Q8_0 and Q4_K) unless
+  // launches of at least 16 MiB of weights unless
   // MINFER_MATVEC_PIPED / MINFER_GATE_UP_PIPED say 0 (none) or 1 (every
   // eligible one; A/B runs). The same bits either way.
   auto piped_mode = [](const char* name) {
