@@ -50,7 +50,7 @@ int blocks_per_sm(const void* kernel, int threads, size_t smem, int opt_in) {
   const auto key = std::make_tuple(kernel, threads, smem);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   int n = 0;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, opt_in) != cudaSuccess ||
+  if ((opt_in > 0 && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, opt_in) != cudaSuccess) ||
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem) != cudaSuccess) {
     (void)cudaGetLastError();  // not left for the next launch's check
     n = 0;

@@ -21,8 +21,9 @@ struct DeviceLimits {
 DeviceLimits device_limits();
 
 // Blocks of `kernel` an SM holds with `threads` threads and `smem` bytes of
-// dynamic shared memory, once the kernel is opted into `opt_in` bytes of it;
-// 0 where it cannot be. Cached: eager decode asks at every launch.
+// dynamic shared memory, once the kernel is opted into `opt_in` bytes of it
+// (0: left at the default 48 KB); 0 where it cannot be. Cached: eager
+// decode asks at every launch.
 int blocks_per_sm(const void* kernel, int threads, size_t smem, int opt_in);
 
 template <class... Params, class... Args>

@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <iterator>
-#include <map>
-#include <mutex>
 #include <utility>
 #include <type_traits>
 
@@ -399,33 +397,10 @@ cudaError_t launch_two_types(int two, Pick&& pick) {
 
 std::atomic<uint64_t> g_two_type_launches{0};
 
-// The current device's SM count (once a process: one device an engine).
-int sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
-    return v;
-  }();
-  return n;
-}
-
 // Blocks of `kernel` (with `threads` and `smem` bytes of dynamic shared
-// memory) the device holds at once; asked once a kernel and size.
+// memory, under the default limit) the device holds at once.
 int resident_blocks(void (*kernel)(MatvecBatch), int threads, size_t smem) {
-  static std::mutex mu;
-  static std::map<std::pair<const void*, size_t>, int> known;
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(reinterpret_cast<const void*>(kernel), smem);
-  auto it = known.find(key);
-  if (it == known.end()) {
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem) != cudaSuccess) {
-      (void)cudaGetLastError();  // not left for the next launch's check
-      return 0;
-    }
-    it = known.emplace(key, per_sm * sm_count()).first;
-  }
-  return it->second;
+  return blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem, 0) * device_limits().sms;
 }
 
 DotInput dot_input(const MatvecInput& in) {
@@ -516,7 +491,7 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
       if constexpr (kHasRaw<static_cast<WType>(T)>) {
         // One block an SM at most (surely one wave): weights preloaded.
         if (lanes == kQuarter && sched == 2 && b.k / Unit<static_cast<WType>(T)>::kElems <= kQuarterPreloadUnits &&
-            blocks <= sm_count() && matvec_preload()) {
+            blocks <= device_limits().sms && matvec_preload()) {
           return pick(matvec_kernel<T, 2, kQuarter, false, true>, matvec_kernel<T, 2, kQuarter, D, true>);
         }
       }
@@ -598,7 +573,7 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
           // the input comes. (Q5_K's and Q6_K's units would spill 264-480
           // bytes under the 128 registers that leaves.)
           if (gate.k / Unit<static_cast<WType>(T)>::kElems <= kQuarterPreloadUnits &&
-              gate.n_rows / kGateUpRows <= 2 * sm_count() && matvec_preload()) {
+              gate.n_rows / kGateUpRows <= 2 * device_limits().sms && matvec_preload()) {
             return pick(gate_up_kernel<T, 2, 0, kQuarter, false, true>, gate_up_kernel<T, 2, 0, kQuarter, D, true>,
                         kThreads);
           }
