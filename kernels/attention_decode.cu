@@ -296,6 +296,10 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 // 16 bytes of each of 32 rows an instruction — measured about the same:
 // H200, 2026-12-01, a layer's attention 8.5 vs 8.3-9.3 µs on 7B, 5.7 vs
 // 5.1-5.5 on 0.5B; tg128 0.5B Q8_0 1,796 vs 1,827-1,856 tok/s.)
+// Tried on the H200 (2026-12-01, not kept): every cell's K and V rows but
+// the one the tail writes pulled into L1 before the PDL wait (prefetch,
+// while the tail runs): no change (tg128 0.5B Q8_0 1,892 vs 1,905 tok/s
+// without, 7B Q4_K_M 494 vs 495, Q8_0 407 vs 407; same run).
 // Two blocks an SM (launch bounds): 128 registers, no spills (139 unbounded).
 constexpr int kHeadThreads = 256;
 constexpr int kChunk = kAttentionChunkCells;  // a thread a cell in the block max and sum

@@ -183,7 +183,10 @@ __device__ __forceinline__ void pipe_rows(int4* ring, int lane, int n_rows, int 
 // swizzled_chunk(c) (dot.cuh), each quarter of a warp's 16-byte reads falls
 // on distinct banks (Q8_0, Q4_K; Q6_K's pattern keeps two-way conflicts):
 // MIO throttle 3.2, short scoreboard 1.6; kernel bench 7B ffn_down Q4_K
-// 17.5 → 13.1 µs, gate/up Q4_K 25.4 → 24.7. Once a block, after the PDL
+// 17.5 → 13.1 µs, gate/up Q4_K 25.4 → 24.7. (Tried, 2026-12-01, not kept:
+// gate and up sharing one load of a unit's staged activations, 4 of the 10
+// 16-byte shared loads of a Q4_K step fewer in the PTX — no change: kernel
+// bench gate/up Q4_K 24.5 µs, Q8_0 37.4; tg128 7B 478 / 401 tok/s.) Once a block, after the PDL
 // wait: the Q8 values (k bytes, rounded up to whole 128-byte rows of
 // chunks, which the swizzle permutes within), then the scales. Every thread
 // of the block; ends with a barrier.
@@ -195,7 +198,7 @@ __device__ __forceinline__ DotInput stage_acts(const DotInput& in, int k, unsign
   int4* q = reinterpret_cast<int4*>(smem);
   float2* ds = reinterpret_cast<float2*>(smem + staged_values_bytes(k));
   const int chunks = k / 16, n_ds = k / 32, tid = static_cast<int>(threadIdx.x), n = static_cast<int>(blockDim.x);
-  for (int c0 = 0; c0 < chunks || c0 < n_ds; c0 += kBatch * n) {
+  for (int c0 = 0; c0 < chunks; c0 += kBatch * n) {  // n_ds = k / 32 < chunks: the scales ride along
     int4 v[kBatch];
     float2 d[kBatch];
 #pragma unroll

@@ -26,6 +26,7 @@
 #     ncu-detail   stall reasons, memory and occupancy of 7B's matvecs, and their SASS
 #     profile-large  7B Q4_K_M pp512 / tg128 time per op kind (minfer bench --profile)
 #     timeline     each decode kernel's share of a replayed step (CUPTI), 0.5B Q8_0 and 7B Q4_K_M
+#                  (TIMELINE_MODELS="preset:type ..."; TIMELINE_ENVS="- NAME=VALUE ...": one a setting)
 #     daemon       minferd on the GPU in a sandbox like the unit's, queried over its socket
 #   default: build test bench-small
 #   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
@@ -291,13 +292,21 @@ stage_ncu_stream() {
 # and PDL on, as the service runs): 0.5B Q8_0 and 7B Q4_K_M, tg128 after a
 # one-token prompt like the bench. TIMELINE_MODELS overrides the list
 # (preset:type ...); every kernel of the last step goes to a CSV in the logs.
+# TIMELINE_ENVS="- NAME=VALUE ...": one timeline per entry, "-" with the
+# environment as it is, NAME=VALUE with that set (A/B of one kernel's share).
 stage_timeline() {
   [ -x "$build/tests/gpu/gpu_decode_timeline" ] || { note "timeline: gpu_decode_timeline not built (no CUPTI)"; return 0; }
-  local m f
+  local m f e label
   for m in ${TIMELINE_MODELS:-qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m}; do
     f=$(synth "${m%%:*}" "${m##*:}")
-    "$build/tests/gpu/gpu_decode_timeline" "$f" 1 128 "$out/timeline-${m/:/-}.csv" 2>"$out/timeline-${m/:/-}.log" | tee -a "$summary" \
-      || { tail -5 "$out/timeline-${m/:/-}.log"; return 1; }
+    for e in ${TIMELINE_ENVS:--}; do
+      label=${m/:/-}
+      [ "$e" = - ] || label="$label-${e//[^A-Za-z0-9]/_}"
+      note "timeline $label"
+      # shellcheck disable=SC2046
+      env $([ "$e" = - ] || echo "$e") "$build/tests/gpu/gpu_decode_timeline" "$f" 1 128 "$out/timeline-$label.csv" \
+        2>"$out/timeline-$label.log" | tee -a "$summary" || { tail -5 "$out/timeline-$label.log"; return 1; }
+    done
   done
 }
 

@@ -178,6 +178,14 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   };
   kernels::set_matvec_piped(piped_mode("MINFER_MATVEC_PIPED"));
   kernels::set_gate_up_piped(piped_mode("MINFER_GATE_UP_PIPED"));
+  // Tried on the H200 (2026-12-01, not kept): the first rows each pipelined
+  // gate/up block reads pulled into L2 while attention leaves DRAM idle —
+  // spare blocks of the q/k/v tail issuing cp.async.bulk.prefetch.L2 after
+  // their wait, 15-45 MiB. The tail then lasted until its bulk requests
+  // drained (16 µs a layer on 7B Q8_0, 36 on Q4_K_M, instead of 2), and
+  // gate/up was no faster with its first rows in L2 (35.25 vs 35.48 µs a
+  // layer on Q8_0, 24.65 vs 24.88 on Q4_K_M): tg128 7B Q4_K_M 336 vs 486
+  // tok/s, Q8_0 355 vs 408 (bench/results/2026-12-01-h200-session13).
   // MINFER_NORM_TAIL=1: a norm of the residual stream right after the
   // product that adds to it rides on that product's last block (one launch
   // fewer, the same bits). Opt-in: on the H200 (2026-12-01, same run) the
