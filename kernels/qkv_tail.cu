@@ -74,7 +74,7 @@ __device__ __forceinline__ void store_cache(void* cache, bool f16, size_t offset
 // rotation (a double-precision sincos) and the biases (constants). After it
 // only the product's values remain to be read. On the H200 (CUPTI timeline,
 // 2026-12-01, against the run before) the tail's share of a layer went
-// 1.99 → 0.83 µs on 7B Q8_0 and 1.95 → 0.97 on 0.5B Q8_0, the attention
+// 1.99 → 0.83 µs on 7B Q8_0 and 1.85 → 0.97 on 0.5B Q8_0, the attention
 // after it growing by part of that: tg128 0.5B Q8_0 1,844 → 1,892 tok/s,
 // 7B Q4_K_M 486 → 494, 7B Q8_0 408 → 407.
 __global__ void qkv_tail_kernel(QkvTailArgs a) {
