@@ -186,10 +186,10 @@ __device__ __forceinline__ void pipe_rows(int4* ring, int lane, int n_rows, int 
 // 17.5 → 13.1 µs, gate/up Q4_K 25.4 → 24.7. (Tried, 2026-12-01, not kept:
 // gate and up sharing one load of a unit's staged activations, 4 of the 10
 // 16-byte shared loads of a Q4_K step fewer in the PTX — no change: kernel
-// bench gate/up Q4_K 24.5 µs, Q8_0 37.4; tg128 7B 478 / 401 tok/s.) Once a block, after the PDL
-// wait: the Q8 values (k bytes, rounded up to whole 128-byte rows of
-// chunks, which the swizzle permutes within), then the scales. Every thread
-// of the block; ends with a barrier.
+// bench gate/up Q4_K 24.5 µs, Q8_0 37.4; tg128 7B 478 / 401 tok/s.)
+// Once a block, after the PDL wait: the Q8 values (k bytes, rounded up to
+// whole 128-byte rows of chunks, which the swizzle permutes within), then
+// the scales. Every thread of the block; ends with a barrier.
 __host__ __device__ inline size_t staged_values_bytes(int k) { return (static_cast<size_t>(k) + 127) / 128 * 128; }
 __host__ __device__ inline size_t staged_bytes(int k) { return staged_values_bytes(k) + static_cast<size_t>(k / 32) * sizeof(float2); }
 
