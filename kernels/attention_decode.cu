@@ -300,6 +300,15 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 // the one the tail writes pulled into L1 before the PDL wait (prefetch,
 // while the tail runs): no change (tg128 0.5B Q8_0 1,892 vs 1,905 tok/s
 // without, 7B Q4_K_M 494 vs 495, Q8_0 407 vs 407; same run).
+// Also tried there (2026-12-01, not kept): the next kernel (attn_output,
+// whose 896 blocks load 7-14 MB of weights before their wait) launched only
+// once this block's K and V reads had landed, not at the wait, in case those
+// reads queued behind that load: attention 9.96 → 9.23 µs a layer on 7B
+// Q8_0, but attn_output 2.68 → 4.19; tg128 7B Q8_0 403 vs 407 tok/s, Q4_K_M
+// 491 vs 493, 0.5B Q8_0 1,865 vs 1,888 (CUPTI timelines and benches, same
+// run). The deferred norm the same way lost more (7B Q8_0 392, Q4_K_M 469):
+// its own time fell 5.2 → 2.7 µs, but gate/up and q/k/v lost the weight
+// loads they had in flight during it (gate/up 36.0 → 40.4 µs a layer).
 // Two blocks an SM (launch bounds): 128 registers, no spills (139 unbounded).
 constexpr int kHeadThreads = 256;
 constexpr int kChunk = kAttentionChunkCells;  // a thread a cell in the block max and sum

@@ -54,7 +54,10 @@ constexpr int kPipedWarps = 32;            // a block: one an SM
 // the five-piece types, with two stages, win too (kernel bench, H200,
 // 2026-12-01: 7B ffn_down Q6_K 24.1 → 19.6 µs, output head Q6_K 148.5 →
 // 133.1; tg128 7B Q4_K_M 474 → 489 tok/s with them pipelined), while
-// attn_output still loses (Q4_K 4.1 → 4.5).
+// attn_output still loses (Q4_K 4.1 → 4.5). 7B Q8_0's q/k/v (17.5 MB) just
+// clears the bar, and pipelined it wins (tg128 403 vs 396 tok/s on the
+// plain kernel; H200, 2026-12-01, same run, both arms with the late trigger
+// attention_decode.cu records).
 constexpr size_t kPipedMinBytes = size_t{16} << 20;
 constexpr int kSlotBytes = 192 * 1024;     // the slots of a block, at most
 
