@@ -282,7 +282,7 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 
 // ---- One launch: a block a query head and chunk ----
 //
-// Block (h, s) of kHeadThreads threads, cells j0 = s * kChunk ... of the
+// Block (h, s) of kThreads threads, cells j0 = s * kChunk ... of the
 // sequence. Before the PDL wait: the cell count and the block's cell indices
 // (the host uploaded them before the step). After it, in one round trip: K
 // pieces, the cells' positions, q. Thread (cell group cg, piece) takes one
@@ -309,10 +309,24 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 // run). The deferred norm the same way lost more (7B Q8_0 392, Q4_K_M 469):
 // its own time fell 5.2 → 2.7 µs, but gate/up and q/k/v lost the weight
 // loads they had in flight during it (gate/up 36.0 → 40.4 µs a layer).
-// Two blocks an SM (launch bounds): 128 registers, no spills (139 unbounded).
-constexpr int kHeadThreads = 256;
-constexpr int kChunk = kAttentionChunkCells;  // a thread a cell in the block max and sum
-static_assert(kChunk == kHeadThreads);
+//
+// kThreads: 256 (two blocks an SM by the launch bounds: 128 registers, no
+// spills; 139 unbounded) or 512 (one, the same registers): twice the cell
+// groups, so each thread scores, weights and sums half the cells. A decode
+// step launches a block a query head (28 on 7B, 14 on 0.5B) on an otherwise
+// idle GPU, and at 256 threads each warp's chain of dependent instructions
+// set the time (Nsight Compute, H200, 2026-12-01, 7B Q4_K_M: 6.1 µs alone, a
+// warp issuing every 7.7 cycles, 2 warps a scheduler). 512 threads on head
+// dim 128 (H200, 2026-12-01, CUPTI, against 256 in the run before): a
+// layer's attention 10.05 → 8.34 µs on 7B Q8_0 and 8.85 → 7.58 on Q4_K_M,
+// of which attn_output, whose wait it shortens, gives back 0.7 and 0.3;
+// tg128 (same run) 7B Q4_K_M 496 vs 493 tok/s, Q8_0 409 vs 408, 1.5B 1,027
+// vs 1,015 (bench differences within run-to-run noise; the timeline's are
+// not). On head dim 64 (64 cell groups
+// of 8 lanes) it did not win: 0.5B Q8_0 1,880 vs 1,914 in that run (1,882
+// with 256 in the next). So 512 from head dim 128 up (kernels.h
+// set_attention_threads).
+constexpr int kChunk = kAttentionChunkCells;  // threads t < kChunk a cell each in the block max and sum
 constexpr int kRowBatch = 16;         // K row pieces a thread loads at once
 constexpr int kPieceFloats = 8;       // the most values one 16-byte piece holds (f16)
 
@@ -320,13 +334,13 @@ struct HeadShape {  // how the block cuts a K/V row
   int esize;        // bytes a value
   int per_piece;    // values a piece: 16 / esize, or 1 where rows are not whole 16-byte pieces
   int pieces;       // pieces a row
-  int groups;       // cell groups: kHeadThreads / pieces
+  int groups;       // cell groups: threads / pieces
   bool shuffled;    // pieces a power of two ≤ 32: a row's pieces are lanes of one warp
-  __device__ HeadShape(int hd, bool f16) {
+  __device__ HeadShape(int hd, bool f16, int threads) {
     esize = f16 ? 2 : 4;
     per_piece = (hd * esize) % 16 == 0 ? 16 / esize : 1;
     pieces = hd / per_piece;
-    groups = kHeadThreads / pieces;
+    groups = threads / pieces;
     shuffled = per_piece > 1 && pieces <= kWarp && (pieces & (pieces - 1)) == 0;
   }
 };
@@ -374,11 +388,13 @@ __device__ __forceinline__ float piece_dot(const int4& raw, const float (&q)[kPi
   return acc;
 }
 
-__global__ void __launch_bounds__(kHeadThreads, 2) attention_heads_kernel(AttentionArgs a, int* counters) {
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kernel(AttentionArgs a, int* counters) {
+  static_assert(kThreads >= kChunk && kThreads % kWarp == 0);
   extern __shared__ float chunk_weight[];  // [chunks] (the combine)
   __shared__ __align__(16) float qs[kMaxHeadDim];
   __shared__ float p[kChunk];
-  __shared__ float red[kHeadThreads * kPieceFloats];  // [cell group][head_dim]
+  __shared__ float red[kThreads * kPieceFloats];  // [cell group][head_dim]
   __shared__ float scratch[kWarp];
   __shared__ int cells[kChunk];
   __shared__ bool last;
@@ -390,13 +406,13 @@ __global__ void __launch_bounds__(kHeadThreads, 2) attention_heads_kernel(Attent
   const int j0 = chunk * kChunk;
   const int n_here = min(kChunk, n_seq - j0);
   const int cell = t < n_here ? a.seq_cells[j0 + t] : 0;
-  cells[t] = cell;
+  if (t < kChunk) cells[t] = cell;
   __syncthreads();
   pdl_begin();
   if (n_here <= 0) return;  // past the sequence: the combine counts only used chunks
   const int n_chunks = (n_seq + kChunk - 1) / kChunk;
 
-  const HeadShape sh(hd, a.cache_f16);
+  const HeadShape sh(hd, a.cache_f16, kThreads);
   const size_t row_bytes = static_cast<size_t>(hd) * sh.esize;
   const size_t head_off = static_cast<size_t>(kvh) * row_bytes;
   const size_t cache_row = static_cast<size_t>(a.n_kv_heads) * row_bytes;
@@ -449,7 +465,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) attention_heads_kernel(Attent
       }
       for (size_t off = 0; off < row_bytes; off += 128) prefetch_l1(v_row(t) + off);
     }
-    for (int i = t; i < hd; i += kHeadThreads) qs[i] = qrow[i];
+    for (int i = t; i < hd; i += kThreads) qs[i] = qrow[i];
     __syncthreads();
     if (mine) {
       float acc = 0.0f;
@@ -475,7 +491,7 @@ __global__ void __launch_bounds__(kHeadThreads, 2) attention_heads_kernel(Attent
   }
   const float m = block_max(s, scratch);
   const float e = visible ? expf(s - m) : 0.0f;
-  p[t] = e;
+  if (t < kChunk) p[t] = e;
   const float l = block_sum(e, scratch);  // its barriers also publish p[]
 
   // Weighted V sum, then the cell groups' sums added in group order.
@@ -530,13 +546,13 @@ __global__ void __launch_bounds__(kHeadThreads, 2) attention_heads_kernel(Attent
   __threadfence();
   const float* head = a.partials + static_cast<size_t>(h) * (hd + 2);
   float mx = -INFINITY;
-  for (int c = t; c < n_chunks; c += kHeadThreads) {
+  for (int c = t; c < n_chunks; c += kThreads) {
     const float* st = head + c * stride + hd;
     if (__ldcg(st + 1) > 0.0f) mx = fmaxf(mx, __ldcg(st));
   }
   mx = block_max(mx, scratch);
   float part_l = 0.0f;
-  for (int c = t; c < n_chunks; c += kHeadThreads) {
+  for (int c = t; c < n_chunks; c += kThreads) {
     const float* st = head + c * stride + hd;
     const float sum = __ldcg(st + 1);
     const float w = sum > 0.0f ? expf(__ldcg(st) - mx) : 0.0f;
@@ -704,8 +720,11 @@ cudaError_t launch_split(const AttentionArgs& a, int group, cudaStream_t stream)
 cudaError_t launch_heads(const AttentionArgs& a, cudaStream_t stream) {
   const int n_chunks = (a.max_cells + kChunk - 1) / kChunk;
   int* counters = reinterpret_cast<int*>(a.partials + partial_floats(a.n_heads, a.head_dim, a.max_cells));
-  return launch_kernel(attention_heads_kernel, dim3(a.n_heads, n_chunks), dim3(kHeadThreads), sizeof(float) * n_chunks,
-                       stream, a, counters);
+  auto launch = [&](auto kernel, int threads) {
+    return launch_kernel(kernel, dim3(a.n_heads, n_chunks), dim3(threads), sizeof(float) * n_chunks, stream, a, counters);
+  };
+  const int threads = attention_threads() != 0 ? attention_threads() : a.head_dim >= 128 ? 512 : 256;
+  return threads == 512 ? launch(attention_heads_kernel<512>, 512) : launch(attention_heads_kernel<256>, 256);
 }
 
 }  // namespace

@@ -214,6 +214,12 @@ cudaError_t launch_attention_generic(const AttentionArgs& a, cudaStream_t stream
 // Programmatic dependent launch for every kernel launched from now on (only
 // on sm_90+ devices: the caller checks). Off by default.
 void set_pdl(bool on);
+// Threads a block of the one-launch decode attention (attention_decode.cu):
+// 256 or 512, or 0 (the default) for 512 on head dims of 128 and more and
+// 256 below. Other bits of the sums either way (the cells are shared out
+// between twice the thread groups), each within rounding of the reference.
+void set_attention_threads(int threads);
+int attention_threads();
 // How decode matvecs schedule a row's loads (dot.cuh row_dot_t): 0 one unit
 // at a time (the loop checks each index), 1 groups of units whose loads are
 // all issued first, 2 groups twice as large; -1 (the default) picks per

@@ -11,6 +11,7 @@
 namespace minfer::kernels {
 namespace {
 std::atomic<bool> g_pdl{false};
+std::atomic<int> g_attention_threads{0};
 std::atomic<int> g_matvec_schedule{-1};
 std::atomic<int> g_matvec_lanes{0};
 std::atomic<bool> g_matvec_preload{true};
@@ -19,6 +20,10 @@ std::atomic<bool> g_matvec_two_types{true};
 
 bool pdl_enabled() { return g_pdl.load(std::memory_order_relaxed); }
 void set_pdl(bool on) { g_pdl.store(on, std::memory_order_relaxed); }
+int attention_threads() { return g_attention_threads.load(std::memory_order_relaxed); }
+void set_attention_threads(int threads) {
+  g_attention_threads.store(threads == 256 || threads == 512 ? threads : 0, std::memory_order_relaxed);
+}
 int matvec_schedule() { return g_matvec_schedule.load(std::memory_order_relaxed); }
 void set_matvec_schedule(int s) { g_matvec_schedule.store(s, std::memory_order_relaxed); }
 int matvec_lanes() { return g_matvec_lanes.load(std::memory_order_relaxed); }

@@ -226,7 +226,12 @@ __device__ __forceinline__ DotInput stage_acts(const DotInput& in, int k, unsign
 // groups of 32 rows, so it quantizes its own, and SMs differ by at most one
 // group; warp w the block's rows w, w + 32, ... kDefer: the deferred norm's
 // scale, applied as the plain kernel applies it. Shared memory: the slots,
-// the staged activations, then the block's h.
+// the staged activations, then the block's h. (Tried on the H200,
+// 2026-12-01, not kept: rows shared out in halves of groups, a group split
+// between two SMs quantized by the second to finish (an atomic count a
+// group), so that 7B's 592 groups make 8-9 halves an SM instead of 4-5
+// groups: tg128 7B Q4_K_M 496 vs 495 tok/s, Q8_0 409 vs 408, same run — the
+// SMs with a fifth group do not set gate/up's pace.)
 template <int kType, bool kDefer>
 __global__ void __launch_bounds__(kPipedWarps * kWarp, 1)
     gate_up_piped_kernel(DeviceWeight gate, DeviceWeight up, DotInput in, const float* defer_scale, float* h, int8_t* hq,

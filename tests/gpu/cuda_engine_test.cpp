@@ -382,6 +382,24 @@ TEST_F(CudaSwitches, AttentionSplitMatchesWithinRounding) {
   EXPECT_EQ(launches[2], launches[1]) << "auto's last step (56 cells) was not split and combine";
 }
 
+// MINFER_ATTN_THREADS=256: the one-launch decode attention's blocks at 256
+// threads instead of the 512 this model's head dim (128) gets by default —
+// the cells shared out between half the thread groups, so other f32 sums
+// (tolerance as for the split above), and the same launches.
+TEST_F(CudaSwitches, AttentionThreadsMatchWithinRounding) {
+  std::vector<float> logits[2];
+  int launches[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    if (i == 1) ::setenv("MINFER_ATTN_THREADS", "256", 1);
+    auto b = make_backend(true, *m_, {});
+    logits[i] = run_sequence(*b, *m_, prompt_, cont_);
+    launches[i] = b->decode_launches();
+  }
+  ::unsetenv("MINFER_ATTN_THREADS");
+  EXPECT_EQ(launches[0], launches[1]);
+  expect_rows_close(logits[1], logits[0], m_->config.vocab_size, 4e-2, 40, 4e-2, "attention 256 vs 512 threads");
+}
+
 TEST_F(CudaSwitches, NoFlashPrefillMatchesWithinF16Rounding) {
   BackendOptions off;
   off.fa_prefill = false;

@@ -1313,6 +1313,18 @@ TEST_P(GpuAttentionDecode, SplitAndCombineMatchesReference) {
   check_attention(GetParam(), 0, 2e-5, /*decode_split=*/true);
 }
 
+// The one-launch kernel at each block size (kernels::set_attention_threads;
+// the default above picks by head dim).
+TEST_P(GpuAttentionDecode, EachBlockSizeMatchesReference) {
+  MINFER_REQUIRE_GPU();
+  for (const int threads : {256, 512}) {
+    SCOPED_TRACE(threads);
+    kernels::set_attention_threads(threads);
+    check_attention(GetParam(), 0, 2e-5);
+  }
+  kernels::set_attention_threads(0);
+}
+
 // One chunk (≤ 256 cells) and several (300, 513, 1000, 4100: the last block
 // of a head combines), head dims 8 to 256, f16 and f32 caches, rows of whole
 // 16-byte pieces and not (20 × f16).

@@ -17,6 +17,7 @@
 #        (MINFER_MATVEC_LANES=8 / 32: a quarter-warp or a warp a matvec row; every model),
 #        generic (MINFER_MATVEC_TWO_TYPES=0: two-type q/k/v on the run-time-typed kernel; the Q4_K_M files),
 #        split (MINFER_ATTN_DECODE=split: decode attention by split and combine; 0.5B Q8_0, 7B Q4_K_M),
+#        attn256 (MINFER_ATTN_THREADS=256: decode attention's blocks at 256 threads; 0.5B Q8_0, 1.5B, 7B),
 #        depth (tg128 deep into the context, attention auto / one launch / split; 0.5B Q8_0, 7B Q4_K_M),
 #        piped (7B with nothing pipelined, MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0, and with
 #        every eligible launch pipelined, =1; the smaller models' launches are under the default's 16 MiB)
@@ -24,6 +25,7 @@
 #     ncu-large    the same for 7B Q4_K_M
 #     ncu-stream   stall reasons of the streamed, plain and pipelined gate/up kernels (kernel bench)
 #     ncu-detail   stall reasons, memory and occupancy of 7B's matvecs, and their SASS
+#                  (NCU_KERNELS="regex ...": other kernels of the step instead)
 #     profile-large  7B Q4_K_M pp512 / tg128 time per op kind (minfer bench --profile)
 #     timeline     each decode kernel's share of a replayed step (CUPTI), 0.5B Q8_0 and 7B Q4_K_M
 #                  (TIMELINE_MODELS="preset:type ..."; TIMELINE_ENVS="- NAME=VALUE ...": one a setting)
@@ -165,6 +167,7 @@ stage_bench_small() {
       again) bench "$a" 0.5b-q8_0-again ;;
       generic) bench "$b" 0.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0; bench "$c" 1.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0 ;;
       split) bench "$a" 0.5b-q8_0-split MINFER_ATTN_DECODE=split ;;
+      attn256) bench "$a" 0.5b-q8_0-attn256 MINFER_ATTN_THREADS=256; bench "$c" 1.5b-q4_k_m-attn256 MINFER_ATTN_THREADS=256 ;;
       depth) for m in auto heads split; do
                BENCH_ARGS="-p 0 -n 128 -d 0 1024 4096 8192" bench "$a" "0.5b-q8_0-depth-$m" MINFER_ATTN_DECODE=$m
              done ;;
@@ -234,7 +237,7 @@ stage_ncu_detail() {
   f=$(synth qwen2.5-7b q4_k_m)
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   [ -n "$ncu" ] || { note "ncu: not found"; return 0; }
-  for k in gate_up_kernel matvec_kernel; do
+  for k in ${NCU_KERNELS:-gate_up_kernel matvec_kernel}; do
     MINFER_NO_CUDA_GRAPH=1 "$ncu" --clock-control none --cache-control none -k "regex:$k" --launch-skip 300 --launch-count 2 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
       --section LaunchStats --section SchedulerStats "$build/daemon/minfer" bench -m "$f" --backend cuda -p 64 -n 16 -r 1 \
@@ -405,6 +408,7 @@ stage_bench_large() {
       tail) bench "$a" 7b-q4_k_m-tail MINFER_NORM_TAIL=1; bench "$b" 7b-q8_0-tail MINFER_NORM_TAIL=1 ;;
       generic) bench "$a" 7b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0 ;;
       split) bench "$a" 7b-q4_k_m-split MINFER_ATTN_DECODE=split ;;
+      attn256) bench "$a" 7b-q4_k_m-attn256 MINFER_ATTN_THREADS=256; bench "$b" 7b-q8_0-attn256 MINFER_ATTN_THREADS=256 ;;
       depth) for m in auto heads split; do
                BENCH_ARGS="-p 0 -n 128 -d 0 512 2048 4096" bench "$a" "7b-q4_k_m-depth-$m" MINFER_ATTN_DECODE=$m
              done ;;

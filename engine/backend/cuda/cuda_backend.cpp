@@ -122,6 +122,11 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   const char* attn = std::getenv("MINFER_ATTN_DECODE");
   const std::string_view attn_sv = attn != nullptr ? attn : "";
   attn_mode_ = attn_sv == "split" ? AttnDecode::kSplit : attn_sv == "heads" ? AttnDecode::kHeads : AttnDecode::kAuto;
+  // The one-launch kernel's blocks: 512 threads on head dims of 128 and
+  // more, 256 below (kernels.h), unless MINFER_ATTN_THREADS=256|512 forces
+  // one (A/B runs).
+  const char* attn_threads = std::getenv("MINFER_ATTN_THREADS");
+  kernels::set_attention_threads(attn_threads != nullptr ? std::atoi(attn_threads) : 0);
   attn_split_cells_ = kernels::kAttentionChunkCells;
   if (const char* cells = std::getenv("MINFER_ATTN_SPLIT_CELLS"); cells != nullptr && std::atoi(cells) > 0) {
     attn_split_cells_ = std::atoi(cells);
