@@ -27,16 +27,19 @@ __device__ __forceinline__ float4 ld16f(const float* p) { return __ldg(reinterpr
 __device__ __forceinline__ int4 ld16a(const void* p) { return *reinterpret_cast<const int4*>(p); }
 __device__ __forceinline__ float4 ld16fa(const float* p) { return *reinterpret_cast<const float4*>(p); }
 // Where a Unit::load takes its weight bytes from (`f(p)`: the 16 bytes at p;
-// `f.u16(p)`: the 2-byte scale at p), in the order the load reads them:
+// `f.u64(p)`: the 8 at p; `f.u16(p)`: the 2-byte scale at p), in the order
+// the load reads them:
 // global memory (GlobalFetch), a stage in shared memory that the streamed
 // matvec filled (SmemFetch, matvec_stream.cu), or a lane's own slots that
 // the pipelined gate/up fills and reads back (matvec_piped.cu).
 struct GlobalFetch {
   __device__ int4 operator()(const void* p) const { return ld16(p); }
+  __device__ int2 u64(const void* p) const { return __ldg(static_cast<const int2*>(p)); }
   __device__ uint16_t u16(const uint16_t* p) const { return *p; }
 };
 struct SmemFetch {
   __device__ int4 operator()(const void* p) const { return ld16a(p); }
+  __device__ int2 u64(const void* p) const { return *static_cast<const int2*>(p); }
   __device__ uint16_t u16(const uint16_t* p) const { return *p; }
 };
 
@@ -392,18 +395,19 @@ template <>
 struct Unit<WType::kQ6_K> {
   static constexpr int kElems = 64;
   struct Raw {
-    int4 l0, l1, h, sc4;  // ql[l], ql[l + 32], qh[l], the super-block's scales
+    int4 l0, l1, h;  // ql[l], ql[l + 32], qh[l]
+    int2 sc;         // the half's scales: words 2n, 2n + 1 of the super-block's 16
     uint16_t d;
   };
   template <class F = GlobalFetch>
   __device__ static Raw load(const DeviceWeight& w, int r, int u, F&& f = F{}) {
     // u = 4 sb + 2 n + q (unsigned: shifts and masks): ql at sb * 128 + n * 64
     // + 16 q = 32 u - 16 q, qh at sb * 64 + n * 32 + 16 q = 16 u.
-    const unsigned uu = static_cast<unsigned>(u), sb = uu / 4, q = uu % 2;
+    const unsigned uu = static_cast<unsigned>(u), sb = uu / 4, n = (uu / 2) % 2, q = uu % 2;
     const uint8_t* ql = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + (32 * uu - 16 * q);
     const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 4) + 16 * uu;
     Raw raw;
-    raw.sc4 = f(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
+    raw.sc = f.u64(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16 + 8 * n);
     raw.d = f.u16(static_cast<const uint16_t*>(w.d) + static_cast<size_t>(r) * (w.k / 256) + sb);
     raw.l0 = f(ql);
     raw.l1 = f(ql + 32);
@@ -413,8 +417,7 @@ struct Unit<WType::kQ6_K> {
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
   template <class A = PlainActs>
   __device__ static float dot(const Raw& raw, int u, const DotInput& in, A acts = A{}) {
-    const unsigned uu = static_cast<unsigned>(u), n = (uu / 2) % 2, q = uu % 2;
-    const int4 sc4 = raw.sc4;
+    const unsigned uu = static_cast<unsigned>(u), q = uu % 2;
     const float d = h2f(raw.d);
     const int x = static_cast<int>(4 * uu - 3 * q);  // chunk of sb * 256 + n * 128 + 16 q
     const float2* ds = in.ds + (2 * uu - 2 * q);  // sb * 8 + n * 4
@@ -422,9 +425,11 @@ struct Unit<WType::kQ6_K> {
     const int l0v[4] = {l0.x, l0.y, l0.z, l0.w};
     const int l1v[4] = {l1.x, l1.y, l1.z, l1.w};
     const int hv[4] = {h.x, h.y, h.z, h.w};
-    // The group's scales are bytes 8n + q + 2g of sc4: bytes q and q + 2 of
-    // word 2n (g = 0, 1) and of word 2n + 1 (g = 2, 3).
-    const uint32_t sc_lo = static_cast<uint32_t>(n ? sc4.z : sc4.x), sc_hi = static_cast<uint32_t>(n ? sc4.w : sc4.y);
+    // The group's scales are bytes 8n + q + 2g of the super-block's: bytes q
+    // and q + 2 of word 2n (g = 0, 1) and of word 2n + 1 (g = 2, 3), which
+    // the load took (8 bytes, not the 16 the four units of a super-block
+    // share: a pipelined lane's slots hold what it reads, matvec_piped.cu).
+    const uint32_t sc_lo = static_cast<uint32_t>(raw.sc.x), sc_hi = static_cast<uint32_t>(raw.sc.y);
     float acc = 0.0f;
 #pragma unroll
     for (int g = 0; g < 4; ++g) {  // the four element groups 0, 32, 64, 96

@@ -272,6 +272,15 @@ void set_matvec_piped(int mode);
 int matvec_piped();
 // Pipelined launches so far (tests and benchmarks check that the path ran).
 uint64_t piped_launches();
+// Steps of weights a pipelined launch keeps in flight (stages): as many as
+// fit, at least 2 and at most kDefaultPipedStages unless set_piped_stages
+// gives another limit (2 to 8; 0: the default). set_piped_early: how many of
+// them a warp issues before the PDL wait (0: all). The same bits either way.
+// last_piped_stages: the last pipelined launch's stages (tests, benchmarks).
+constexpr int kDefaultPipedStages = 4;
+void set_piped_stages(int max_stages);
+void set_piped_early(int steps);
+int last_piped_stages();
 
 // ---- faults (tests only) ---------------------------------------------------
 

@@ -10,20 +10,22 @@
 // 264 resident, the last 11% of the rows costing 19% of the time
 // (tests/gpu/matvec_bench.cpp "2 waves").
 //
-// Here a lane copies its units' 16-byte pieces with cp.async into slots of
-// its own in shared memory — no register holds a byte in flight — kStages
-// steps ahead of the one it computes (a step: one unit of each weight a row
-// has), the first kStages before the PDL wait (weights are constants). One
-// block of 32 warps an SM, the launch exactly the resident blocks, rows
-// shared out so that warps differ by at most one. Lane l of a row takes units
-// l, l + 32, ... in order, as the plain kernels do: the same sums, the same
-// bits.
+// Here a lane copies its units' pieces with cp.async into slots of its own
+// in shared memory — no register holds a byte in flight — `stages` steps
+// ahead of the one it computes (a step: one unit of each weight a row has),
+// the first of them before the PDL wait (weights are constants). One block
+// of 32 warps an SM, the launch exactly the resident blocks, rows shared out
+// so that warps differ by at most one. Lane l of a row takes units l, l + 32,
+// ... in order, as the plain kernels do: the same sums, the same bits.
 //
-// Types with Unit::Raw (Q8_0, Q4_K: three pieces a unit; Q5_K, Q6_K: five),
-// rows of at least 32 units, one type a launch, without the norm prologue or
-// the tail norm (with the deferred norm's scale); gate/up takes the
-// three-piece types. By default only launches of at least 16 MiB of weights
-// (kPipedMinBytes). Every other launch takes matvec.cu's kernels.
+// Types with Unit::Raw (Q8_0, Q4_K, Q5_K, Q6_K), rows of at least 32 units,
+// one type a launch, without the norm prologue or the tail norm (with the
+// deferred norm's scale); gate/up takes Q8_0 and Q4_K. As many stages as
+// the shared memory left by the staged activations holds, at least 2 and up
+// to kDefaultPipedStages (set_piped_stages: another limit, up to 8), all of
+// them issued before the PDL wait unless set_piped_early says fewer. By
+// default only launches of at least 16 MiB of weights (kPipedMinBytes).
+// Every other launch takes matvec.cu's kernels.
 #include <algorithm>
 #include <atomic>
 
@@ -37,13 +39,16 @@ namespace {
 
 std::atomic<int> g_gate_up_piped{-1};
 std::atomic<int> g_matvec_piped{-1};
+std::atomic<int> g_piped_stages_cap{0};
+std::atomic<int> g_piped_early{0};
+std::atomic<int> g_last_piped_stages{0};
 std::atomic<uint64_t> g_piped_launches{0};
 
 constexpr int kPipedWarps = 32;            // a block: one an SM
 // The least weight bytes a launch pipelines by default (mode -1). A block of
-// 32 warps and 192 KiB of slots cannot start on an SM until the previous
-// kernel's blocks there are gone, so the plain kernels' PDL overlap (their
-// small blocks start early and load before the wait) is lost: on the H200
+// 32 warps and most of the shared memory cannot start on an SM until the
+// previous kernel's blocks there are gone, so the plain kernels' PDL overlap
+// (their small blocks start early and load before the wait) is lost: on the H200
 // (2026-12-01, same run) pipelining every eligible launch won on 7B's
 // gate/up and ffn_down (kernel bench, µs: gate/up Q4_K 30.0 → 25.6, Q8_0
 // 49.9 → 37.2; ffn_down Q4_K 21.2 → 17.5, Q6_K 24.0 → 21.8, Q8_0 28.4 →
@@ -59,46 +64,78 @@ constexpr int kPipedWarps = 32;            // a block: one an SM
 // plain kernel; H200, 2026-12-01, same run, both arms with the late trigger
 // attention_decode.cu records).
 constexpr size_t kPipedMinBytes = size_t{16} << 20;
-constexpr int kSlotBytes = 192 * 1024;     // the slots of a block, at most
+constexpr int kMaxPipedStages = 8;  // set_piped_stages's limit (cp_async_wait's cases)
 
-// 16-byte pieces a unit of T (Unit::load's reads; a 2-byte scale takes the
-// aligned word that holds it); 0: not pipelined.
+// A lane's slots for one unit of T: Unit::load's reads by size — 16-byte
+// pieces, 8-byte ones (Q6_K's scales of its half super-block) and the 4-byte
+// words that hold a 2-byte scale. In 16-byte slots for every piece, as
+// before 2026-12-01, Q8_0 took 48 bytes a lane a unit for its 34 and Q6_K 80
+// for its 54.5, and 192 KiB of slots gave Q6_K 2 stages and gate/up Q8_0 2.
+// Now they get 3 (H200, 2026-12-01, CUPTI shares against the session
+// before: 7B ffn_down Q6_K 19.34 → 17.19 µs, output head Q6_K 153.8 →
+// 143.3; tg128 7B Q4_K_M 495 → 501 tok/s, Q8_0 unchanged). Held at 2
+// stages the compact slots read 497 and 500: the fewer bytes a lane reads
+// and stores count as much as the third stage.
 template <int kType>
-constexpr int kPieces = kType == static_cast<int>(WType::kQ8_0) || kType == static_cast<int>(WType::kQ4_K)   ? 3
-                        : kType == static_cast<int>(WType::kQ5_K) || kType == static_cast<int>(WType::kQ6_K) ? 5
-                                                                                                              : 0;
-// Stages for kW weights a row: as many as 192 KiB of slots hold, at least 2.
+constexpr int kP16 = kType == static_cast<int>(WType::kQ8_0)   ? 2
+                     : kType == static_cast<int>(WType::kQ4_K) ? 3
+                     : kType == static_cast<int>(WType::kQ5_K) ? 5
+                     : kType == static_cast<int>(WType::kQ6_K) ? 3
+                                                               : 0;
+template <int kType>
+constexpr int kP8 = kType == static_cast<int>(WType::kQ6_K) ? 1 : 0;
+template <int kType>
+constexpr int kP4 = kType == static_cast<int>(WType::kQ8_0) || kType == static_cast<int>(WType::kQ6_K) ? 1 : 0;
+
+// One warp's stage for kW weights a row: the warp's 16-byte pieces (piece i
+// of lane l at slot i * 32 + l: a warp's reads of one piece are
+// conflict-free), then its 8-byte ones, then its words. A multiple of 128
+// bytes, so every stage and region stays 16-byte aligned.
 template <int kType, int kW>
-constexpr int kStagesFor = std::max(2, kSlotBytes / (kPipedWarps * kW * kPieces<kType> * kWarp * 16));
+struct StageLayout {
+  static constexpr int kOff8 = kW * kP16<kType> * kWarp * 16;
+  static constexpr int kOff4 = kOff8 + kW * kP8<kType> * kWarp * 8;
+  static constexpr int kBytes = kOff4 + kW * kP4<kType> * kWarp * 4;
+};
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 __device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
-// A lane's slots of one stage: piece i at slot[i * kWarp] (the warp's lanes
-// side by side, so that a warp's 16-byte reads of one piece are conflict-free).
-//
-// IssueFetch: Unit::load's pieces go out as cp.async into the slots, in the
-// order the load reads them (the 2-byte scale as the aligned 4-byte word
-// holding it). ReadFetch: the same load again, its pieces from the slots.
+// IssueFetch: Unit::load's pieces go out as cp.async into this lane's slots
+// of a stage, in the order the load reads them (a 2-byte scale as the
+// aligned 4-byte word holding it). ReadFetch: the same load again, its
+// pieces from the slots. `stage`: the warp's stage; L: its StageLayout.
+template <class L>
 struct IssueFetch {
-  int4* slot;
-  int i = 0;
+  unsigned char* stage;
+  int lane;
+  int i16 = 0, i8 = 0, i4 = 0;
   __device__ int4 operator()(const void* p) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(slot + kWarp * i++)), "l"(p) : "memory");
+    const uint32_t dst = smem_addr(stage + 16 * (kWarp * i16++ + lane));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(p) : "memory");
     return int4{};
+  }
+  __device__ int2 u64(const void* p) {
+    const uint32_t dst = smem_addr(stage + L::kOff8 + 8 * (kWarp * i8++ + lane));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(p) : "memory");
+    return int2{};
   }
   __device__ uint16_t u16(const uint16_t* p) {
     const void* word = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3});
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_addr(slot + kWarp * i++)), "l"(word) : "memory");
+    const uint32_t dst = smem_addr(stage + L::kOff4 + 4 * (kWarp * i4++ + lane));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(word) : "memory");
     return 0;
   }
 };
+template <class L>
 struct ReadFetch {
-  const int4* slot;
-  int i = 0;
-  __device__ int4 operator()(const void*) { return slot[kWarp * i++]; }
+  const unsigned char* stage;
+  int lane;
+  int i16 = 0, i8 = 0, i4 = 0;
+  __device__ int4 operator()(const void*) { return *reinterpret_cast<const int4*>(stage + 16 * (kWarp * i16++ + lane)); }
+  __device__ int2 u64(const void*) { return *reinterpret_cast<const int2*>(stage + L::kOff8 + 8 * (kWarp * i8++ + lane)); }
   __device__ uint16_t u16(const uint16_t* p) {
-    const uint32_t word = *reinterpret_cast<const uint32_t*>(slot + kWarp * i++);
+    const uint32_t word = *reinterpret_cast<const uint32_t*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane));
     return static_cast<uint16_t>((reinterpret_cast<uintptr_t>(p) & 2) ? word >> 16 : word);
   }
 };
@@ -107,6 +144,20 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+// The same for a count known at run time (uniform across the warp; the
+// instruction takes an immediate).
+__device__ __forceinline__ void cp_async_wait(int pending) {
+  switch (pending) {
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    case 3: cp_async_wait<3>(); break;
+    case 4: cp_async_wait<4>(); break;
+    case 5: cp_async_wait<5>(); break;
+    case 6: cp_async_wait<6>(); break;
+    case 7: cp_async_wait<7>(); break;
+    default: cp_async_wait<0>(); break;
+  }
 }
 
 // Where the j-th row a warp takes is: its task and its row in the task.
@@ -117,13 +168,13 @@ struct RowAt {
 // The pipeline of one warp over its n_rows rows (row_at(j)), kW weights a row
 // (weight(task, wi)), all of one type and width: then done(j, row, sums) with
 // the rows' warp sums (every lane gets them). Calls pdl_begin once its first
-// kStages steps are out, then start() for the input (every thread of the
-// block calls it there: it may hold a barrier). `ring`: this lane's slot 0
-// of the warp's stages.
-template <WType T, int kW, int kStages, class Start, class RowOf, class WeightOf, class Done>
-__device__ __forceinline__ void pipe_rows(int4* ring, int lane, int n_rows, int n_units, Start start, RowOf row_at,
-                                          WeightOf weight, Done done) {
-  constexpr int kStageInts = kW * kPieces<static_cast<int>(T)> * kWarp;
+// `early` steps are out, issues the rest of the first `stages`, then calls
+// start() for the input (every thread of the block calls it there: it may
+// hold a barrier). `ring`: the warp's stages, one after the other.
+template <WType T, int kW, class Start, class RowOf, class WeightOf, class Done>
+__device__ __forceinline__ void pipe_rows(unsigned char* ring, int stages, int early, int lane, int n_rows, int n_units,
+                                          Start start, RowOf row_at, WeightOf weight, Done done) {
+  using L = StageLayout<static_cast<int>(T), kW>;
   const int n_iter = (n_units + kWarp - 1) / kWarp;  // steps a row
   // The next step to issue: row ij, units from lane + 32 iit, into stage ist.
   int ij = 0, iit = 0, ist = 0;
@@ -131,25 +182,25 @@ __device__ __forceinline__ void pipe_rows(int4* ring, int lane, int n_rows, int 
     if (ij < n_rows) {
       const RowAt at = row_at(ij);
       const int u = min(lane + kWarp * iit, n_units - 1);  // past the row: its last unit again, value dropped
-      IssueFetch f{ring + ist * kStageInts};
+      IssueFetch<L> f{ring + ist * L::kBytes, lane};
 #pragma unroll
       for (int wi = 0; wi < kW; ++wi) Unit<T>::load(weight(at.task, wi), at.r, u, f);
       if (++iit == n_iter) iit = 0, ++ij;
     }
     cp_async_commit();  // an empty group past the end keeps the count the wait relies on
-    if (++ist == kStages) ist = 0;
+    if (++ist == stages) ist = 0;
   };
-#pragma unroll
-  for (int s = 0; s < kStages; ++s) issue_next();
+  for (int s = 0; s < early; ++s) issue_next();
   pdl_begin();
+  for (int s = early; s < stages; ++s) issue_next();
   const DotInput in = start();  // the activations in shared memory (stage_acts)
 
   float acc[kW] = {};
   int j = 0, it = 0, st = 0;
   RowAt at = n_rows > 0 ? row_at(0) : RowAt{0, 0};
   for (int s = 0, n_steps = n_rows * n_iter; s < n_steps; ++s) {
-    cp_async_wait<kStages - 1>();  // this lane's step s has landed
-    ReadFetch f{ring + st * kStageInts};
+    cp_async_wait(stages - 1);  // this lane's step s has landed
+    ReadFetch<L> f{ring + st * L::kBytes, lane};
     const int u = min(lane + kWarp * it, n_units - 1);
     float part[kW];
 #pragma unroll
@@ -161,8 +212,8 @@ __device__ __forceinline__ void pipe_rows(int4* ring, int lane, int n_rows, int 
 #pragma unroll
       for (int wi = 0; wi < kW; ++wi) acc[wi] = add_rn(acc[wi], part[wi]);
     }
-    issue_next();  // step s + kStages into the stage just read
-    if (++st == kStages) st = 0;
+    issue_next();  // step s + stages into the stage just read
+    if (++st == stages) st = 0;
     if (++it == n_iter) {
       float sums[kW];
 #pragma unroll
@@ -235,22 +286,21 @@ __device__ __forceinline__ DotInput stage_acts(const DotInput& in, int k, unsign
 template <int kType, bool kDefer>
 __global__ void __launch_bounds__(kPipedWarps * kWarp, 1)
     gate_up_piped_kernel(DeviceWeight gate, DeviceWeight up, DotInput in, const float* defer_scale, float* h, int8_t* hq,
-                         float2* hds) {
+                         float2* hds, int stages, int early) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr WType T = static_cast<WType>(kType);
-  constexpr int kStages = kStagesFor<kType, 2>;
-  extern __shared__ __align__(16) int4 piped_smem[];
+  extern __shared__ __align__(16) unsigned char piped_smem[];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int n_groups = gate.n_rows / 32;
   const int g0 = static_cast<int>(static_cast<long long>(blockIdx.x) * n_groups / gridDim.x);
   const int g1 = static_cast<int>(static_cast<long long>(blockIdx.x + 1) * n_groups / gridDim.x);
-  constexpr int kWarpInts = kStages * 2 * kPieces<kType> * kWarp;
-  unsigned char* acts = reinterpret_cast<unsigned char*>(piped_smem + kPipedWarps * kWarpInts);
+  const int ring_bytes = stages * StageLayout<kType, 2>::kBytes;  // a warp's
+  unsigned char* acts = piped_smem + kPipedWarps * ring_bytes;
   float* out = reinterpret_cast<float*>(acts + staged_bytes(gate.k));  // the block's h, for its Q8 blocks
   const int my_rows = (32 * (g1 - g0) - warp + kPipedWarps - 1) / kPipedWarps;
   float scale = 0.0f;
-  pipe_rows<T, 2, kStages>(
-      piped_smem + warp * kWarpInts + lane, lane, my_rows, gate.k / Unit<T>::kElems,
+  pipe_rows<T, 2>(
+      piped_smem + warp * ring_bytes, stages, early, lane, my_rows, gate.k / Unit<T>::kElems,
       [&] {
         if (kDefer) scale = *defer_scale;
         return stage_acts(in, gate.k, acts);
@@ -290,14 +340,14 @@ struct PipedBatch {
   int n_tasks;
   DotInput in;
   const float* defer_scale;  // kDefer
+  int stages, early;
 };
 
 template <int kType, bool kDefer>
 __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(PipedBatch b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr WType T = static_cast<WType>(kType);
-  constexpr int kStages = kStagesFor<kType, 1>;
-  extern __shared__ __align__(16) int4 piped_smem[];
+  extern __shared__ __align__(16) unsigned char piped_smem[];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int gw = warp * gridDim.x + blockIdx.x, n_warps = gridDim.x * kPipedWarps;
   const int n_rows = b.begin[b.n_tasks];
@@ -305,12 +355,12 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(Pi
   // Tasks by constant indices (a run-time index into the parameter would
   // copy it to local memory).
   auto task = [&](int ti) -> const MatvecTask& { return ti == 2 ? b.t[2] : ti == 1 ? b.t[1] : b.t[0]; };
-  constexpr int kWarpInts = kStages * kPieces<kType> * kWarp;
+  const int ring_bytes = b.stages * StageLayout<kType, 1>::kBytes;  // a warp's
   const int k = b.t[0].w.k;
-  unsigned char* acts = reinterpret_cast<unsigned char*>(piped_smem + kPipedWarps * kWarpInts);
+  unsigned char* acts = piped_smem + kPipedWarps * ring_bytes;
   float scale = 0.0f;
-  pipe_rows<T, 1, kStages>(
-      piped_smem + warp * kWarpInts + lane, lane, my_rows, k / Unit<T>::kElems,
+  pipe_rows<T, 1>(
+      piped_smem + warp * ring_bytes, b.stages, b.early, lane, my_rows, k / Unit<T>::kElems,
       [&] {
         if (kDefer) scale = *b.defer_scale;
         return stage_acts(b.in, k, acts);
@@ -336,34 +386,64 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(Pi
 #endif
 }
 
-// Launches `kernel` on the resident blocks (at most `max_blocks`) with `fixed`
-// bytes of shared memory a block (the slots, the staged activations) and
-// `extra` bytes for every unit of work out of `work` the block may get.
-template <class Kernel, class... Args>
-cudaError_t launch_resident(Kernel kernel, size_t fixed, int work, int max_blocks, size_t extra, cudaStream_t stream,
-                            Args&&... args) {
+// Up to 4 stages by default (kDefaultPipedStages): more bytes in flight did
+// not make any product faster (H200, 2026-12-01, bench/results/
+// 2026-12-01-h200-session15: tg128 7B Q4_K_M 501 / 500 / 500 tok/s with up
+// to 4 / 8 / 2 stages, Q8_0 406 / 403 / 407), and 7B Q8_0's q/k/v, 4 steps
+// a row and about a row a warp, lost with 6 (5.13 → 6.07 µs a layer): its
+// whole work out before the wait slows the deferred norm ahead of it. Yet
+// fewer steps before the wait lost more (set_piped_early 1 / 2: tg128 7B
+// Q4_K_M 483 / 491, Q8_0 397 / 398; the norm 5.44 → 3.43 µs a launch but
+// gate/up 36.06 → 38.48, q/k/v 5.70 → 7.66): the loads before the wait are
+// worth the norm's time they cost.
+//
+// A pipelined launch: one block an SM (at most `max_blocks`), and as many
+// stages of `stage_bytes` (all the block's warps' stages) as the shared
+// memory left by `fixed` bytes (the staged activations) and `extra` bytes for
+// each unit of `work` the block may get holds — up to kDefaultPipedStages or
+// set_piped_stages's limit — `early` of them before the PDL wait. grid 0:
+// fewer than two stages fit.
+struct ResidentShape {
+  int grid = 0, stages = 0, early = 0;
+  size_t smem = 0;
+};
+ResidentShape resident_shape(const void* kernel, size_t stage_bytes, size_t fixed, int work, int max_blocks, size_t extra) {
   const DeviceLimits lim = device_limits();
-  const int threads = kPipedWarps * kWarp;
-  const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, fixed + extra, lim.max_smem);
-  if (per_sm < 1 || lim.sms == 0) return cudaErrorNotSupported;
-  const int grid = std::min(max_blocks, per_sm * lim.sms);
-  const size_t smem = fixed + extra * static_cast<size_t>((work + grid - 1) / grid);
-  if (smem > static_cast<size_t>(lim.max_smem)) return cudaErrorNotSupported;
-  const cudaError_t st = launch_kernel(kernel, dim3(grid), dim3(threads), smem, stream, std::forward<Args>(args)...);
-  if (st == cudaSuccess) g_piped_launches.fetch_add(1, std::memory_order_relaxed);
+  if (lim.sms == 0 || max_blocks < 1) return {};
+  const int grid = std::min(max_blocks, lim.sms);
+  const size_t rest = fixed + extra * static_cast<size_t>((work + grid - 1) / grid);
+  const size_t max_smem = static_cast<size_t>(lim.max_smem);
+  if (rest + 2 * stage_bytes > max_smem) return {};
+  const int cap = g_piped_stages_cap.load(std::memory_order_relaxed);
+  const int most = cap >= 2 ? std::min(cap, kMaxPipedStages) : kDefaultPipedStages;
+  const int stages = static_cast<int>(std::min<size_t>(most, (max_smem - rest) / stage_bytes));
+  const int early = g_piped_early.load(std::memory_order_relaxed);
+  const size_t smem = rest + static_cast<size_t>(stages) * stage_bytes;
+  if (blocks_per_sm(kernel, kPipedWarps * kWarp, smem, lim.max_smem) < 1) return {};
+  return ResidentShape{grid, stages, early >= 1 ? std::min(early, stages) : stages, smem};
+}
+
+template <class Kernel, class... Args>
+cudaError_t launch_shaped(Kernel kernel, const ResidentShape& sh, cudaStream_t stream, Args&&... args) {
+  if (sh.grid == 0) return cudaErrorNotSupported;
+  const cudaError_t st =
+      launch_kernel(kernel, dim3(sh.grid), dim3(kPipedWarps * kWarp), sh.smem, stream, std::forward<Args>(args)...);
+  if (st == cudaSuccess) {
+    g_piped_launches.fetch_add(1, std::memory_order_relaxed);
+    g_last_piped_stages.store(sh.stages, std::memory_order_relaxed);
+  }
   return st;
 }
 
 // Whether weights of type T and width k may be pipelined (sm_80, whole units,
 // a warp's worth of them a row, 16-byte aligned planes).
 template <int kType>
-bool pipeable(const DeviceWeight& w, int weights) {
-  if constexpr (kPieces<kType> == 0) {
+bool pipeable(const DeviceWeight& w) {
+  if constexpr (kP16<kType> == 0) {
     return false;
   } else {
     constexpr int kElems = Unit<static_cast<WType>(kType)>::kElems;
-    return device_limits().cc_major >= 8 && (weights == 1 || kPieces<kType> == 3) && w.k % kElems == 0 &&
-           w.k / kElems >= kWarp && planes_aligned(w);
+    return device_limits().cc_major >= 8 && w.k % kElems == 0 && w.k / kElems >= kWarp && planes_aligned(w);
   }
 }
 
@@ -386,6 +466,9 @@ int gate_up_piped() { return g_gate_up_piped.load(std::memory_order_relaxed); }
 void set_matvec_piped(int mode) { g_matvec_piped.store(mode, std::memory_order_relaxed); }
 int matvec_piped() { return g_matvec_piped.load(std::memory_order_relaxed); }
 uint64_t piped_launches() { return g_piped_launches.load(std::memory_order_relaxed); }
+void set_piped_stages(int max_stages) { g_piped_stages_cap.store(max_stages, std::memory_order_relaxed); }
+void set_piped_early(int steps) { g_piped_early.store(steps, std::memory_order_relaxed); }
+int last_piped_stages() { return g_last_piped_stages.load(std::memory_order_relaxed); }
 
 cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& up, const DotInput& in, const float* defer_scale,
                                  float* h, int8_t* hq, float2* hds, cudaStream_t stream) {
@@ -396,15 +479,16 @@ cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& u
   }
   return dispatch_wtype(gate.type, [&](auto type) -> cudaError_t {
     constexpr int T = decltype(type)::value;
-    if constexpr (kPieces<T> != 3) {
+    // (Two stages of two Q5_K or Q6_K weights do not fit on the H200.)
+    if constexpr (T != static_cast<int>(WType::kQ8_0) && T != static_cast<int>(WType::kQ4_K)) {
       return cudaErrorNotSupported;
     } else {
-      if (!pipeable<T>(gate, 2)) return cudaErrorNotSupported;
-      const size_t slots = sizeof(int4) * kPipedWarps * kStagesFor<T, 2> * 2 * kPieces<T> * kWarp;
+      if (!pipeable<T>(gate)) return cudaErrorNotSupported;
       const int n_groups = gate.n_rows / 32;
       auto kernel = defer_scale != nullptr ? gate_up_piped_kernel<T, true> : gate_up_piped_kernel<T, false>;
-      return launch_resident(kernel, slots + staged_bytes(gate.k), n_groups, n_groups, 32 * sizeof(float), stream, gate, up,
-                             in, defer_scale, h, hq, hds);
+      const ResidentShape sh = resident_shape(reinterpret_cast<const void*>(kernel), kPipedWarps * StageLayout<T, 2>::kBytes,
+                                              staged_bytes(gate.k), n_groups, n_groups, 32 * sizeof(float));
+      return launch_shaped(kernel, sh, stream, gate, up, in, defer_scale, h, hq, hds, sh.stages, sh.early);
     }
   });
 }
@@ -428,15 +512,18 @@ cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotI
   if (!wanted(matvec_piped(), w, n_tasks)) return cudaErrorNotSupported;
   return dispatch_wtype(tasks[0].w.type, [&](auto type) -> cudaError_t {
     constexpr int T = decltype(type)::value;
-    if constexpr (kPieces<T> == 0) {
+    if constexpr (kP16<T> == 0) {
       return cudaErrorNotSupported;
     } else {
       for (int i = 0; i < n_tasks; ++i) {
-        if (!pipeable<T>(tasks[i].w, 1)) return cudaErrorNotSupported;
+        if (!pipeable<T>(tasks[i].w)) return cudaErrorNotSupported;
       }
-      const size_t slots = sizeof(int4) * kPipedWarps * kStagesFor<T, 1> * kPieces<T> * kWarp;
       auto kernel = defer_scale != nullptr ? matvec_piped_kernel<T, true> : matvec_piped_kernel<T, false>;
-      return launch_resident(kernel, slots + staged_bytes(tasks[0].w.k), rows, rows, 0, stream, b);
+      const ResidentShape sh = resident_shape(reinterpret_cast<const void*>(kernel), kPipedWarps * StageLayout<T, 1>::kBytes,
+                                              staged_bytes(tasks[0].w.k), rows, rows, 0);
+      b.stages = sh.stages;
+      b.early = sh.early;
+      return launch_shaped(kernel, sh, stream, b);
     }
   });
 }

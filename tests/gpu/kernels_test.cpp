@@ -11,6 +11,7 @@
 #include <numeric>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "engine/backend/cpu/reference/reference.h"
 #include "engine/backend/cpu/thread_pool.h"
@@ -438,9 +439,48 @@ TEST(GpuMatvecStream, StreamedEqualsPlainBitForBit) {
   }
 }
 
+// Runs a pipelined launch under each stage setting and checks the stages it
+// took: with a limit of 8 (the first setting) as many as fit, 2 to 8; by
+// default that many up to kDefaultPipedStages; under a limit, the limit or
+// fewer where fewer fit. Some settings issue one step, not all, before the
+// PDL wait.
+class PipedStages {
+ public:
+  struct Setting {
+    int limit, early;  // set_piped_stages, set_piped_early
+  };
+  static constexpr Setting kSettings[] = {{8, 0}, {0, 0}, {2, 0}, {3, 1}, {0, 1}};
+  template <class Run>
+  void run(const Setting& s, Run&& launch) {
+    kernels::set_piped_stages(s.limit);
+    kernels::set_piped_early(s.early);
+    launch();
+    kernels::set_piped_stages(0);
+    kernels::set_piped_early(0);
+    taken_ = kernels::last_piped_stages();
+    early_ = s.early;
+    if (s.limit == 8) {
+      most_ = taken_;
+      EXPECT_GE(taken_, 2);
+      EXPECT_LE(taken_, 8);
+    } else {
+      const int limit = s.limit == 0 ? kernels::kDefaultPipedStages : s.limit;
+      EXPECT_EQ(taken_, std::min(limit, most_)) << "stages under a limit of " << limit;
+    }
+  }
+  std::string label() const {
+    return " (" + std::to_string(taken_) + " stages" + (early_ ? ", one before the wait)" : ")");
+  }
+
+ private:
+  int most_ = 0, taken_ = 0, early_ = 0;
+};
+
 // The pipelined kernels (each lane's weights through its own shared-memory
 // slots by cp.async, sm_80 and later) sum the plain kernels' units in the
-// same order: identical bits.
+// same order: identical bits, with as many stages in flight as fit (up to 8
+// and up to the default), with 2 and 3, and with one step issued before the
+// PDL wait instead of every stage (kernels::set_piped_stages, _early).
 //
 // Gate/up: h and its Q8 blocks, with and without the deferred norm's scale,
 // on rows of exactly a warp's units, one more (a second step with one lane's
@@ -481,15 +521,18 @@ TEST(GpuPiped, GateUpEqualsPlainBitForBit) {
         o.q = hq.q.download();
         o.ds = hq.ds.download();
       };
-      Out plain, got;
-      run(false, plain);
-      run(true, got);
-      ASSERT_FALSE(HasFatalFailure());
-      const std::string label = what + (deferred ? " deferred" : "");
-      test::expect_same_bits(got.h, plain.h, label + " h");
-      EXPECT_EQ(got.q, plain.q) << label;
-      test::expect_same_bits(got.ds, plain.ds, label + " Q8 scales");
+      Out plain;
+      ASSERT_NO_FATAL_FAILURE(run(false, plain));
       for (float v : plain.h) ASSERT_TRUE(std::isfinite(v)) << what;
+      PipedStages stages;
+      for (const PipedStages::Setting& setting : PipedStages::kSettings) {
+        Out got;
+        ASSERT_NO_FATAL_FAILURE(stages.run(setting, [&] { run(true, got); }));
+        const std::string label = what + (deferred ? " deferred" : "") + stages.label();
+        test::expect_same_bits(got.h, plain.h, label + " h");
+        EXPECT_EQ(got.q, plain.q) << label;
+        test::expect_same_bits(got.ds, plain.ds, label + " Q8 scales");
+      }
     }
   }
 }
@@ -536,12 +579,15 @@ TEST(GpuPiped, MatvecEqualsPlainBitForBit) {
         const bool gate_up = c.rows % 32 == 0 && (c.type == DType::kQ8_0 || c.type == DType::kQ4_K);
         EXPECT_EQ(kernels::piped_launches() - before, piped ? (gate_up ? 2u : 1u) : 0u) << "pipelined launches " << label;
       };
-      BatchOut plain, got;
-      run(false, plain);
-      run(true, got);
-      ASSERT_FALSE(HasFatalFailure());
-      expect_same_batch(got, plain, label);
+      BatchOut plain;
+      ASSERT_NO_FATAL_FAILURE(run(false, plain));
       for (float v : plain.y3) ASSERT_TRUE(std::isfinite(v)) << label;
+      PipedStages stages;
+      for (const PipedStages::Setting& setting : PipedStages::kSettings) {
+        BatchOut got;
+        ASSERT_NO_FATAL_FAILURE(stages.run(setting, [&] { run(true, got); }));
+        expect_same_batch(got, plain, label + stages.label());
+      }
     }
   }
 }

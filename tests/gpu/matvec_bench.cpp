@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -123,6 +124,8 @@ struct Variant {
   bool two_types = true;   // kernels::set_matvec_two_types
   int piped_mv = -1;       // kernels::set_matvec_piped
   int piped_gu = -1;       // kernels::set_gate_up_piped
+  int piped_stages = 0;    // kernels::set_piped_stages (0: the default)
+  int piped_early = 0;     // kernels::set_piped_early (0: every stage before the PDL wait)
 };
 
 // "auto" | "0" | "1" | "2" (lanes a row picked per launch) | "w:S" (a warp a
@@ -131,7 +134,8 @@ struct Variant {
 // weights loaded before the PDL wait), "+generic" (two-type batches on the
 // run-time-typed kernel), "+plain" (neither matvecs nor gate/up pipelined),
 // "+plainmv" (matvecs not pipelined), "+piped" (every eligible launch
-// pipelined, whatever its size).
+// pipelined, whatever its size), "+sN" (pipelined launches at most N stages),
+// "+eN" (N of them issued before the PDL wait).
 Variant parse_variant(const std::string& arg) {
   Variant v;
   v.label = arg;
@@ -143,6 +147,8 @@ Variant parse_variant(const std::string& arg) {
     else if (opt == "plain") v.piped_mv = v.piped_gu = 0;
     else if (opt == "plainmv") v.piped_mv = 0;
     else if (opt == "piped") v.piped_mv = v.piped_gu = 1;
+    else if (opt.size() > 1 && (opt[0] == 's' || opt[0] == 'e') && std::isdigit(static_cast<unsigned char>(opt[1])))
+      (opt[0] == 's' ? v.piped_stages : v.piped_early) = std::atoi(opt.c_str() + 1);
     else std::fprintf(stderr, "unknown variant option '%s' in %s\n", opt.c_str(), arg.c_str());
     a.resize(plus);
   }
@@ -199,6 +205,8 @@ Result run_case(const Case& c, const Variant& variant, size_t l2_bytes, cudaStre
   minfer::kernels::set_matvec_two_types(variant.two_types);
   minfer::kernels::set_matvec_piped(variant.piped_mv);
   minfer::kernels::set_gate_up_piped(variant.piped_gu);
+  minfer::kernels::set_piped_stages(variant.piped_stages);
+  minfer::kernels::set_piped_early(variant.piped_early);
   minfer::kernels::MatvecInput in;
   in.x = x;
   in.xq.q = xq;
@@ -283,9 +291,14 @@ int main(int argc, char** argv) {
         continue;
       }
       const uint64_t streamed = minfer::kernels::matvec_stream_launches();
+      const uint64_t piped = minfer::kernels::piped_launches();
       const Result r = run_case(c, v, static_cast<size_t>(prop.l2CacheSize), stream);
       const bool fell_back = v.stream && minfer::kernels::matvec_stream_launches() == streamed;
-      std::printf(" %.1f%s | %.0f (%.0f%%) |", r.us, fell_back ? " (plain)" : "", r.gbps, copy_gbps > 0 ? 100 * r.gbps / copy_gbps : 0.0);
+      // A pipelined case says its stages: "[5]".
+      const std::string stages =
+          minfer::kernels::piped_launches() != piped ? " [" + std::to_string(minfer::kernels::last_piped_stages()) + "]" : "";
+      std::printf(" %.1f%s%s | %.0f (%.0f%%) |", r.us, fell_back ? " (plain)" : "", stages.c_str(), r.gbps,
+                  copy_gbps > 0 ? 100 * r.gbps / copy_gbps : 0.0);
     }
     std::printf("\n");
     std::fflush(stdout);

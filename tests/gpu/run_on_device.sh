@@ -18,7 +18,10 @@
 #        generic (MINFER_MATVEC_TWO_TYPES=0: two-type q/k/v on the run-time-typed kernel; the Q4_K_M files),
 #        split (MINFER_ATTN_DECODE=split: decode attention by split and combine; 0.5B Q8_0, 7B Q4_K_M),
 #        attn256 (MINFER_ATTN_THREADS=256: decode attention's blocks at 256 threads; 0.5B Q8_0, 1.5B, 7B),
+#        stages (MINFER_PIPED_STAGES=2 and =8: the pipelined products at most that many stages; 7B),
+#        early (MINFER_PIPED_EARLY=1 and =2: that many of their stages issued before the PDL wait; 7B),
 #        depth (tg128 deep into the context, attention auto / one launch / split; 0.5B Q8_0, 7B Q4_K_M),
+#        depth256 (the same on 7B Q4_K_M, attention auto with blocks of 256 threads),
 #        piped (7B with nothing pipelined, MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0, and with
 #        every eligible launch pipelined, =1; the smaller models' launches are under the default's 16 MiB)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
@@ -409,9 +412,16 @@ stage_bench_large() {
       generic) bench "$a" 7b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0 ;;
       split) bench "$a" 7b-q4_k_m-split MINFER_ATTN_DECODE=split ;;
       attn256) bench "$a" 7b-q4_k_m-attn256 MINFER_ATTN_THREADS=256; bench "$b" 7b-q8_0-attn256 MINFER_ATTN_THREADS=256 ;;
+      stages) for n in 2 8; do
+                bench "$a" "7b-q4_k_m-stages$n" MINFER_PIPED_STAGES=$n; bench "$b" "7b-q8_0-stages$n" MINFER_PIPED_STAGES=$n
+              done ;;
+      early) for n in 1 2; do
+               bench "$a" "7b-q4_k_m-early$n" MINFER_PIPED_EARLY=$n; bench "$b" "7b-q8_0-early$n" MINFER_PIPED_EARLY=$n
+             done ;;
       depth) for m in auto heads split; do
                BENCH_ARGS="-p 0 -n 128 -d 0 512 2048 4096" bench "$a" "7b-q4_k_m-depth-$m" MINFER_ATTN_DECODE=$m
              done ;;
+      depth256) BENCH_ARGS="-p 0 -n 128 -d 0 512 2048 4096" bench "$a" 7b-q4_k_m-depth-auto-256 MINFER_ATTN_THREADS=256 ;;
       quarter) bench "$a" 7b-q4_k_m-quarter MINFER_MATVEC_LANES=8; bench "$b" 7b-q8_0-quarter MINFER_MATVEC_LANES=8 ;;
       warp) bench "$a" 7b-q4_k_m-warp MINFER_MATVEC_LANES=32; bench "$b" 7b-q8_0-warp MINFER_MATVEC_LANES=32 ;;
       piped) bench "$a" 7b-q4_k_m-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0

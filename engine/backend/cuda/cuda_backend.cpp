@@ -183,6 +183,15 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   };
   kernels::set_matvec_piped(piped_mode("MINFER_MATVEC_PIPED"));
   kernels::set_gate_up_piped(piped_mode("MINFER_GATE_UP_PIPED"));
+  // Their steps of weights in flight, and how many go out before the PDL
+  // wait: kernels.h's defaults unless MINFER_PIPED_STAGES=N (2-8) or
+  // MINFER_PIPED_EARLY=N say otherwise (A/B runs; the same bits either way).
+  auto env_int = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::atoi(v) : 0;
+  };
+  kernels::set_piped_stages(env_int("MINFER_PIPED_STAGES"));
+  kernels::set_piped_early(env_int("MINFER_PIPED_EARLY"));
   // Tried on the H200 (2026-12-01, not kept): the first rows each pipelined
   // gate/up block reads pulled into L2 while attention leaves DRAM idle —
   // spare blocks of the q/k/v tail issuing cp.async.bulk.prefetch.L2 after
