@@ -299,7 +299,12 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 // Tried on the H200 (2026-12-01, not kept): every cell's K and V rows but
 // the one the tail writes pulled into L1 before the PDL wait (prefetch,
 // while the tail runs): no change (tg128 0.5B Q8_0 1,892 vs 1,905 tok/s
-// without, 7B Q4_K_M 494 vs 495, Q8_0 407 vs 407; same run).
+// without, 7B Q4_K_M 494 vs 495, Q8_0 407 vs 407; same run). Nor did the
+// caches' lines kept in a persisting part of the L2 (an access-policy
+// window on the K/V stores and on this kernel): a 7B layer's attention 8.63
+// vs 8.60 µs (Q8_0), 7.64 vs 7.64 (Q4_K_M), while the set-aside slowed
+// prefill (7B Q8_0 pp512 20,824 vs 23,286 tok/s) and deep decode
+// (bench/results/2026-12-01-h200-session15, run 4).
 // Also tried there (2026-12-01, not kept): the next kernel (attn_output,
 // whose 896 blocks load 7-14 MB of weights before their wait) launched only
 // once this block's K and V reads had landed, not at the wait, in case those
