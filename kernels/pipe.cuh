@@ -1,0 +1,343 @@
+// The pipeline of the pipelined decode products (matvec_piped.cu,
+// matvec_bridge.cu; sm_80 and later): each lane copies its units' pieces
+// with cp.async into slots of its own in shared memory, `stages` steps
+// ahead of the one it computes (a step: one unit of each weight a row has),
+// the first of them before the PDL wait (weights are constants). One block
+// of kPipedWarps warps an SM, the launch exactly the resident blocks. Lane
+// l of a row takes units l, l + 32, ... in order, as the plain kernels
+// (matvec.cu) do: the same sums, the same bits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dot.cuh"
+#include "kernels/kernels.h"
+#include "kernels/launch.cuh"
+
+namespace minfer::kernels::piped {
+
+constexpr int kPipedWarps = 32;   // a block: one an SM
+constexpr int kMaxPipedStages = 8;  // set_piped_stages's limit (cp_async_wait's cases)
+
+// A lane's slots for one unit of T: Unit::load's reads by size — 16-byte
+// pieces, 8-byte ones (Q6_K's scales of its half super-block) and the 4-byte
+// words that hold a 2-byte scale. In 16-byte slots for every piece, as
+// before 2026-12-01, Q8_0 took 48 bytes a lane a unit for its 34 and Q6_K 80
+// for its 54.5, and 192 KiB of slots gave Q6_K 2 stages and gate/up Q8_0 2.
+// Now they get 3 (H200, 2026-12-01, CUPTI shares against the session
+// before: 7B ffn_down Q6_K 19.34 → 17.19 µs, output head Q6_K 153.8 →
+// 143.3; tg128 7B Q4_K_M 495 → 501 tok/s, Q8_0 unchanged). Held at 2
+// stages the compact slots read 497 and 500: the fewer bytes a lane reads
+// and stores count as much as the third stage.
+template <int kType>
+constexpr int kP16 = kType == static_cast<int>(WType::kQ8_0)   ? 2
+                     : kType == static_cast<int>(WType::kQ4_K) ? 3
+                     : kType == static_cast<int>(WType::kQ5_K) ? 5
+                     : kType == static_cast<int>(WType::kQ6_K) ? 3
+                                                               : 0;
+template <int kType>
+constexpr int kP8 = kType == static_cast<int>(WType::kQ6_K) ? 1 : 0;
+template <int kType>
+constexpr int kP4 = kType == static_cast<int>(WType::kQ8_0) || kType == static_cast<int>(WType::kQ6_K) ? 1 : 0;
+
+// One warp's stage for kW weights a row: the warp's 16-byte pieces (piece i
+// of lane l at slot i * 32 + l: a warp's reads of one piece are
+// conflict-free), then its 8-byte ones, then its words. A multiple of 128
+// bytes, so every stage and region stays 16-byte aligned.
+template <int kType, int kW>
+struct StageLayout {
+  static constexpr int kOff8 = kW * kP16<kType> * kWarp * 16;
+  static constexpr int kOff4 = kOff8 + kW * kP8<kType> * kWarp * 8;
+  static constexpr int kBytes = kOff4 + kW * kP4<kType> * kWarp * 4;
+};
+
+// Where the j-th row a warp takes is: its task and its row in the task.
+struct RowAt {
+  int task, r;
+};
+
+// The staged activations: the Q8 values (k bytes, rounded up to whole
+// 128-byte rows of chunks, which the swizzle permutes within), then the
+// scales (stage_acts).
+__host__ __device__ inline size_t staged_values_bytes(int k) { return (static_cast<size_t>(k) + 127) / 128 * 128; }
+__host__ __device__ inline size_t staged_bytes(int k) { return staged_values_bytes(k) + static_cast<size_t>(k / 32) * sizeof(float2); }
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// IssueFetch: Unit::load's pieces go out as cp.async into this lane's slots
+// of a stage, in the order the load reads them (a 2-byte scale as the
+// aligned 4-byte word holding it). ReadFetch: the same load again, its
+// pieces from the slots. `stage`: the warp's stage; L: its StageLayout.
+template <class L>
+struct IssueFetch {
+  unsigned char* stage;
+  int lane;
+  int i16 = 0, i8 = 0, i4 = 0;
+  __device__ int4 operator()(const void* p) {
+    const uint32_t dst = smem_addr(stage + 16 * (kWarp * i16++ + lane));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(p) : "memory");
+    return int4{};
+  }
+  __device__ int2 u64(const void* p) {
+    const uint32_t dst = smem_addr(stage + L::kOff8 + 8 * (kWarp * i8++ + lane));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(p) : "memory");
+    return int2{};
+  }
+  __device__ uint16_t u16(const uint16_t* p) {
+    const void* word = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3});
+    const uint32_t dst = smem_addr(stage + L::kOff4 + 4 * (kWarp * i4++ + lane));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(word) : "memory");
+    return 0;
+  }
+};
+template <class L>
+struct ReadFetch {
+  const unsigned char* stage;
+  int lane;
+  int i16 = 0, i8 = 0, i4 = 0;
+  __device__ int4 operator()(const void*) { return *reinterpret_cast<const int4*>(stage + 16 * (kWarp * i16++ + lane)); }
+  __device__ int2 u64(const void*) { return *reinterpret_cast<const int2*>(stage + L::kOff8 + 8 * (kWarp * i8++ + lane)); }
+  __device__ uint16_t u16(const uint16_t* p) {
+    const uint32_t word = *reinterpret_cast<const uint32_t*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane));
+    return static_cast<uint16_t>((reinterpret_cast<uintptr_t>(p) & 2) ? word >> 16 : word);
+  }
+};
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+// The same for a count known at run time (uniform across the warp; the
+// instruction takes an immediate).
+__device__ __forceinline__ void cp_async_wait(int pending) {
+  switch (pending) {
+    case 1: cp_async_wait<1>(); break;
+    case 2: cp_async_wait<2>(); break;
+    case 3: cp_async_wait<3>(); break;
+    case 4: cp_async_wait<4>(); break;
+    case 5: cp_async_wait<5>(); break;
+    case 6: cp_async_wait<6>(); break;
+    case 7: cp_async_wait<7>(); break;
+    default: cp_async_wait<0>(); break;
+  }
+}
+
+// One warp's rows of one product: n_rows rows (row_at(j)) of kW weights
+// (weight(task, wi)) of type T, n_units units each.
+template <WType T, int kW_, class RowOf, class WeightOf>
+struct Phase {
+  static constexpr int kW = kW_;
+  using L = StageLayout<static_cast<int>(T), kW>;
+  int n_rows, n_units, n_iter;  // n_iter: steps a row
+  RowOf row_at;
+  WeightOf weight;
+
+  // Step `it` of row j into a stage: false once the rows are done.
+  __device__ __forceinline__ bool issue(unsigned char* stage, int lane, int& j, int& it) const {
+    if (j >= n_rows) return false;
+    const RowAt at = row_at(j);
+    const int u = min(lane + kWarp * it, n_units - 1);  // past the row: its last unit again, value dropped
+    IssueFetch<L> f{stage, lane};
+#pragma unroll
+    for (int wi = 0; wi < kW; ++wi) Unit<T>::load(weight(at.task, wi), at.r, u, f);
+    if (++it == n_iter) it = 0, ++j;
+    return true;
+  }
+  // Step `it` of the row at `at` from its stage, added to acc.
+  __device__ __forceinline__ void dot(const unsigned char* stage, int lane, RowAt at, int it, const DotInput& in,
+                                      float (&acc)[kW]) const {
+    ReadFetch<L> f{stage, lane};
+    const int u = min(lane + kWarp * it, n_units - 1);
+    float part[kW];
+#pragma unroll
+    for (int wi = 0; wi < kW; ++wi) {
+      // (the row for the scale's half of its word)
+      part[wi] = Unit<T>::dot(Unit<T>::load(weight(at.task, wi), at.r, u, f), u, in, SwizzledActs{});
+    }
+    if (lane + kWarp * it < n_units) {
+#pragma unroll
+      for (int wi = 0; wi < kW; ++wi) acc[wi] = add_rn(acc[wi], part[wi]);
+    }
+  }
+};
+template <WType T, int kW, class RowOf, class WeightOf>
+__device__ __forceinline__ Phase<T, kW, RowOf, WeightOf> make_phase(int n_rows, int n_units, RowOf row_at, WeightOf weight) {
+  return Phase<T, kW, RowOf, WeightOf>{n_rows, n_units, (n_units + kWarp - 1) / kWarp, row_at, weight};
+}
+
+// Computes phase p's steps, the stages one after the other from stage `st`
+// of `ring` (stage_bytes each): each step waits for its stage, then
+// issue_next() refills it; done(j, row, sums) with each row's warp sums
+// (every lane gets them).
+template <class P, class Issue, class Done>
+__device__ __forceinline__ void run_phase(const P& p, const unsigned char* ring, int stage_bytes, int stages, int& st,
+                                          int lane, const DotInput& in, Issue& issue_next, Done done) {
+  constexpr int kW = P::kW;
+  float acc[kW] = {};
+  int j = 0, it = 0;
+  RowAt at = p.n_rows > 0 ? p.row_at(0) : RowAt{0, 0};
+  for (int s = 0, n_steps = p.n_rows * p.n_iter; s < n_steps; ++s) {
+    cp_async_wait(stages - 1);  // this lane's step s has landed
+    p.dot(ring + st * stage_bytes, lane, at, it, in, acc);
+    issue_next();  // step s + stages into the stage just read
+    if (++st == stages) st = 0;
+    if (++it == p.n_iter) {
+      float sums[kW];
+#pragma unroll
+      for (int wi = 0; wi < kW; ++wi) {
+        sums[wi] = warp_sum(acc[wi]);
+        acc[wi] = 0.0f;
+      }
+      done(j, at, sums);
+      it = 0;
+      if (++j < p.n_rows) at = p.row_at(j);
+    }
+  }
+}
+
+// The pipeline of one warp over one phase. Calls pdl_begin once its first
+// `early` steps are out, issues the rest of the first `stages`, then calls
+// start() for the input (every thread of the block calls it there: it may
+// hold a barrier). `ring`: the warp's stages, one after the other.
+template <class P, class Start, class Done>
+__device__ __forceinline__ void pipe_rows(const P& p, unsigned char* ring, int stages, int early, int lane, Start start,
+                                          Done done) {
+  constexpr int kStageBytes = P::L::kBytes;
+  int ij = 0, iit = 0, ist = 0;  // the next step to issue: row ij, step iit, into stage ist
+  auto issue_next = [&] {
+    p.issue(ring + ist * kStageBytes, lane, ij, iit);
+    cp_async_commit();  // an empty group past the end keeps the count the wait relies on
+    if (++ist == stages) ist = 0;
+  };
+  for (int s = 0; s < early; ++s) issue_next();
+  pdl_begin();
+  for (int s = early; s < stages; ++s) issue_next();
+  const DotInput in = start();  // the activations in shared memory (stage_acts)
+  int st = 0;
+  run_phase(p, ring, kStageBytes, stages, st, lane, in, issue_next, done);
+}
+
+// The pipeline of one warp over two phases, one ring: a's rows, then b's,
+// b's first steps issued as a's last ones are computed (weights are
+// constants), so they stream while the block waits between the phases.
+// start_a() gives a's input (after the PDL wait), between() b's; every
+// thread of the block calls both (they may hold barriers).
+template <class PA, class PB, class StartA, class DoneA, class Between, class DoneB>
+__device__ __forceinline__ void pipe_two(const PA& a, const PB& b, unsigned char* ring, int stage_bytes, int stages,
+                                         int early, int lane, StartA start_a, DoneA done_a, Between between, DoneB done_b) {
+  int ja = 0, ita = 0, jb = 0, itb = 0, ist = 0;
+  auto issue_next = [&] {
+    unsigned char* stage = ring + ist * stage_bytes;
+    if (!a.issue(stage, lane, ja, ita)) b.issue(stage, lane, jb, itb);
+    cp_async_commit();  // an empty group past the end keeps the count the wait relies on
+    if (++ist == stages) ist = 0;
+  };
+  for (int s = 0; s < early; ++s) issue_next();
+  pdl_begin();
+  for (int s = early; s < stages; ++s) issue_next();
+  int st = 0;
+  const DotInput in_a = start_a();
+  run_phase(a, ring, stage_bytes, stages, st, lane, in_a, issue_next, done_a);
+  const DotInput in_b = between();
+  run_phase(b, ring, stage_bytes, stages, st, lane, in_b, issue_next, done_b);
+}
+
+// The activations staged in shared memory. Read from global memory (L1), a
+// step's activation loads — lane l at 16-byte chunk 4 l + i of the row
+// (Q4_K, instruction i) or 2 l + i (Q8_0) — touch 16 (8) cache lines an
+// instruction, and the L1 pipe, not DRAM, bounded 7B's gate/up Q4_K (Nsight
+// Compute, H200, 2026-12-01: stalls of 4.1 cycles an instruction on MIO
+// throttle and 3.1 on short scoreboard). In shared memory with chunk c at
+// swizzled_chunk(c) (dot.cuh), each quarter of a warp's 16-byte reads falls
+// on distinct banks (Q8_0, Q4_K; Q6_K's pattern keeps two-way conflicts):
+// MIO throttle 3.2, short scoreboard 1.6; kernel bench 7B ffn_down Q4_K
+// 17.5 → 13.1 µs, gate/up Q4_K 25.4 → 24.7. (Tried, 2026-12-01, not kept:
+// gate and up sharing one load of a unit's staged activations, 4 of the 10
+// 16-byte shared loads of a Q4_K step fewer in the PTX — no change: kernel
+// bench gate/up Q4_K 24.5 µs, Q8_0 37.4; tg128 7B 478 / 401 tok/s.)
+// Once a block, after the PDL wait. Every thread of the block; ends with a
+// barrier.
+__device__ __forceinline__ DotInput stage_acts(const DotInput& in, int k, unsigned char* smem) {
+  constexpr int kBatch = 2;  // chunks a thread loads before it stores (loads in flight)
+  int4* q = reinterpret_cast<int4*>(smem);
+  float2* ds = reinterpret_cast<float2*>(smem + staged_values_bytes(k));
+  const int chunks = k / 16, n_ds = k / 32, tid = static_cast<int>(threadIdx.x), n = static_cast<int>(blockDim.x);
+  for (int c0 = 0; c0 < chunks; c0 += kBatch * n) {  // n_ds = k / 32 < chunks: the scales ride along
+    int4 v[kBatch];
+    float2 d[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int c = c0 + i * n + tid;
+      if (c < chunks) v[i] = ld16a(in.q + 16 * c);
+      if (c < n_ds) d[i] = in.ds[c];
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int c = c0 + i * n + tid;
+      if (c < chunks) q[swizzled_chunk(c)] = v[i];
+      if (c < n_ds) ds[c] = d[i];
+    }
+  }
+  __syncthreads();
+  return DotInput{nullptr, reinterpret_cast<const int8_t*>(q), ds};
+}
+#endif
+
+// One pipelined row written as matvec.cu writes it: the deferred norm's
+// scale (kDefer), bias, residual, argmax. Lane 0 only.
+template <bool kDefer>
+__device__ __forceinline__ void store_row(const MatvecTask& t, int r, float v, float scale) {
+  if constexpr (kDefer) v = __fmul_rn(v, scale);
+  if (t.bias != nullptr) v += t.bias[r];
+  const float o = t.accumulate ? t.y[r] + v : v;
+  t.y[r] = o;
+  if (t.argmax != nullptr) argmax_fold(t.argmax, argmax_pack(o, r));
+}
+
+// ---- host side (matvec_piped.cu) ----
+
+// A pipelined launch: one block an SM (at most `max_blocks`), and as many
+// stages of `stage_bytes` (all the block's warps' stages) as the shared
+// memory left by `fixed` bytes (the staged activations) and `extra` bytes for
+// each unit of `work` the block may get holds — up to kDefaultPipedStages or
+// set_piped_stages's limit — `early` of them before the PDL wait. grid 0:
+// fewer than two stages fit.
+struct ResidentShape {
+  int grid = 0, stages = 0, early = 0;
+  size_t smem = 0;
+};
+ResidentShape resident_shape(const void* kernel, size_t stage_bytes, size_t fixed, int work, int max_blocks, size_t extra);
+
+// Counts a pipelined launch of `stages` stages (piped_launches,
+// last_piped_stages).
+void note_piped_launch(int stages);
+
+template <class Kernel, class... Args>
+cudaError_t launch_shaped(Kernel kernel, const ResidentShape& sh, cudaStream_t stream, Args&&... args) {
+  if (sh.grid == 0) return cudaErrorNotSupported;
+  const cudaError_t st =
+      launch_kernel(kernel, dim3(sh.grid), dim3(kPipedWarps * kWarp), sh.smem, stream, std::forward<Args>(args)...);
+  if (st == cudaSuccess) note_piped_launch(sh.stages);
+  return st;
+}
+
+// Whether weights of type T and width k may be pipelined (sm_80, whole units,
+// a warp's worth of them a row, 16-byte aligned planes).
+template <int kType>
+bool pipeable(const DeviceWeight& w) {
+  if constexpr (kP16<kType> == 0) {
+    return false;
+  } else {
+    constexpr int kElems = Unit<static_cast<WType>(kType)>::kElems;
+    return device_limits().cc_major >= 8 && w.k % kElems == 0 && w.k / kElems >= kWarp && planes_aligned(w);
+  }
+}
+
+// Whether a launch of `n` weights is pipelined under `mode` (set_*_piped):
+// off, every eligible launch, or (-1) those of at least 16 MiB.
+bool wanted(int mode, const DeviceWeight* w, int n);
+
+}  // namespace minfer::kernels::piped
