@@ -24,11 +24,20 @@ __device__ __forceinline__ void norm_quads_prefetch_weights(const float* w, int 
   for (int i = static_cast<int>(threadIdx.x) * 32; i < n; i += static_cast<int>(blockDim.x) * 32) prefetch_l1(w + i);
 }
 
+// Where quantized values go: value i to q[i], block b's scale and sum to
+// ds[b]. (matvec_bridge.cu stores into its swizzled shared memory instead.)
+struct Q8Store {
+  int8_t* q;
+  float2* ds;
+  __device__ void value(int i, int8_t v) const { q[i] = v; }
+  __device__ void scales(int b, float2 v) const { ds[b] = v; }
+};
+
 // Q8 block b of 32 values held by a quad (lane t: elements t, t + 4, ...,
 // t + 28 in v; amax: the lane's max |v|), quantize_block_q8's arithmetic with
 // the max and the sum taken across the quad. Every lane of the warp calls it.
-__device__ __forceinline__ void quantize_quad_q8(const float (&v)[8], float amax, bool here, int b, int t, int8_t* q,
-                                                 float2* ds) {
+template <class Store>
+__device__ __forceinline__ void quantize_quad_q8(const float (&v)[8], float amax, bool here, int b, int t, const Store& out) {
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
   const float d = amax / 127.0f;
@@ -37,11 +46,15 @@ __device__ __forceinline__ void quantize_quad_q8(const float (&v)[8], float amax
   for (int j = 0; j < 8; ++j) {
     const int qi = amax == 0.0f ? 0 : __float2int_rn(v[j] / d);
     sum += qi;
-    if (here) q[b * 32 + t + 4 * j] = static_cast<int8_t>(qi);
+    if (here) out.value(b * 32 + t + 4 * j, static_cast<int8_t>(qi));
   }
   sum += __shfl_xor_sync(0xffffffffu, sum, 2);
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-  if (here && t == 0) ds[b] = make_float2(d, d * static_cast<float>(sum));
+  if (here && t == 0) out.scales(b, make_float2(d, d * static_cast<float>(sum)));
+}
+__device__ __forceinline__ void quantize_quad_q8(const float (&v)[8], float amax, bool here, int b, int t, int8_t* q,
+                                                 float2* ds) {
+  quantize_quad_q8(v, amax, here, b, t, Q8Store{q, ds});
 }
 
 // The row's scale 1 / sqrt(mean(x²) + eps) from its 32-element block sums of
@@ -124,11 +137,12 @@ __device__ __forceinline__ void rms_norm_quads(const float* x, const float* w, i
 
 // Block b of a deferred norm by a quad (lane t = lane % 4 holds elements t,
 // t + 4, ..., t + 28 of x and of the norm weights w): its Q8 values and
-// scales of x ⊙ w, and its sum of squares of x into sums[b]. Every lane of
-// the warp calls it; lanes whose quad has no block pass here = false (and
-// zeros).
+// scales of x ⊙ w (to `out`, a Q8Store or the like), and its sum of squares
+// of x into sums[b]. Every lane of the warp calls it; lanes whose quad has
+// no block pass here = false (and zeros).
+template <class Store>
 __device__ __forceinline__ void deferred_norm_quad(const float (&x)[8], const float (&w)[8], bool here, int b, int t,
-                                                   int8_t* q, float2* ds, float* sums) {
+                                                   const Store& out, float* sums) {
   const float s = norm_quad_sum(x);
   float v[8], amax = 0.0f;
 #pragma unroll
@@ -136,16 +150,19 @@ __device__ __forceinline__ void deferred_norm_quad(const float (&x)[8], const fl
     v[j] = __fmul_rn(x[j], w[j]);
     amax = fmaxf(amax, fabsf(v[j]));
   }
-  quantize_quad_q8(v, amax, here, b, t, q, ds);
+  quantize_quad_q8(v, amax, here, b, t, out);
   if (here && t == 0) sums[b] = s;
 }
 
-// The deferred form of one row by a whole block: Q8 of x ⊙ w into q and ds,
-// the block sums of squares into sums (shared memory, n / 32 floats; then
+// The deferred form of one row by a whole block: Q8 of x ⊙ w to `out`, the
+// block sums of squares into sums (shared memory, n / 32 floats; then
 // norm_scale gives s). A quad a 32-element block, one pass over x. All
 // threads of the block call it (blockDim.x a multiple of 32); it ends with a
-// barrier.
-__device__ __forceinline__ void deferred_norm_quads(const float* x, const float* w, int n, int8_t* q, float2* ds, float* sums) {
+// barrier. kL2: x read from L2, for a row other blocks of the same kernel
+// wrote (this SM's L1 may hold stale lines of it).
+template <bool kL2, class Store>
+__device__ __forceinline__ void deferred_norm_quads(const float* x, const float* w, int n, const Store& out, float* sums) {
+  auto ld = [x](int i) { return kL2 ? __ldcg(x + i) : x[i]; };
   const int nb = n / 32, t = static_cast<int>(threadIdx.x) % 4;
   const int quads = static_cast<int>(blockDim.x) / 4, first = static_cast<int>(threadIdx.x) / 4;
   const int warp_first = static_cast<int>(threadIdx.x) / kWarp * (kWarp / 4);
@@ -157,12 +174,15 @@ __device__ __forceinline__ void deferred_norm_quads(const float* x, const float*
     float xv[8], wv[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      xv[j] = here ? x[b * 32 + t + 4 * j] : 0.0f;
+      xv[j] = here ? ld(b * 32 + t + 4 * j) : 0.0f;
       wv[j] = here ? w[b * 32 + t + 4 * j] : 0.0f;
     }
-    deferred_norm_quad(xv, wv, here, b, t, q, ds, sums);
+    deferred_norm_quad(xv, wv, here, b, t, out, sums);
   }
   __syncthreads();
+}
+__device__ __forceinline__ void deferred_norm_quads(const float* x, const float* w, int n, int8_t* q, float2* ds, float* sums) {
+  deferred_norm_quads<false>(x, w, n, Q8Store{q, ds}, sums);
 }
 
 }  // namespace minfer::kernels
