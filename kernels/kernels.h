@@ -282,6 +282,61 @@ void set_piped_stages(int max_stages);
 void set_piped_early(int steps);
 int last_piped_stages();
 
+// ---- the bridge between two sub-layers (decode) ----------------------------
+
+// One launch for a seam of a decode step (matvec_bridge.cu; sm_80 and
+// later): a pipelined product that adds to the residual stream (attn_output,
+// ffn_down), the deferred norm of the stream it completes, and the
+// pipelined products of that norm (gate/up + SwiGLU, or q, k and v). Every
+// block waits at a barrier in global memory for the whole stream, then
+// normalises it itself; the products' weights stream on meanwhile. The same
+// bits as launch_matvec with the residual, launch_rms_norm_deferred and
+// launch_gate_up_swiglu / launch_matvec with defer_scale, one after the
+// other.
+struct BridgeArgs {
+  MatvecTask product;  // accumulate = true, y = the residual stream ([product.w.n_rows])
+  Q8Rows x;            // the product's input
+  const float* norm_w = nullptr;
+  float norm_eps = 0.0f;
+  Q8Rows norm_q;                // the deferred norm's outputs, as
+  float* norm_scale = nullptr;  // launch_rms_norm_deferred writes them
+  // Then either gate/up + SwiGLU of the norm (gate.q set; the outputs of
+  // launch_gate_up_swiglu) ...
+  DeviceWeight gate, up;
+  float* h = nullptr;
+  Q8Rows hq;
+  // ... or up to three matvecs of it, of one type (n_next; without argmax).
+  MatvecTask next[kMaxMatvecTasks];
+  int n_next = 0;
+  // Two words of device memory, zeroed once before the first launch; the
+  // launches keep them. Launches that use one pair must not run at once.
+  unsigned int* barrier = nullptr;
+};
+// cudaErrorNotSupported, launching nothing, where the bridge does not apply
+// (mode off, a device before sm_80, types without a pipelined kernel or
+// pair, rows of fewer units than a warp has lanes, unaligned planes, a
+// shape whose stages do not fit); the caller then launches the three steps.
+// Mode 0 off (the default: slower than the three launches on the H200,
+// matvec_bridge.cu), 1 every such seam, -1 where the second product would
+// be pipelined (set_gate_up_piped, set_matvec_piped). Its grid is one block
+// an SM and needs every block resident at once: a device shared with other
+// work may hold it at the barrier, which the bounded wait turns into a
+// wedge.
+cudaError_t launch_bridge(const BridgeArgs& a, cudaStream_t stream);
+void set_bridge(int mode);
+int bridge();
+// Bridge launches so far (tests and benchmarks check that the path ran).
+uint64_t bridge_launches();
+// Diagnostics (gpu_decode_timeline): with a zeroed device buffer of
+// 2 * kBridgeProbeBlocks * kBridgeProbeFields words set, every bridge launch
+// adds, for each of its first kBridgeProbeBlocks blocks, at [kind][block]
+// (kind 1: into gate/up): 1 to field 0, then the SM cycles the block spent
+// up to its input staged (the PDL wait), on the first product, at the
+// barrier, on the norm, and on the second product. nullptr: off.
+constexpr int kBridgeProbeBlocks = 256;
+constexpr int kBridgeProbeFields = 6;
+cudaError_t set_bridge_probe(unsigned long long* buf);
+
 // ---- faults (tests only) ---------------------------------------------------
 
 // A kernel that spins until *release != 0 or `max_ns` pass (fault injection

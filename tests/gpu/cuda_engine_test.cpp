@@ -292,6 +292,28 @@ TEST_F(CudaSwitches, PipedIsBitIdentical) {
   }
 }
 
+// MINFER_BRIDGE=all (every eligible seam in one launch: attn_output, the
+// norm and gate/up; ffn_down, the norm and the next layer's q/k/v) against
+// 0: the same logits bits, on this model's Q8_0 (its Q4_K_M rows, 1,024
+// wide, are 16 Q4_K units: too few to pipeline); the bridge runs in the
+// first arm only.
+TEST_F(CudaSwitches, BridgeIsBitIdentical) {
+  MINFER_REQUIRE_SM(8, "cp.async");
+  m_ = std::make_unique<Loaded>(test::synth_model("qwen3-0.6b", "q8_0", 2, 512));
+  std::vector<float> logits[2];
+  uint64_t launches[2] = {0, 0};
+  for (int on = 0; on < 2; ++on) {
+    if (on) ::setenv("MINFER_BRIDGE", "all", 1);  // (off: the default)
+    const uint64_t before = kernels::bridge_launches();
+    logits[on] = run({});
+    launches[on] = kernels::bridge_launches() - before;
+  }
+  ::unsetenv("MINFER_BRIDGE");
+  EXPECT_EQ(launches[0], 0u) << "bridged by default";
+  EXPECT_GT(launches[1], 0u) << "=all bridged nothing";
+  expect_same_bits(logits[1], logits[0]);
+}
+
 // MINFER_MATVEC_PRELOAD=0: short-row matvecs load their weights after the
 // PDL wait, like the rest (here: attn_output, 1,024 wide, a quarter a row).
 TEST_F(CudaSwitches, MatvecPreloadIsBitIdentical) {

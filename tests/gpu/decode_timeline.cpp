@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/api.h"
+#include "kernels/kernels.h"
 
 namespace {
 
@@ -102,6 +103,17 @@ int main(int argc, char** argv) {
   const std::string csv = argc > 4 ? argv[4] : "";
   if (!cupti_ok(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "register") ||
       !cupti_ok(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enable kernel records")) {
+    return 1;
+  }
+  // MINFER_BRIDGE_PROBE=1: where the bridge launches' blocks spend their
+  // cycles (kernels::set_bridge_probe), printed after the timeline.
+  const char* probe_env = std::getenv("MINFER_BRIDGE_PROBE");
+  const bool probing = probe_env != nullptr && std::string(probe_env) == "1";
+  constexpr size_t kProbeWords = 2 * kernels::kBridgeProbeBlocks * kernels::kBridgeProbeFields;
+  unsigned long long* probe = nullptr;
+  if (probing && (cudaMalloc(reinterpret_cast<void**>(&probe), kProbeWords * 8) != cudaSuccess ||
+                  cudaMemset(probe, 0, kProbeWords * 8) != cudaSuccess || kernels::set_bridge_probe(probe) != cudaSuccess)) {
+    std::cerr << "gpu_decode_timeline: cannot set up the bridge probe\n";
     return 1;
   }
   EngineConfig config;
@@ -184,6 +196,40 @@ int main(int argc, char** argv) {
     const double c = static_cast<double>(a.count);
     fmt::print("| {} | {} | {:.0f} | {:.1f} ({:.0f}%) | {:.2f} | {:.2f} | {:.2f} |\n", key.first.substr(0, 70), key.second, c / n,
                a.share / n / 1e3, 100.0 * a.share / step_sum, a.share / c / 1e3, a.duration / c / 1e3, a.early / c / 1e3);
+  }
+  if (probing) {
+    std::vector<unsigned long long> h(kProbeWords);
+    int khz = 0;
+    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);
+    if (cudaMemcpy(h.data(), probe, kProbeWords * 8, cudaMemcpyDeviceToHost) != cudaSuccess || khz <= 0) {
+      std::cerr << "gpu_decode_timeline: cannot read the bridge probe\n";
+      return 1;
+    }
+    fmt::print("bridge probe (SM cycles at {} MHz as us; per block, over every launch of the run: mean, and the min and "
+               "max over blocks)\n| into | launches | blocks | wait + staging | first product | barrier | norm | second product |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|\n", khz / 1000);
+    for (int kind = 1; kind >= 0; --kind) {
+      double mean[6] = {}, lo[6], hi[6];
+      int blocks = 0;
+      unsigned long long launches = 0;
+      for (int f = 0; f < 6; ++f) lo[f] = 1e30, hi[f] = 0;
+      for (int b = 0; b < kernels::kBridgeProbeBlocks; ++b) {
+        const unsigned long long* r = h.data() + (static_cast<size_t>(kind) * kernels::kBridgeProbeBlocks + b) * kernels::kBridgeProbeFields;
+        if (r[0] == 0) continue;
+        ++blocks;
+        launches = std::max(launches, r[0]);
+        for (int f = 1; f < 6; ++f) {
+          const double us = static_cast<double>(r[f]) / static_cast<double>(r[0]) / (khz / 1e3);
+          mean[f] += us;
+          lo[f] = std::min(lo[f], us);
+          hi[f] = std::max(hi[f], us);
+        }
+      }
+      if (blocks == 0) continue;
+      fmt::print("| {} | {} | {} |", kind == 1 ? "gate/up" : "matvecs", launches, blocks);
+      for (int f = 1; f < 6; ++f) fmt::print(" {:.2f} ({:.2f}-{:.2f}) |", mean[f] / blocks, lo[f], hi[f]);
+      fmt::print("\n");
+    }
   }
   if (!csv.empty()) {
     std::ofstream f(csv);

@@ -592,6 +592,177 @@ TEST(GpuPiped, MatvecEqualsPlainBitForBit) {
   }
 }
 
+// The bridge (kernels::launch_bridge: the product that adds to the residual
+// stream, the deferred norm of the stream, the norm's products, in one launch
+// whose blocks meet at a barrier in global memory) gives the bits of the
+// three launches it stands for: the stream, the norm's Q8 values, scales and
+// scale, and gate/up's h and its Q8 blocks or a q/k/v-like batch with biases.
+// Gate/up Q8_0 and Q4_K; batches of Q8_0, Q5_K, Q6_K, and Q4_K after a Q6_K
+// product (Q4_K_M's ffn_down); streams 512 to 3,584 wide, first products of
+// 1,024 to 4,864 inputs, second products of fewer rows than the launch has
+// warps and of more; with as many stages as fit, 2, and 3 with one before
+// the PDL wait; each launched twice on one barrier (the words it leaves
+// behind must serve the next launch).
+TEST(GpuBridge, EqualsProductNormProductsBitForBit) {
+  MINFER_REQUIRE_GPU();
+  MINFER_REQUIRE_SM(8, "cp.async");
+  struct Case {
+    DType ta, tb;
+    int n, ka, rows_b;
+    bool gate_up;
+  };
+  // (Rows of at least a warp's units: Q8_0 1,024 wide, Q4_K and Q5_K 2,048,
+  // Q6_K 4,096.)
+  const Case cases[] = {{DType::kQ8_0, DType::kQ8_0, 1024, 2048, 2048, true},
+                        {DType::kQ4_K, DType::kQ4_K, 3584, 3584, 1024, true},
+                        {DType::kQ4_K, DType::kQ4_K, 2048, 2048, 9728, true},
+                        {DType::kQ8_0, DType::kQ8_0, 1024, 4864, 896, false},
+                        {DType::kQ6_K, DType::kQ4_K, 2048, 4864, 2048, false},
+                        {DType::kQ5_K, DType::kQ5_K, 2048, 2048, 1536, false},
+                        {DType::kQ6_K, DType::kQ6_K, 4096, 4096, 512, false}};
+  const float eps = 1e-6f;
+  const int saved_bridge = kernels::bridge();
+  for (const Case& c : cases) {
+    const std::string what = std::string(dtype_name(c.ta)) + " " + std::to_string(c.n) + "x" + std::to_string(c.ka) + " -> " +
+                             (c.gate_up ? "gate/up " : "batch ") + std::string(dtype_name(c.tb)) + " " + std::to_string(c.rows_b);
+    SCOPED_TRACE(what);
+    TestWeight a(c.ta, c.n, c.ka, 601);
+    // Gate/up: two weights of rows_b rows; a batch: rows_b, rows_b / 8 and
+    // rows_b / 8 + 32 rows (q, k, v), each with a bias.
+    const int rows[3] = {c.rows_b, c.gate_up ? c.rows_b : c.rows_b / 8, c.rows_b / 8 + 32};
+    TestWeight b0(c.tb, rows[0], c.n, 602), b1(c.tb, rows[1], c.n, 603), b2(c.tb, rows[2], c.n, 604);
+    const std::vector<float> x = test::random_floats(static_cast<size_t>(c.ka), 605, 2.0f);
+    const std::vector<float> stream = test::random_floats(static_cast<size_t>(c.n), 606, 3.0f);
+    const std::vector<float> nw = test::random_floats(static_cast<size_t>(c.n), 607);
+    DeviceArray<float> dx, dnw, biases[3];
+    dx.upload(x);
+    dnw.upload(nw);
+    for (int i = 0; i < 3; ++i) biases[i].upload(test::random_floats(static_cast<size_t>(rows[i]), 608 + i));
+    Q8Device xq(1, c.ka);
+    CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, c.ka, xq.rows(), nullptr));
+    DeviceArray<unsigned int> barrier(2);
+    CUDA_ASSERT(cudaMemset(barrier.get(), 0, 2 * sizeof(unsigned int)));
+    struct Out {
+      std::vector<float> stream, nds, scale, y[3], h, hds;
+      std::vector<int8_t> nq, hq;
+    };
+    auto run = [&](bool bridged, Out& o) {
+      DeviceArray<float> ys, ns(1), y[3], h(static_cast<size_t>(rows[0]));
+      ys.upload(stream);
+      for (int i = 0; i < 3; ++i) y[i].resize(static_cast<size_t>(rows[i]));
+      Q8Device nq(1, c.n), hq(1, rows[0]);
+      kernels::MatvecTask product{a.dev, ys.get(), nullptr, true};
+      kernels::MatvecTask next[3];
+      const TestWeight* bw[3] = {&b0, &b1, &b2};
+      for (int i = 0; i < 3; ++i) next[i] = kernels::MatvecTask{bw[i]->dev, y[i].get(), biases[i].get()};
+      if (bridged) {
+        kernels::set_bridge(1);
+        kernels::BridgeArgs args;
+        args.product = product;
+        args.x = xq.rows();
+        args.norm_w = dnw.get();
+        args.norm_eps = eps;
+        args.norm_q = nq.rows();
+        args.norm_scale = ns.get();
+        args.barrier = barrier.get();
+        if (c.gate_up) {
+          args.gate = b0.dev;
+          args.up = b1.dev;
+          args.h = h.get();
+          args.hq = hq.rows();
+        } else {
+          for (int i = 0; i < 3; ++i) args.next[i] = next[i];
+          args.n_next = 3;
+        }
+        const uint64_t before = kernels::bridge_launches();
+        CUDA_ASSERT(kernels::launch_bridge(args, nullptr));
+        kernels::set_bridge(saved_bridge);
+        EXPECT_EQ(kernels::bridge_launches() - before, 1u) << "bridge launches";
+      } else {
+        kernels::MatvecInput in{nullptr, xq.rows()};
+        CUDA_ASSERT(kernels::launch_matvec(&product, 1, in, nullptr));
+        CUDA_ASSERT(kernels::launch_rms_norm_deferred(ys.get(), dnw.get(), c.n, eps, nq.rows(), ns.get(), nullptr));
+        kernels::MatvecInput din{nullptr, nq.rows()};
+        din.defer_scale = ns.get();
+        if (c.gate_up) {
+          CUDA_ASSERT(kernels::launch_gate_up_swiglu(b0.dev, b1.dev, din, h.get(), hq.rows(), nullptr));
+        } else {
+          CUDA_ASSERT(kernels::launch_matvec(next, 3, din, nullptr));
+        }
+      }
+      o.stream = ys.download();
+      o.nq = nq.q.download();
+      o.nds = nq.ds.download();
+      o.scale = ns.download();
+      if (c.gate_up) {
+        o.h = h.download();
+        o.hq = hq.q.download();
+        o.hds = hq.ds.download();
+      } else {
+        for (int i = 0; i < 3; ++i) o.y[i] = y[i].download();
+      }
+    };
+    Out want;
+    ASSERT_NO_FATAL_FAILURE(run(false, want));
+    for (float v : want.stream) ASSERT_TRUE(std::isfinite(v));
+    for (const PipedStages::Setting& s : {PipedStages::Setting{0, 0}, PipedStages::Setting{2, 0}, PipedStages::Setting{3, 1}}) {
+      kernels::set_piped_stages(s.limit);
+      kernels::set_piped_early(s.early);
+      for (int again = 0; again < 2; ++again) {
+        const std::string label = what + " stages " + std::to_string(s.limit) + "/" + std::to_string(s.early) +
+                                  (again ? " (second launch)" : "");
+        Out got;
+        ASSERT_NO_FATAL_FAILURE(run(true, got));
+        test::expect_same_bits(got.stream, want.stream, label + " stream");
+        EXPECT_EQ(got.nq, want.nq) << label << " norm Q8 values";
+        test::expect_same_bits(got.nds, want.nds, label + " norm Q8 scales");
+        test::expect_same_bits(got.scale, want.scale, label + " norm scale");
+        test::expect_same_bits(got.h, want.h, label + " h");
+        EXPECT_EQ(got.hq, want.hq) << label << " h Q8 values";
+        test::expect_same_bits(got.hds, want.hds, label + " h Q8 scales");
+        for (int i = 0; i < 3; ++i) test::expect_same_bits(got.y[i], want.y[i], label + " batch weight " + std::to_string(i));
+      }
+      kernels::set_piped_stages(0);
+      kernels::set_piped_early(0);
+    }
+  }
+  // Where it does not apply it launches nothing and says so: no residual,
+  // mixed types in the batch, a pair without a kernel.
+  TestWeight a(DType::kQ8_0, 2048, 1024, 611), q4(DType::kQ4_K, 512, 2048, 612), q8(DType::kQ8_0, 64, 2048, 613);
+  DeviceArray<float> ys(2048), y(512), ns(1), dnw(2048);
+  DeviceArray<unsigned int> barrier(2);
+  Q8Device xq(1, 1024), nq(1, 2048);
+  kernels::set_bridge(1);
+  kernels::BridgeArgs args;
+  args.product = kernels::MatvecTask{a.dev, ys.get(), nullptr, false};
+  args.x = xq.rows();
+  args.norm_w = dnw.get();
+  args.norm_q = nq.rows();
+  args.norm_scale = ns.get();
+  args.barrier = barrier.get();
+  args.next[0] = kernels::MatvecTask{q8.dev, y.get()};
+  args.n_next = 1;
+  const uint64_t before = kernels::bridge_launches();
+  EXPECT_EQ(kernels::launch_bridge(args, nullptr), cudaErrorNotSupported) << "no residual add";
+  args.product.accumulate = true;
+  args.next[1] = kernels::MatvecTask{q4.dev, y.get()};
+  args.n_next = 2;
+  EXPECT_EQ(kernels::launch_bridge(args, nullptr), cudaErrorNotSupported) << "Q8_0 and Q4_K in one batch";
+  args.next[0] = kernels::MatvecTask{q4.dev, y.get()};
+  args.n_next = 1;
+  EXPECT_EQ(kernels::launch_bridge(args, nullptr), cudaErrorNotSupported) << "Q8_0 into Q4_K";
+  kernels::set_bridge(0);
+  args.next[0] = kernels::MatvecTask{q8.dev, y.get()};
+  EXPECT_EQ(kernels::launch_bridge(args, nullptr), cudaErrorNotSupported) << "switched off";
+  kernels::set_bridge(1);
+  TestWeight narrow(DType::kQ8_0, 64, 992, 614), into_narrow(DType::kQ8_0, 992, 1024, 615);  // 31 units a row
+  args.product = kernels::MatvecTask{into_narrow.dev, ys.get(), nullptr, true};
+  args.next[0] = kernels::MatvecTask{narrow.dev, y.get()};
+  EXPECT_EQ(kernels::launch_bridge(args, nullptr), cudaErrorNotSupported) << "rows of fewer units than a warp has lanes";
+  kernels::set_bridge(saved_bridge);
+  EXPECT_EQ(kernels::bridge_launches(), before);
+}
+
 // A quarter-warp a row (kernels::set_matvec_lanes(8)) sums each row's units
 // in the order a warp a row does: identical bits for every load schedule, on
 // rows whose unit count leaves every remainder over 8 lanes (fewer units than

@@ -22,6 +22,8 @@
 #        early (MINFER_PIPED_EARLY=1 and =2: that many of their stages issued before the PDL wait; 7B),
 #        depth (tg128 deep into the context, attention auto / one launch / split; 0.5B Q8_0, 7B Q4_K_M),
 #        depth256 (the same on 7B Q4_K_M, attention auto with blocks of 256 threads),
+#        bridge (MINFER_BRIDGE=1: a seam's product, norm and pipelined products in one launch; 7B),
+#        allbridge (MINFER_BRIDGE=all: every eligible seam so, whatever its size; 7B),
 #        piped (7B with nothing pipelined, MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0, and with
 #        every eligible launch pipelined, =1; the smaller models' launches are under the default's 16 MiB)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
@@ -106,7 +108,9 @@ stage_test() {
   nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,driver_version --format=csv,noheader | tee -a "$summary"
   local failed=0
   for t in gpu_kernels_test gpu_engine_test; do
-    "$build/tests/gpu/$t" --gtest_output=json:"$out/$t.json" >"$out/$t.log" 2>&1 || failed=1
+    # A bounded run: a kernel that never ends (a barrier no block leaves)
+    # must not take the rest of the session with it.
+    timeout 420 "$build/tests/gpu/$t" --gtest_output=json:"$out/$t.json" >"$out/$t.log" 2>&1 || failed=1
     note "$t: $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/$t.log" | head -1) $(grep -c '^\[  FAILED  \]' "$out/$t.log") failed lines"
     grep -E '^\[  FAILED  \]|Failure|parity   \]|graphs   \]' "$out/$t.log" | head -40
   done
@@ -299,7 +303,8 @@ stage_ncu_stream() {
 # one-token prompt like the bench. TIMELINE_MODELS overrides the list
 # (preset:type ...); every kernel of the last step goes to a CSV in the logs.
 # TIMELINE_ENVS="- NAME=VALUE ...": one timeline per entry, "-" with the
-# environment as it is, NAME=VALUE with that set (A/B of one kernel's share).
+# environment as it is, NAME=VALUE with that set (A/B of one kernel's share;
+# NAME=VALUE,NAME2=VALUE2 sets both).
 stage_timeline() {
   [ -x "$build/tests/gpu/gpu_decode_timeline" ] || { note "timeline: gpu_decode_timeline not built (no CUPTI)"; return 0; }
   local m f e label
@@ -310,7 +315,7 @@ stage_timeline() {
       [ "$e" = - ] || label="$label-${e//[^A-Za-z0-9]/_}"
       note "timeline $label"
       # shellcheck disable=SC2046
-      env $([ "$e" = - ] || echo "$e") "$build/tests/gpu/gpu_decode_timeline" "$f" 1 128 "$out/timeline-$label.csv" \
+      env $([ "$e" = - ] || echo "${e//,/ }") "$build/tests/gpu/gpu_decode_timeline" "$f" 1 128 "$out/timeline-$label.csv" \
         2>"$out/timeline-$label.log" | tee -a "$summary" || { tail -5 "$out/timeline-$label.log"; return 1; }
     done
   done
@@ -424,6 +429,8 @@ stage_bench_large() {
       depth256) BENCH_ARGS="-p 0 -n 128 -d 0 512 2048 4096" bench "$a" 7b-q4_k_m-depth-auto-256 MINFER_ATTN_THREADS=256 ;;
       quarter) bench "$a" 7b-q4_k_m-quarter MINFER_MATVEC_LANES=8; bench "$b" 7b-q8_0-quarter MINFER_MATVEC_LANES=8 ;;
       warp) bench "$a" 7b-q4_k_m-warp MINFER_MATVEC_LANES=32; bench "$b" 7b-q8_0-warp MINFER_MATVEC_LANES=32 ;;
+      bridge) bench "$a" 7b-q4_k_m-bridge MINFER_BRIDGE=1; bench "$b" 7b-q8_0-bridge MINFER_BRIDGE=1 ;;
+      allbridge) bench "$a" 7b-q4_k_m-allbridge MINFER_BRIDGE=all; bench "$b" 7b-q8_0-allbridge MINFER_BRIDGE=all ;;
       piped) bench "$a" 7b-q4_k_m-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
              bench "$b" 7b-q8_0-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
              bench "$a" 7b-q4_k_m-allpiped MINFER_MATVEC_PIPED=1 MINFER_GATE_UP_PIPED=1

@@ -183,6 +183,17 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   };
   kernels::set_matvec_piped(piped_mode("MINFER_MATVEC_PIPED"));
   kernels::set_gate_up_piped(piped_mode("MINFER_GATE_UP_PIPED"));
+  // A seam between sub-layers (residual product, deferred norm, the norm's
+  // products) in one launch (kernels::launch_bridge): opt-in, where the
+  // second product is pipelined with MINFER_BRIDGE=1, at every eligible seam
+  // with MINFER_BRIDGE=all (A/B runs). The same bits either way. Off by
+  // default: on the H200 (2026-12-02, bench/results/2026-12-02-h200-session16)
+  // it lost — tg128 7B Q4_K_M 433-454 vs 500-502 tok/s, Q8_0 365-367 vs
+  // 407-409 — as each block's barrier and norm took 4.6 and 5 µs, the
+  // one-block norm launch it replaces 5.4 and 3.6.
+  const char* bridge = std::getenv("MINFER_BRIDGE");
+  const std::string_view bridge_sv = bridge != nullptr ? bridge : "";
+  kernels::set_bridge(bridge_sv == "all" ? 1 : bridge_sv == "1" ? -1 : 0);
   // Their steps of weights in flight, and how many go out before the PDL
   // wait: kernels.h's defaults unless MINFER_PIPED_STAGES=N (2-8) or
   // MINFER_PIPED_EARLY=N say otherwise (A/B runs; the same bits either way).
@@ -430,6 +441,9 @@ Status CudaBackend::alloc_buffers() {
   MINFER_ASSIGN_OR_RETURN(void* tc, pool_.acquire(sizeof(int)));
   tail_counter_ = static_cast<int*>(tc);
   CUDA_TRY(cudaMemsetAsync(tail_counter_, 0, sizeof(int), stream_));
+  MINFER_ASSIGN_OR_RETURN(void* bb, pool_.acquire(2 * sizeof(unsigned int)));
+  bridge_barrier_ = static_cast<unsigned int*>(bb);
+  CUDA_TRY(cudaMemsetAsync(bridge_barrier_, 0, 2 * sizeof(unsigned int), stream_));
   CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_argmax_key_), sizeof(unsigned long long)));
   const size_t partial_floats = kernels::attention_partials_floats(config_.n_heads, config_.head_dim, options_.n_ctx);
   MINFER_ASSIGN_OR_RETURN(void* pp, pool_.acquire(sizeof(float) * partial_floats));
@@ -649,6 +663,76 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
   return launched(kernels::launch_matvec(tasks, static_cast<int>(nodes.size()), in, stream_), *nodes.front());
 }
 
+Expected<bool> CudaBackend::try_bridge(const Graph& g, size_t& i) {
+  const Node& n = g.nodes[i];
+  if (kernels::bridge() == 0 || trace_ != nullptr || i + 3 >= g.nodes.size()) return false;
+  const Node& add = g.nodes[i + 1];
+  const Node& norm = g.nodes[i + 2];
+  Act& src = act(n.src);
+  if (src.rows != 1 || add.op != Op::kAdd || add.src != n.dst || norm.op != Op::kRmsNorm || norm.src != add.dst ||
+      act(add.dst).rows != 1 || !can_defer_norm(g, i + 2) || pending_norm_.buf == n.src || deferred_.buf == n.src ||
+      !kernels::wtype_is_quantized_host(dw(*n.w).type)) {
+    return false;
+  }
+  // The norm's readers (can_defer_norm: products of quantized weights right
+  // after it): one gate/up, or matmuls without a residual add.
+  size_t end = i + 3;
+  while (end < g.nodes.size() && g.nodes[end].src == norm.dst) ++end;
+  const Node& first = g.nodes[i + 3];
+  const bool gate_up = first.op == Op::kGateUpSwiglu;
+  if (gate_up ? end != i + 4 || config_.d_ff % 32 != 0 : end - (i + 3) > static_cast<size_t>(kernels::kMaxMatvecTasks)) {
+    return false;
+  }
+  for (size_t j = i + 3; !gate_up && j < end; ++j) {
+    if (g.nodes[j].op != Op::kMatmul) return false;
+  }
+  if (!gate_up && end < g.nodes.size() && g.nodes[end].op == Op::kAdd && g.nodes[end].src == g.nodes[end - 1].dst) {
+    return false;
+  }
+  Act& stream = act(add.dst);
+  Act& xn = act(norm.dst);
+  if (!src.q8_ok) return false;
+  kernels::BridgeArgs a;
+  a.product.w = dw(*n.w);
+  a.product.bias = dv(n.bias);
+  a.product.y = stream.f32;
+  a.product.accumulate = true;
+  a.x = src.q8;
+  a.norm_w = dv(norm.w);
+  a.norm_eps = config_.rms_eps;
+  a.norm_q = xn.q8;
+  a.norm_scale = xn.scale;
+  a.barrier = bridge_barrier_;
+  if (gate_up) {
+    a.gate = dw(*first.w);
+    a.up = dw(*first.w2);
+    a.h = act(first.dst).f32;
+    a.hq = act(first.dst).q8;
+  } else {
+    for (size_t j = i + 3; j < end; ++j) {
+      kernels::MatvecTask& t = a.next[a.n_next++];
+      t.w = dw(*g.nodes[j].w);
+      t.bias = dv(g.nodes[j].bias);
+      t.y = act(g.nodes[j].dst).f32;
+    }
+  }
+  const cudaError_t st = kernels::launch_bridge(a, stream_);
+  if (st == cudaErrorNotSupported) return false;
+  MINFER_TRY(launched(st, n));
+  stream.q8_ok = stream.f16_ok = false;
+  xn.rows = 1;
+  xn.q8_ok = xn.f16_ok = false;
+  deferred_ = DeferredNorm{norm.dst, stream.f32, a.norm_w};  // a reader that cannot take the scale gets the plain norm
+  for (size_t j = i + 3; j < end; ++j) {
+    Act& y = act(g.nodes[j].dst);
+    y.rows = 1;
+    y.q8_ok = gate_up && y.q8.q != nullptr;
+    y.f16_ok = false;
+  }
+  i = end - 1;
+  return true;
+}
+
 Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
   const Node& n = g.nodes[i];
   if (deferred_.buf != Buf::kNone) {
@@ -713,6 +797,10 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       const int rows = n.rows == Rows::kLast ? 1 : src.rows;
       const bool residual = next != nullptr && next->op == Op::kAdd && next->src == n.dst;
       if (rows == 1) {
+        // A seam between sub-layers: the residual product, the norm and its
+        // products in one launch.
+        MINFER_ASSIGN_OR_RETURN(const bool bridged, try_bridge(g, i));
+        if (bridged) return ok_status();
         // Consecutive matmuls of one input share a launch (q, k, v; gate, up).
         std::vector<const Node*> group{&n};
         while (!residual && group.size() < static_cast<size_t>(kernels::kMaxMatvecTasks) && i + group.size() < g.nodes.size()) {

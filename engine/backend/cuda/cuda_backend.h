@@ -80,6 +80,11 @@ class CudaBackend final : public Backend {
   Status matvec_group(const std::vector<const Node*>& nodes, const Node* residual_add,
                       unsigned long long* argmax = nullptr, const Node* tail_norm = nullptr);
   Status gemm(const Weight& w, const Act& src, int first_row, int rows, float* y, int ldy, bool accumulate);
+  // The seam at g.nodes[i] (a one-row product, its residual add, the
+  // deferrable norm of the stream, the products of the norm) in one bridge
+  // launch (kernels::launch_bridge): true, with i at the seam's last node;
+  // false, nothing enqueued, where it does not apply.
+  Expected<bool> try_bridge(const Graph& g, size_t& i);
   Status ensure_q8(Act& a);
   Status ensure_f16(Act& a);
   Status launched(cudaError_t st, const Node& n);
@@ -170,6 +175,7 @@ class CudaBackend final : public Backend {
   } pending_norm_;
   bool norm_tail_ = false;       // MINFER_NORM_TAIL=1 (see prepare())
   int* tail_counter_ = nullptr;  // the tail norm's count of finished blocks (zero between launches)
+  unsigned int* bridge_barrier_ = nullptr;  // the bridge's barrier words (kernels::BridgeArgs::barrier)
   int fuse_norm_max_width_ = 0;  // norms of rows up to this wide fold into the next matvec (see prepare())
   // Fills in.norm_* when src's norm is pending (and clears it).
   void take_pending_norm(Buf src, kernels::MatvecInput& in);
