@@ -37,6 +37,7 @@
 #     daemon       minferd on the GPU in a sandbox like the unit's, queried over its socket
 #   default: build test bench-small
 #   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
+#   GPU_TEST_TIMEOUT=S stops a GPU test binary after S seconds (default 900)
 #
 # Needs what the build needs (CMake, Ninja, CUDA, Boost, spdlog, nlohmann-json,
 # GoogleTest); builds without libsystemd (MINFER_SYSTEMD=OFF) when its headers
@@ -109,8 +110,9 @@ stage_test() {
   local failed=0
   for t in gpu_kernels_test gpu_engine_test; do
     # A bounded run: a kernel that never ends (a barrier no block leaves)
-    # must not take the rest of the session with it.
-    timeout 420 "$build/tests/gpu/$t" --gtest_output=json:"$out/$t.json" >"$out/$t.log" 2>&1 || failed=1
+    # must not take the rest of the session with it. GPU_TEST_TIMEOUT:
+    # seconds a test binary may run (the H200 needs about 40).
+    timeout "${GPU_TEST_TIMEOUT:-900}" "$build/tests/gpu/$t" --gtest_output=json:"$out/$t.json" >"$out/$t.log" 2>&1 || failed=1
     note "$t: $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/$t.log" | head -1) $(grep -c '^\[  FAILED  \]' "$out/$t.log") failed lines"
     grep -E '^\[  FAILED  \]|Failure|parity   \]|graphs   \]' "$out/$t.log" | head -40
   done
