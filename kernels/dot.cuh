@@ -27,8 +27,9 @@ __device__ __forceinline__ float4 ld16f(const float* p) { return __ldg(reinterpr
 __device__ __forceinline__ int4 ld16a(const void* p) { return *reinterpret_cast<const int4*>(p); }
 __device__ __forceinline__ float4 ld16fa(const float* p) { return *reinterpret_cast<const float4*>(p); }
 // Where a Unit::load takes its weight bytes from (`f(p)`: the 16 bytes at p;
-// `f.u64(p)`: the 8 at p; `f.u16(p)`: the 2-byte scale at p), in the order
-// the load reads them:
+// `f.u64(p)`: the 8 at p; `f.u16(p)`: the 2-byte scale at p; `f.quad16(p)`:
+// the 16 bytes at p that the four lanes of a K-quant super-block's units
+// share, its meta), in the order the load reads them:
 // global memory (GlobalFetch), a stage in shared memory that the streamed
 // matvec filled (SmemFetch, matvec_stream.cu), or a lane's own slots that
 // the pipelined gate/up fills and reads back (matvec_piped.cu).
@@ -36,12 +37,21 @@ struct GlobalFetch {
   __device__ int4 operator()(const void* p) const { return ld16(p); }
   __device__ int2 u64(const void* p) const { return __ldg(static_cast<const int2*>(p)); }
   __device__ uint16_t u16(const uint16_t* p) const { return *p; }
+  __device__ int4 quad16(const void* p) const { return ld16(p); }
 };
 struct SmemFetch {
   __device__ int4 operator()(const void* p) const { return ld16a(p); }
   __device__ int2 u64(const void* p) const { return *static_cast<const int2*>(p); }
   __device__ uint16_t u16(const uint16_t* p) const { return *p; }
+  __device__ int4 quad16(const void* p) const { return ld16a(p); }
 };
+
+// Byte `off` of a plane. Offsets are 32-bit (one multiply-add a row, one
+// 64-bit add), so every plane is under 4 GiB (plane_offsets_fit, weight_layout.h:
+// the CUDA weight gate checks it).
+__device__ __forceinline__ const uint8_t* plane_at(const void* plane, uint32_t off) {
+  return static_cast<const uint8_t*>(plane) + off;
+}
 
 // Where a dot takes its Q8 activations from, by 16-byte chunk c of in.q
 // (values 16 c onwards): where they lie (PlainActs: the row in global
@@ -50,13 +60,20 @@ struct SmemFetch {
 // (SwizzledActs, matvec_piped.cu). The scales in.ds lie as they are either
 // way. The types the pipelined kernels take (Q8_0, Q4_K, Q5_K, Q6_K) read
 // through it.
+// `a.quad(in, c, i)`: chunk c + i for c a multiple of 4 and i < 4 (a K-quant
+// unit's four), which the swizzle keeps in one aligned group of four: chunk
+// c's place with i in its low bits, without the swizzle's arithmetic again.
 struct PlainActs {
   __device__ int4 operator()(const DotInput& in, int c) const { return ld16a(in.q + 16 * c); }
+  __device__ int4 quad(const DotInput& in, int c, int i) const { return (*this)(in, c + i); }
 };
 __host__ __device__ constexpr int swizzled_chunk(int c) { return c ^ ((c >> 3) & 7); }
 struct SwizzledActs {
   __device__ int4 operator()(const DotInput& in, int c) const {
     return reinterpret_cast<const int4*>(in.q)[swizzled_chunk(c)];
+  }
+  __device__ int4 quad(const DotInput& in, int c, int i) const {
+    return reinterpret_cast<const int4*>(in.q)[swizzled_chunk(c) ^ i];
   }
 };
 
@@ -209,6 +226,11 @@ __device__ __forceinline__ uint2 split_halves_at(unsigned u, unsigned n_units) {
   return make_uint2(a, a + 16u * size);
 }
 
+// Units with a Raw (below: Q8_0, Q4_K, Q5_K, Q6_K) also split their dot
+// product: Unit::acts(u, in, a) takes the unit's activations (Acts), and
+// Unit::dot(raw, acts, u) the rest, so that two weights of one row (gate and
+// up) read them once; that dot uses u only for the unit's place in its
+// super-block (u % 4). Unit::dot(raw, u, in, a) is the two together.
 template <>
 struct Unit<WType::kQ8_0> {
   static constexpr int kElems = 32;
@@ -216,21 +238,31 @@ struct Unit<WType::kQ8_0> {
     int4 q0, q1;
     uint16_t d;
   };
+  struct Acts {
+    int4 x0, x1;
+    float d;
+  };
   template <class F = GlobalFetch>
   __device__ static Raw load(const DeviceWeight& w, int r, int u, F&& f = F{}) {
-    const int8_t* q = static_cast<const int8_t*>(w.q) + static_cast<size_t>(r) * w.k;
-    const uint2 at = split_halves_at(static_cast<unsigned>(u), static_cast<unsigned>(w.k / 32));
+    const unsigned uu = static_cast<unsigned>(u), row = static_cast<unsigned>(r), nu = static_cast<unsigned>(w.k) / 32;
+    const unsigned q_row = row * static_cast<unsigned>(w.k);
+    const uint2 at = split_halves_at(uu, nu);
     Raw raw;
-    raw.q0 = f(q + at.x);
-    raw.q1 = f(q + at.y);
-    raw.d = f.u16(static_cast<const uint16_t*>(w.meta) + static_cast<size_t>(r) * (w.k / 32) + u);
+    raw.q0 = f(plane_at(w.q, q_row + at.x));
+    raw.q1 = f(plane_at(w.q, q_row + at.y));
+    raw.d = f.u16(reinterpret_cast<const uint16_t*>(plane_at(w.meta, 2 * (row * nu + uu))));
     return raw;
   }
   template <class A = PlainActs>
-  __device__ static float dot(const Raw& raw, int u, const DotInput& in, A acts = A{}) {
-    const int sumi = dot_q8x16(raw.q0, acts(in, 2 * u), dot_q8x16(raw.q1, acts(in, 2 * u + 1), 0));
-    return h2f(raw.d) * in.ds[u].x * static_cast<float>(sumi);
+  __device__ static Acts acts(int u, const DotInput& in, A a = A{}) {
+    return Acts{a(in, 2 * u), a(in, 2 * u + 1), in.ds[u].x};
   }
+  __device__ static float dot(const Raw& raw, const Acts& x, int) {
+    const int sumi = dot_q8x16(raw.q0, x.x0, dot_q8x16(raw.q1, x.x1, 0));
+    return h2f(raw.d) * x.d * static_cast<float>(sumi);
+  }
+  template <class A = PlainActs>
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in, A a = A{}) { return dot(raw, acts(u, in, a), u); }
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
 
@@ -298,37 +330,52 @@ template <bool kFive, class F>
 __device__ __forceinline__ RawQK45 load_qk45(const DeviceWeight& w, int r, int u, F&& f) {
   // Unit indices are never negative: unsigned division and remainder are
   // shifts and masks (signed ones need a rounding fix-up).
-  const unsigned uu = static_cast<unsigned>(u), sb = uu / 4;
-  const uint8_t* q = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2);
-  const uint2 at = split_halves_at(uu, static_cast<unsigned>(w.k / 64));
+  const unsigned uu = static_cast<unsigned>(u), sb = uu / 4, row = static_cast<unsigned>(r), k = static_cast<unsigned>(w.k);
+  const unsigned q_row = row * (k / 2);
+  const uint2 at = split_halves_at(uu, k / 64);
   RawQK45 raw;
-  raw.meta = f(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16);
-  raw.w0 = f(q + at.x);
-  raw.w1 = f(q + at.y);
+  raw.meta = f.quad16(plane_at(w.meta, 16 * (row * (k / 256) + sb)));
+  raw.w0 = f(plane_at(w.q, q_row + at.x));
+  raw.w1 = f(plane_at(w.q, q_row + at.y));
   if constexpr (kFive) {
-    const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 8) + sb * 32;
+    const uint8_t* qh = plane_at(w.qh, row * (k / 8) + sb * 32);
     raw.h0 = f(qh);
     raw.h1 = f(qh + 16);
   }
   return raw;
 }
 
+// A unit's activations: Q8 blocks 2p and 2p + 1 of its super-block (chunks a,
+// b and c, d) and their scales and sums.
+struct ActsQK45 {
+  int4 a, b, c, d;
+  float2 ds0, ds1;
+};
+template <class A>
+__device__ __forceinline__ ActsQK45 acts_qk45(int u, const DotInput& in, A acts) {
+  const unsigned uu = static_cast<unsigned>(u);
+  const int xb = static_cast<int>((uu / 4) * 8 + 2 * (uu % 4));  // Q8 block of sub-block 2p
+  const int c = 2 * xb;                                            // its first chunk, a multiple of 4
+  return ActsQK45{acts.quad(in, c, 0), acts.quad(in, c, 1), acts.quad(in, c, 2), acts.quad(in, c, 3), in.ds[xb], in.ds[xb + 1]};
+}
+
 // The scales and mins by word operations (scale_min_k4_pair). Byte by byte,
 // with a branch on the sub-block, they cost 141 instructions a unit in the
 // matvec loop (PTX) against 113, and 7B q/k/v took 9.0 µs a launch instead
 // of 7.5 (H200, bench/results/2026-12-01-h200-session6).
-template <bool kFive, class A>
-__device__ __forceinline__ float dot_qk45(const RawQK45& raw, int u, const DotInput& in, A acts) {
-  const unsigned uu = static_cast<unsigned>(u), sb = uu / 4;
-  const int p = static_cast<int>(uu % 4);
+// Each sub-block's integer sum is multiplied by its 6-bit scale before the
+// conversion (exact: |scale × sum| ≤ 63 × 32 × 31 × 127 < 2^24), one
+// conversion and one float multiply fewer a sub-block than scaling in floats.
+template <bool kFive>
+__device__ __forceinline__ float dot_qk45(const RawQK45& raw, const ActsQK45& x, int u) {
+  const int p = static_cast<int>(static_cast<unsigned>(u) % 4);
   const int4 meta4 = raw.meta;
   const float d = h2f(static_cast<uint16_t>(meta4.x & 0xFFFF));
   const float dmin = h2f(static_cast<uint16_t>(static_cast<uint32_t>(meta4.x) >> 16));
   int sc0, m0, sc1, m1;
   scale_min_k4_pair(p, meta4, &sc0, &m0, &sc1, &m1);
-  const int xb = sb * 8 + 2 * p;  // Q8 block of sub-block 2p
   const int4 w0 = raw.w0, w1 = raw.w1;
-  const int4 xa = acts(in, 2 * xb), xb4 = acts(in, 2 * xb + 1), xc = acts(in, 2 * xb + 2), xd = acts(in, 2 * xb + 3);
+  const int4 xa = x.a, xb4 = x.b, xc = x.c, xd = x.d;
   constexpr int kLo = 0x0F0F0F0F;
   int lo0 = w0.x & kLo, lo1 = w0.y & kLo, lo2 = w0.z & kLo, lo3 = w0.w & kLo;
   int lo4 = w1.x & kLo, lo5 = w1.y & kLo, lo6 = w1.z & kLo, lo7 = w1.w & kLo;
@@ -360,9 +407,8 @@ __device__ __forceinline__ float dot_qk45(const RawQK45& raw, int u, const DotIn
   int slo = __dp4a(lo0, xa.x, 0);
   slo = __dp4a(lo1, xa.y, slo); slo = __dp4a(lo2, xa.z, slo); slo = __dp4a(lo3, xa.w, slo);
   slo = __dp4a(lo4, xb4.x, slo); slo = __dp4a(lo5, xb4.y, slo); slo = __dp4a(lo6, xb4.z, slo); slo = __dp4a(lo7, xb4.w, slo);
-  const float2 ds0 = in.ds[xb], ds1 = in.ds[xb + 1];
-  return d * (static_cast<float>(sc0) * ds0.x * static_cast<float>(slo) + static_cast<float>(sc1) * ds1.x * static_cast<float>(shi)) -
-         dmin * (static_cast<float>(m0) * ds0.y + static_cast<float>(m1) * ds1.y);
+  return d * (x.ds0.x * static_cast<float>(sc0 * slo) + x.ds1.x * static_cast<float>(sc1 * shi)) -
+         dmin * (x.ds0.y * static_cast<float>(m0) + x.ds1.y * static_cast<float>(m1));
 }
 
 // Q4_K and Q5_K units (kQ5: the fifth bits' plane too).
@@ -370,12 +416,14 @@ template <bool kQ5>
 struct UnitQK45 {
   static constexpr int kElems = 64;
   using Raw = RawQK45;
+  using Acts = ActsQK45;
   template <class F = GlobalFetch>
   __device__ static Raw load(const DeviceWeight& w, int r, int u, F&& f = F{}) { return load_qk45<kQ5>(w, r, u, f); }
   template <class A = PlainActs>
-  __device__ static float dot(const Raw& raw, int u, const DotInput& in, A acts = A{}) {
-    return dot_qk45<kQ5>(raw, u, in, acts);
-  }
+  __device__ static Acts acts(int u, const DotInput& in, A a = A{}) { return acts_qk45(u, in, a); }
+  __device__ static float dot(const Raw& raw, const Acts& x, int u) { return dot_qk45<kQ5>(raw, x, u); }
+  template <class A = PlainActs>
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in, A a = A{}) { return dot(raw, acts(u, in, a), u); }
   __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
 template <>
@@ -399,28 +447,41 @@ struct Unit<WType::kQ6_K> {
     int2 sc;         // the half's scales: words 2n, 2n + 1 of the super-block's 16
     uint16_t d;
   };
+  struct Acts {
+    int4 x[4];  // the element groups' 16 activations
+    float d[4];  // their Q8 blocks' scales
+  };
   template <class F = GlobalFetch>
   __device__ static Raw load(const DeviceWeight& w, int r, int u, F&& f = F{}) {
     // u = 4 sb + 2 n + q (unsigned: shifts and masks): ql at sb * 128 + n * 64
     // + 16 q = 32 u - 16 q, qh at sb * 64 + n * 32 + 16 q = 16 u.
     const unsigned uu = static_cast<unsigned>(u), sb = uu / 4, n = (uu / 2) % 2, q = uu % 2;
-    const uint8_t* ql = static_cast<const uint8_t*>(w.q) + static_cast<size_t>(r) * (w.k / 2) + (32 * uu - 16 * q);
-    const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + static_cast<size_t>(r) * (w.k / 4) + 16 * uu;
+    const unsigned row = static_cast<unsigned>(r), k = static_cast<unsigned>(w.k), blk = row * (k / 256) + sb;
+    const uint8_t* ql = plane_at(w.q, row * (k / 2) + (32 * uu - 16 * q));
     Raw raw;
-    raw.sc = f.u64(static_cast<const uint8_t*>(w.meta) + (static_cast<size_t>(r) * (w.k / 256) + sb) * 16 + 8 * n);
-    raw.d = f.u16(static_cast<const uint16_t*>(w.d) + static_cast<size_t>(r) * (w.k / 256) + sb);
+    raw.sc = f.u64(plane_at(w.meta, 16 * blk + 8 * n));
+    raw.d = f.u16(reinterpret_cast<const uint16_t*>(plane_at(w.d, 2 * blk)));
     raw.l0 = f(ql);
     raw.l1 = f(ql + 32);
-    raw.h = f(qh);
+    raw.h = f(plane_at(w.qh, row * (k / 4) + 16 * uu));
     return raw;
   }
-  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
   template <class A = PlainActs>
-  __device__ static float dot(const Raw& raw, int u, const DotInput& in, A acts = A{}) {
+  __device__ static Acts acts(int u, const DotInput& in, A a = A{}) {
     const unsigned uu = static_cast<unsigned>(u), q = uu % 2;
-    const float d = h2f(raw.d);
     const int x = static_cast<int>(4 * uu - 3 * q);  // chunk of sb * 256 + n * 128 + 16 q
-    const float2* ds = in.ds + (2 * uu - 2 * q);  // sb * 8 + n * 4
+    const float2* ds = in.ds + (2 * uu - 2 * q);     // sb * 8 + n * 4
+    Acts acts;
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+      acts.x[g] = a(in, x + 2 * g);
+      acts.d[g] = ds[g].x;
+    }
+    return acts;
+  }
+  __device__ static float dot(const Raw& raw, const Acts& xa, int u) {
+    const unsigned q = static_cast<unsigned>(u) % 2;
+    const float d = h2f(raw.d);
     const int4 l0 = raw.l0, l1 = raw.l1, h = raw.h;
     const int l0v[4] = {l0.x, l0.y, l0.z, l0.w};
     const int l1v[4] = {l1.x, l1.y, l1.z, l1.w};
@@ -433,7 +494,7 @@ struct Unit<WType::kQ6_K> {
     float acc = 0.0f;
 #pragma unroll
     for (int g = 0; g < 4; ++g) {  // the four element groups 0, 32, 64, 96
-      const int4 xv = acts(in, x + 2 * g);
+      const int4 xv = xa.x[g];
       const int xs[4] = {xv.x, xv.y, xv.z, xv.w};
       // Σ (v - 32) x as Σ v x - 32 Σ x: the same integer, without a per-byte
       // subtraction (__vsubss4 is a dozen instructions on sm_90).
@@ -449,10 +510,13 @@ struct Unit<WType::kQ6_K> {
       sum -= 32 * sum_x;
       const uint32_t word = g < 2 ? sc_lo : sc_hi;
       const int sc = static_cast<int>(static_cast<int8_t>((word >> (8 * q + 16 * (g & 1))) & 0xFF));
-      acc += static_cast<float>(sc) * ds[g].x * static_cast<float>(sum);
+      acc += xa.d[g] * static_cast<float>(sc * sum);  // exact: |sc × sum| ≤ 128 × 16 × 32 × 127 < 2^24
     }
     return d * acc;
   }
+  template <class A = PlainActs>
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in, A a = A{}) { return dot(raw, acts(u, in, a), u); }
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
 
 // Float weights: 16 bytes of weights per unit against f32 activations.

@@ -30,16 +30,20 @@ constexpr int kMaxPipedStages = 8;  // set_piped_stages's limit (cp_async_wait's
 // 143.3; tg128 7B Q4_K_M 495 → 501 tok/s, Q8_0 unchanged). Held at 2
 // stages the compact slots read 497 and 500: the fewer bytes a lane reads
 // and stores count as much as the third stage.
+//
+// A K-quant super-block's 16-byte meta, which the four lanes of its units
+// share (Unit::load's quad16), is a word a lane: each copies its quarter and
+// reads the four (Q4_K: 36 bytes a lane a unit, as in DRAM, instead of 48).
 template <int kType>
 constexpr int kP16 = kType == static_cast<int>(WType::kQ8_0)   ? 2
-                     : kType == static_cast<int>(WType::kQ4_K) ? 3
-                     : kType == static_cast<int>(WType::kQ5_K) ? 5
+                     : kType == static_cast<int>(WType::kQ4_K) ? 2
+                     : kType == static_cast<int>(WType::kQ5_K) ? 4
                      : kType == static_cast<int>(WType::kQ6_K) ? 3
                                                                : 0;
 template <int kType>
 constexpr int kP8 = kType == static_cast<int>(WType::kQ6_K) ? 1 : 0;
 template <int kType>
-constexpr int kP4 = kType == static_cast<int>(WType::kQ8_0) || kType == static_cast<int>(WType::kQ6_K) ? 1 : 0;
+constexpr int kP4 = kP16<kType> > 0 ? 1 : 0;  // Q8_0's and Q6_K's scale words, the K-quants' meta quarters
 
 // One warp's stage for kW weights a row: the warp's 16-byte pieces (piece i
 // of lane l at slot i * 32 + l: a warp's reads of one piece are
@@ -86,10 +90,16 @@ struct IssueFetch {
     return int2{};
   }
   __device__ uint16_t u16(const uint16_t* p) {
-    const void* word = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3});
-    const uint32_t dst = smem_addr(stage + L::kOff4 + 4 * (kWarp * i4++ + lane));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(word) : "memory");
+    word(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3}));
     return 0;
+  }
+  __device__ int4 quad16(const void* p) {
+    word(static_cast<const uint8_t*>(p) + 4 * (lane % 4));
+    return int4{};
+  }
+  __device__ void word(const void* p) {
+    const uint32_t dst = smem_addr(stage + L::kOff4 + 4 * (kWarp * i4++ + lane));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(p) : "memory");
   }
 };
 template <class L>
@@ -102,6 +112,11 @@ struct ReadFetch {
   __device__ uint16_t u16(const uint16_t* p) {
     const uint32_t word = *reinterpret_cast<const uint32_t*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane));
     return static_cast<uint16_t>((reinterpret_cast<uintptr_t>(p) & 2) ? word >> 16 : word);
+  }
+  // The words of this lane's group of four, one after the other: the 16
+  // bytes (a broadcast to the four).
+  __device__ int4 quad16(const void*) {
+    return *reinterpret_cast<const int4*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane / 4 * 4));
   }
 };
 
@@ -150,14 +165,18 @@ struct Phase {
   __device__ __forceinline__ void dot(const unsigned char* stage, int lane, RowAt at, int it, const DotInput& in,
                                       float (&acc)[kW]) const {
     ReadFetch<L> f{stage, lane};
-    const int u = min(lane + kWarp * it, n_units - 1);
+    const int own = lane + kWarp * it, u = min(own, n_units - 1);
+    const typename Unit<T>::Acts x = Unit<T>::acts(u, in, SwizzledActs{});  // once for the kW weights
     float part[kW];
 #pragma unroll
     for (int wi = 0; wi < kW; ++wi) {
-      // (the row for the scale's half of its word)
-      part[wi] = Unit<T>::dot(Unit<T>::load(weight(at.task, wi), at.r, u, f), u, in, SwizzledActs{});
+      // (the row for the scale's half of its word). Unit::dot takes only the
+      // unit's place in its super-block from the index: `own` (its low bits
+      // are the lane's, the same at every step), the value dropped past the
+      // row's end.
+      part[wi] = Unit<T>::dot(Unit<T>::load(weight(at.task, wi), at.r, u, f), x, own);
     }
-    if (lane + kWarp * it < n_units) {
+    if (own < n_units) {
 #pragma unroll
       for (int wi = 0; wi < kW; ++wi) acc[wi] = add_rn(acc[wi], part[wi]);
     }

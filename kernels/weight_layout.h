@@ -33,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 // plane_sizes is needed on both sides: the upload and the kernels' L2 prefetch.
 #if defined(__CUDACC__)
@@ -86,6 +87,17 @@ inline MINFER_HOST_DEVICE PlaneSizes plane_sizes(WType t, int64_t k) {
     case WType::kQ6_K: p.q_row = n / 2; p.qh_row = n / 4; p.meta_row = n / 256 * 16; p.d_row = n / 256 * 2; break;
   }
   return p;
+}
+
+// True when every plane of an n_rows × k matrix of type t is under 4 GiB: the
+// decode kernels address a plane with 32-bit offsets (dot.cuh plane_at).
+inline bool plane_offsets_fit(WType t, int64_t k, int64_t n_rows) {
+  const PlaneSizes p = plane_sizes(t, k);
+  const size_t rows = static_cast<size_t>(n_rows), most = 0xFFFFFFFFu;  // bytes a plane may hold
+  for (size_t row : {p.q_row, p.qh_row, p.meta_row, p.d_row}) {
+    if (row != 0 && rows > most / row) return false;
+  }
+  return true;
 }
 
 // True for the types whose q plane has split halves (above).

@@ -24,6 +24,13 @@ Expected<std::unique_ptr<Backend>> cuda_gate(const ModelConfig& config, const Mo
                         fmt::format("weight '{}' has type {} with rows of {}, which the CUDA kernels do not implement",
                                     w->name, dtype_name(w->type), w->n_in));
     }
+    const auto wt = static_cast<kernels::WType>(static_cast<uint32_t>(w->type));
+    if (!kernels::plane_offsets_fit(wt, w->n_in, w->n_out)) {
+      return unexpected(ErrorCode::kUnsupported,
+                        fmt::format("weight '{}' ({} x {} of type {}) has a plane of 4 GiB or more, past the CUDA "
+                                    "kernels' 32-bit offsets",
+                                    w->name, w->n_out, w->n_in, dtype_name(w->type)));
+    }
   }
   const int group = config.n_heads / config.n_kv_heads;
   if (config.head_dim > 256 || group > 16) {

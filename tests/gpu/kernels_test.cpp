@@ -103,6 +103,26 @@ TEST(WeightLayout, SplitHalvesPlaceEveryByteOnceAndRepackFollowsThem) {
   }
 }
 
+// Host side (runs in CI): the decode kernels address a plane with 32-bit
+// offsets (dot.cuh plane_at), so the weight gate turns away a matrix with a
+// plane of 4 GiB or more; the bound is exact for each plane.
+TEST(WeightLayout, PlaneOffsetsFitUnderFourGiB) {
+  using kernels::WType;
+  // Q8_0, k 4096: a q row is 4,096 bytes, so 2^20 rows make 4 GiB.
+  EXPECT_TRUE(kernels::plane_offsets_fit(WType::kQ8_0, 4096, (int64_t{1} << 20) - 1));
+  EXPECT_FALSE(kernels::plane_offsets_fit(WType::kQ8_0, 4096, int64_t{1} << 20));
+  // Q4_K, k 4096: 2,048 bytes a q row.
+  EXPECT_TRUE(kernels::plane_offsets_fit(WType::kQ4_K, 4096, (int64_t{1} << 21) - 1));
+  EXPECT_FALSE(kernels::plane_offsets_fit(WType::kQ4_K, 4096, int64_t{1} << 21));
+  // F32, k 8192: 32 KiB a row; Q6_K's qh and d planes are smaller than its q plane.
+  EXPECT_TRUE(kernels::plane_offsets_fit(WType::kF32, 8192, 131071));
+  EXPECT_FALSE(kernels::plane_offsets_fit(WType::kF32, 8192, 131072));
+  EXPECT_TRUE(kernels::plane_offsets_fit(WType::kQ6_K, 4096, (int64_t{1} << 21) - 1));
+  EXPECT_FALSE(kernels::plane_offsets_fit(WType::kQ6_K, 4096, int64_t{1} << 21));
+  // The largest matrices of the supported families fit: a 152,064 × 8,192 head in Q8_0.
+  EXPECT_TRUE(kernels::plane_offsets_fit(WType::kQ8_0, 8192, 152064));
+}
+
 // Host side (runs in CI): the upload repacks a chunk's row ranges on a pool
 // of threads (cuda::repack_rows_parallel); that gives the bytes of one
 // repack_rows over the whole chunk, for every weight type and row count.

@@ -296,6 +296,12 @@ Status CudaBackend::upload_weights() {
                                       dtype_name(w->type), w->n_in));
       break;
     }
+    if (!kernels::plane_offsets_fit(wt, w->n_in, w->n_out)) {
+      result = unexpected(ErrorCode::kUnsupported,
+                          fmt::format("cuda backend: weight '{}' ({} x {}) has a plane of 4 GiB or more", w->name,
+                                      w->n_out, w->n_in));
+      break;
+    }
     const kernels::PlaneSizes ps = kernels::plane_sizes(wt, w->n_in);
     const size_t row_total = ps.q_row + ps.qh_row + ps.meta_row + ps.d_row;
     const size_t n = static_cast<size_t>(w->n_out);
