@@ -17,7 +17,14 @@ struct DotInput {
   const float* x;    // [k] f32 (float weights)
   const int8_t* q;   // [k] Q8 values (quantized weights)
   const float2* ds;  // [k/32] Q8 scales and sums
+  // The integer sum of each 16-value chunk of q, chunk c at 8 (c / 8) + 4 (c %
+  // 2) + (c % 8) / 2 (a Q6_K unit's four in one 16-byte read), or nullptr:
+  // the dot products add them up themselves (the same integers either way).
+  const int* csum = nullptr;
 };
+
+// Where chunk c's sum lies in DotInput::csum.
+__host__ __device__ constexpr int chunk_sum_slot(int c) { return 8 * (c / 8) + 4 * (c % 2) + (c % 8) / 2; }
 
 // Weights: read-only global memory, through the non-coherent cache.
 __device__ __forceinline__ int4 ld16(const void* p) { return __ldg(reinterpret_cast<const int4*>(p)); }
@@ -29,7 +36,9 @@ __device__ __forceinline__ float4 ld16fa(const float* p) { return *reinterpret_c
 // Where a Unit::load takes its weight bytes from (`f(p)`: the 16 bytes at p;
 // `f.u64(p)`: the 8 at p; `f.u16(p)`: the 2-byte scale at p; `f.quad16(p)`:
 // the 16 bytes at p that the four lanes of a K-quant super-block's units
-// share, its meta), in the order the load reads them:
+// share, its meta; `f.pair8(p)`: 8 bytes the two lanes of a Q6_K half
+// super-block share; `f.quad_u16(p)`: a 2-byte scale the four lanes of a
+// super-block share), in the order the load reads them:
 // global memory (GlobalFetch), a stage in shared memory that the streamed
 // matvec filled (SmemFetch, matvec_stream.cu), or a lane's own slots that
 // the pipelined gate/up fills and reads back (matvec_piped.cu).
@@ -38,12 +47,16 @@ struct GlobalFetch {
   __device__ int2 u64(const void* p) const { return __ldg(static_cast<const int2*>(p)); }
   __device__ uint16_t u16(const uint16_t* p) const { return *p; }
   __device__ int4 quad16(const void* p) const { return ld16(p); }
+  __device__ int2 pair8(const void* p) const { return u64(p); }
+  __device__ uint16_t quad_u16(const uint16_t* p) const { return *p; }
 };
 struct SmemFetch {
   __device__ int4 operator()(const void* p) const { return ld16a(p); }
   __device__ int2 u64(const void* p) const { return *static_cast<const int2*>(p); }
   __device__ uint16_t u16(const uint16_t* p) const { return *p; }
   __device__ int4 quad16(const void* p) const { return ld16a(p); }
+  __device__ int2 pair8(const void* p) const { return u64(p); }
+  __device__ uint16_t quad_u16(const uint16_t* p) const { return *p; }
 };
 
 // Byte `off` of a plane. Offsets are 32-bit (one multiply-add a row, one
@@ -448,8 +461,9 @@ struct Unit<WType::kQ6_K> {
     uint16_t d;
   };
   struct Acts {
-    int4 x[4];  // the element groups' 16 activations
+    int4 x[4];   // the element groups' 16 activations
     float d[4];  // their Q8 blocks' scales
+    int sum[4];  // the sums of their activations
   };
   template <class F = GlobalFetch>
   __device__ static Raw load(const DeviceWeight& w, int r, int u, F&& f = F{}) {
@@ -459,8 +473,8 @@ struct Unit<WType::kQ6_K> {
     const unsigned row = static_cast<unsigned>(r), k = static_cast<unsigned>(w.k), blk = row * (k / 256) + sb;
     const uint8_t* ql = plane_at(w.q, row * (k / 2) + (32 * uu - 16 * q));
     Raw raw;
-    raw.sc = f.u64(plane_at(w.meta, 16 * blk + 8 * n));
-    raw.d = f.u16(reinterpret_cast<const uint16_t*>(plane_at(w.d, 2 * blk)));
+    raw.sc = f.pair8(plane_at(w.meta, 16 * blk + 8 * n));
+    raw.d = f.quad_u16(reinterpret_cast<const uint16_t*>(plane_at(w.d, 2 * blk)));
     raw.l0 = f(ql);
     raw.l1 = f(ql + 32);
     raw.h = f(plane_at(w.qh, row * (k / 4) + 16 * uu));
@@ -476,6 +490,14 @@ struct Unit<WType::kQ6_K> {
     for (int g = 0; g < 4; ++g) {
       acts.x[g] = a(in, x + 2 * g);
       acts.d[g] = ds[g].x;
+    }
+    if (in.csum != nullptr) {
+      // Chunks x + 2g: chunk_sum_slot 8 (u / 2) + 4 q + g.
+      const int4 s4 = *reinterpret_cast<const int4*>(in.csum + 8 * (uu / 2) + 4 * q);
+      acts.sum[0] = s4.x, acts.sum[1] = s4.y, acts.sum[2] = s4.z, acts.sum[3] = s4.w;
+    } else {
+#pragma unroll
+      for (int g = 0; g < 4; ++g) acts.sum[g] = dot_q8x16(make_int4(0x01010101, 0x01010101, 0x01010101, 0x01010101), acts.x[g], 0);
     }
     return acts;
   }
@@ -497,17 +519,18 @@ struct Unit<WType::kQ6_K> {
       const int4 xv = xa.x[g];
       const int xs[4] = {xv.x, xv.y, xv.z, xv.w};
       // Σ (v - 32) x as Σ v x - 32 Σ x: the same integer, without a per-byte
-      // subtraction (__vsubss4 is a dozen instructions on sm_90).
-      int sum = 0, sum_x = 0;
+      // subtraction (__vsubss4 is a dozen instructions on sm_90); Σ x from
+      // the activations' chunk sums where they are staged (a quarter of the
+      // unit's dp4a), else added up here.
+      int sum = 0;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int lo = (g == 0 || g == 2) ? l0v[i] : l1v[i];
         const int nib = g < 2 ? (lo & 0x0F0F0F0F) : ((lo >> 4) & 0x0F0F0F0F);
         const int hi = ((hv[i] >> (2 * g)) & 0x03030303) << 4;
         sum = __dp4a(nib | hi, xs[i], sum);
-        sum_x = __dp4a(0x01010101, xs[i], sum_x);
       }
-      sum -= 32 * sum_x;
+      sum -= 32 * xa.sum[g];
       const uint32_t word = g < 2 ? sc_lo : sc_hi;
       const int sc = static_cast<int>(static_cast<int8_t>((word >> (8 * q + 16 * (g & 1))) & 0xFF));
       acc += xa.d[g] * static_cast<float>(sc * sum);  // exact: |sc × sum| ≤ 128 × 16 × 32 × 127 < 2^24

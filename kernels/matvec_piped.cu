@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(Pi
       phase, piped_smem + warp * ring_bytes, b.stages, b.early, lane,
       [&] {
         if (kDefer) scale = *b.defer_scale;
-        return stage_acts(b.in, k, acts);
+        return stage_acts<kChunkSums<kType>>(b.in, k, acts);
       },
       [&](int, RowAt at, const float (&sums)[1]) {
         if (lane == 0) store_row<kDefer>(task(at.task), at.r, sums[0], scale);
@@ -279,7 +279,7 @@ cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotI
       }
       auto kernel = defer_scale != nullptr ? matvec_piped_kernel<T, true> : matvec_piped_kernel<T, false>;
       const ResidentShape sh = resident_shape(reinterpret_cast<const void*>(kernel), kPipedWarps * StageLayout<T, 1>::kBytes,
-                                              staged_bytes(tasks[0].w.k), rows, rows, 0);
+                                              staged_bytes(tasks[0].w.k, kChunkSums<T>), rows, rows, 0);
       b.stages = sh.stages;
       b.early = sh.early;
       return launch_shaped(kernel, sh, stream, b);

@@ -41,9 +41,12 @@ constexpr int kP16 = kType == static_cast<int>(WType::kQ8_0)   ? 2
                      : kType == static_cast<int>(WType::kQ6_K) ? 3
                                                                : 0;
 template <int kType>
-constexpr int kP8 = kType == static_cast<int>(WType::kQ6_K) ? 1 : 0;
+constexpr int kP8 = 0;  // (8-byte pieces: none since Q6_K's scales are shared by pairs)
+// Words: Q8_0's scale, a K-quant's meta quarter; Q6_K's half of the 8 scale
+// bytes a pair of lanes shares, and the word of its d, which one lane of four
+// copies.
 template <int kType>
-constexpr int kP4 = kP16<kType> > 0 ? 1 : 0;  // Q8_0's and Q6_K's scale words, the K-quants' meta quarters
+constexpr int kP4 = kType == static_cast<int>(WType::kQ6_K) ? 2 : kP16<kType> > 0 ? 1 : 0;
 
 // One warp's stage for kW weights a row: the warp's 16-byte pieces (piece i
 // of lane l at slot i * 32 + l: a warp's reads of one piece are
@@ -66,6 +69,13 @@ struct RowAt {
 // scales (stage_acts).
 __host__ __device__ inline size_t staged_values_bytes(int k) { return (static_cast<size_t>(k) + 127) / 128 * 128; }
 __host__ __device__ inline size_t staged_bytes(int k) { return staged_values_bytes(k) + static_cast<size_t>(k / 32) * sizeof(float2); }
+// With the chunk sums after the scales (stage_acts<true>; DotInput::csum).
+__host__ __device__ inline size_t staged_bytes(int k, bool sums) {
+  return staged_bytes(k) + (sums ? static_cast<size_t>(k / 16) * sizeof(int) : 0);
+}
+// The types whose dot products use the chunk sums (Q6_K: Σ x for its -32).
+template <int kType>
+constexpr bool kChunkSums = kType == static_cast<int>(WType::kQ6_K);
 
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 __device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
@@ -97,9 +107,17 @@ struct IssueFetch {
     word(static_cast<const uint8_t*>(p) + 4 * (lane % 4));
     return int4{};
   }
-  __device__ void word(const void* p) {
+  __device__ int2 pair8(const void* p) {
+    word(static_cast<const uint8_t*>(p) + 4 * (lane % 2));
+    return int2{};
+  }
+  __device__ uint16_t quad_u16(const uint16_t* p) {
+    word(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3}), lane % 4 == 0);
+    return 0;
+  }
+  __device__ void word(const void* p, bool copy = true) {
     const uint32_t dst = smem_addr(stage + L::kOff4 + 4 * (kWarp * i4++ + lane));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(p) : "memory");
+    if (copy) asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(p) : "memory");
   }
 };
 template <class L>
@@ -117,6 +135,13 @@ struct ReadFetch {
   // bytes (a broadcast to the four).
   __device__ int4 quad16(const void*) {
     return *reinterpret_cast<const int4*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane / 4 * 4));
+  }
+  __device__ int2 pair8(const void*) {
+    return *reinterpret_cast<const int2*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane / 2 * 2));
+  }
+  __device__ uint16_t quad_u16(const uint16_t* p) {
+    const uint32_t word = *reinterpret_cast<const uint32_t*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane / 4 * 4));
+    return static_cast<uint16_t>((reinterpret_cast<uintptr_t>(p) & 2) ? word >> 16 : word);
   }
 };
 
@@ -277,12 +302,17 @@ __device__ __forceinline__ void pipe_two(const PA& a, const PB& b, unsigned char
 // gate and up sharing one load of a unit's staged activations, 4 of the 10
 // 16-byte shared loads of a Q4_K step fewer in the PTX — no change: kernel
 // bench gate/up Q4_K 24.5 µs, Q8_0 37.4; tg128 7B 478 / 401 tok/s.)
+// kSums: each chunk's sum too (at chunk_sum_slot, after the scales; k a
+// multiple of 64), so that Q6_K's dot products need not add them up: the
+// step of a 7B ffn_down Q6_K lane had 32 dp4a, 16 of them for those sums.
 // Once a block, after the PDL wait. Every thread of the block; ends with a
 // barrier.
+template <bool kSums = false>
 __device__ __forceinline__ DotInput stage_acts(const DotInput& in, int k, unsigned char* smem) {
   constexpr int kBatch = 2;  // chunks a thread loads before it stores (loads in flight)
   int4* q = reinterpret_cast<int4*>(smem);
   float2* ds = reinterpret_cast<float2*>(smem + staged_values_bytes(k));
+  int* sums = reinterpret_cast<int*>(smem + staged_bytes(k));
   const int chunks = k / 16, n_ds = k / 32, tid = static_cast<int>(threadIdx.x), n = static_cast<int>(blockDim.x);
   for (int c0 = 0; c0 < chunks; c0 += kBatch * n) {  // n_ds = k / 32 < chunks: the scales ride along
     int4 v[kBatch];
@@ -298,10 +328,11 @@ __device__ __forceinline__ DotInput stage_acts(const DotInput& in, int k, unsign
       const int c = c0 + i * n + tid;
       if (c < chunks) q[swizzled_chunk(c)] = v[i];
       if (c < n_ds) ds[c] = d[i];
+      if (kSums && c < chunks) sums[chunk_sum_slot(c)] = dot_q8x16(make_int4(0x01010101, 0x01010101, 0x01010101, 0x01010101), v[i], 0);
     }
   }
   __syncthreads();
-  return DotInput{nullptr, reinterpret_cast<const int8_t*>(q), ds};
+  return DotInput{nullptr, reinterpret_cast<const int8_t*>(q), ds, kSums ? sums : nullptr};
 }
 #endif
 
