@@ -480,19 +480,35 @@ struct Unit<WType::kQ6_K> {
     raw.h = f(plane_at(w.qh, row * (k / 4) + 16 * uu));
     return raw;
   }
+  // Element group g's activations: its 16 values, its Q8 block's scale and
+  // the values' sum (x + 2g: the chunk of sb * 256 + n * 128 + 16 q, then
+  // every 32 values).
+  struct Group {
+    int4 x;
+    float d;
+    int sum;
+  };
+  template <class A>
+  __device__ static Group group(unsigned uu, int g, const DotInput& in, A a) {
+    const unsigned q = uu % 2;
+    const int x = static_cast<int>(4 * uu - 3 * q);
+    const float2* ds = in.ds + (2 * uu - 2 * q);  // sb * 8 + n * 4
+    const int4 xv = a(in, x + 2 * g);
+    const int4 ones = make_int4(0x01010101, 0x01010101, 0x01010101, 0x01010101);
+    return Group{xv, ds[g].x, dot_q8x16(ones, xv, 0)};  // (the staged sums are for acts)
+  }
   template <class A = PlainActs>
   __device__ static Acts acts(int u, const DotInput& in, A a = A{}) {
     const unsigned uu = static_cast<unsigned>(u), q = uu % 2;
-    const int x = static_cast<int>(4 * uu - 3 * q);  // chunk of sb * 256 + n * 128 + 16 q
-    const float2* ds = in.ds + (2 * uu - 2 * q);     // sb * 8 + n * 4
+    const int x = static_cast<int>(4 * uu - 3 * q);
+    const float2* ds = in.ds + (2 * uu - 2 * q);
     Acts acts;
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
       acts.x[g] = a(in, x + 2 * g);
       acts.d[g] = ds[g].x;
     }
-    if (in.csum != nullptr) {
-      // Chunks x + 2g: chunk_sum_slot 8 (u / 2) + 4 q + g.
+    if (in.csum != nullptr) {  // chunks x + 2g: chunk_sum_slot 8 (u / 2) + 4 q + g, one 16-byte read
       const int4 s4 = *reinterpret_cast<const int4*>(in.csum + 8 * (uu / 2) + 4 * q);
       acts.sum[0] = s4.x, acts.sum[1] = s4.y, acts.sum[2] = s4.z, acts.sum[3] = s4.w;
     } else {
@@ -502,6 +518,21 @@ struct Unit<WType::kQ6_K> {
     return acts;
   }
   __device__ static float dot(const Raw& raw, const Acts& xa, int u) {
+    return dot_groups(raw, u, [&](int g) { return Group{xa.x[g], xa.d[g], xa.sum[g]}; });
+  }
+  // Each group's activations read where they are used, not all four first
+  // (acts): a plain kernel's lanes hold several units' weights at once, and
+  // with the four groups' too ptxas gave 7B's q/k/v kernel 104 registers
+  // instead of 64 (H200, 2026-12-02).
+  template <class A = PlainActs>
+  __device__ static float dot(const Raw& raw, int u, const DotInput& in, A a = A{}) {
+    return dot_groups(raw, u, [&](int g) { return group(static_cast<unsigned>(u), g, in, a); });
+  }
+  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
+
+ private:
+  template <class G>
+  __device__ static float dot_groups(const Raw& raw, int u, G&& group_of) {
     const unsigned q = static_cast<unsigned>(u) % 2;
     const float d = h2f(raw.d);
     const int4 l0 = raw.l0, l1 = raw.l1, h = raw.h;
@@ -516,12 +547,12 @@ struct Unit<WType::kQ6_K> {
     float acc = 0.0f;
 #pragma unroll
     for (int g = 0; g < 4; ++g) {  // the four element groups 0, 32, 64, 96
-      const int4 xv = xa.x[g];
-      const int xs[4] = {xv.x, xv.y, xv.z, xv.w};
+      const Group gr = group_of(g);
+      const int xs[4] = {gr.x.x, gr.x.y, gr.x.z, gr.x.w};
       // Σ (v - 32) x as Σ v x - 32 Σ x: the same integer, without a per-byte
       // subtraction (__vsubss4 is a dozen instructions on sm_90); Σ x from
       // the activations' chunk sums where they are staged (a quarter of the
-      // unit's dp4a), else added up here.
+      // unit's dp4a), else added up (Group).
       int sum = 0;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -530,16 +561,13 @@ struct Unit<WType::kQ6_K> {
         const int hi = ((hv[i] >> (2 * g)) & 0x03030303) << 4;
         sum = __dp4a(nib | hi, xs[i], sum);
       }
-      sum -= 32 * xa.sum[g];
+      sum -= 32 * gr.sum;
       const uint32_t word = g < 2 ? sc_lo : sc_hi;
       const int sc = static_cast<int>(static_cast<int8_t>((word >> (8 * q + 16 * (g & 1))) & 0xFF));
-      acc += xa.d[g] * static_cast<float>(sc * sum);  // exact: |sc × sum| ≤ 128 × 16 × 32 × 127 < 2^24
+      acc += gr.d * static_cast<float>(sc * sum);  // exact: |sc × sum| ≤ 128 × 16 × 32 × 127 < 2^24
     }
     return d * acc;
   }
-  template <class A = PlainActs>
-  __device__ static float dot(const Raw& raw, int u, const DotInput& in, A a = A{}) { return dot(raw, acts(u, in, a), u); }
-  __device__ static float dot(const DeviceWeight& w, int r, int u, const DotInput& in) { return dot(load(w, r, u), u, in); }
 };
 
 // Float weights: 16 bytes of weights per unit against f32 activations.

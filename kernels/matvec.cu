@@ -132,9 +132,14 @@ constexpr int kRowsPerBlock = kWarpsPerBlock * (kWarp / kLanes);
 //
 // kLastType: the last task's weight type when it differs from the others'
 // (kTwoTypes below); blocks are one task's, so each block runs one type's
-// code.
+// code. Its registers are held to what kTwoTypeMinBlocks blocks an SM leave:
+// left alone, ptxas gave the Q4_K + Q6_K kernel 104 (the Q6_K rows' code),
+// 4 blocks an SM, and 7B's q/k/v launch of 1,152 blocks ran in 2.2 waves —
+// 8.14 µs a layer where the Q4_K-only launch of the other layers took 4.49
+// (CUPTI, H200, 2026-12-02).
+constexpr int kTwoTypeMinBlocks = 9;  // 56 registers a thread
 template <int kType, int kSched, int kLanes, bool kDefer, bool kPreload = false, int kLastType = kType>
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarp) matvec_kernel(MatvecBatch b) {
+__global__ void __launch_bounds__(kWarpsPerBlock * kWarp, kLastType != kType ? kTwoTypeMinBlocks : 0) matvec_kernel(MatvecBatch b) {
   extern __shared__ __align__(16) unsigned char matvec_smem[];
   // Pick the task with constant indices: indexing the parameter array with a
   // run-time index would copy it to local memory.
