@@ -132,11 +132,12 @@ constexpr int kRowsPerBlock = kWarpsPerBlock * (kWarp / kLanes);
 //
 // kLastType: the last task's weight type when it differs from the others'
 // (kTwoTypes below); blocks are one task's, so each block runs one type's
-// code. Its registers are held to what kTwoTypeMinBlocks blocks an SM leave:
-// left alone, ptxas gave the Q4_K + Q6_K kernel 104 (the Q6_K rows' code),
-// 4 blocks an SM, and 7B's q/k/v launch of 1,152 blocks ran in 2.2 waves —
-// 8.14 µs a layer where the Q4_K-only launch of the other layers took 4.49
-// (CUPTI, H200, 2026-12-02).
+// code. Its registers are held to what kTwoTypeMinBlocks blocks an SM leave,
+// so that 7B Q4_K_M's q/k/v launch (1,152 blocks) runs in one wave: at the 64
+// registers ptxas chose (8 blocks an SM, 1,056 resident) the Q6_K v rows,
+// last, ran in a second one, 7.05 µs a layer against 4.45 for the Q4_K-only
+// launch of the other layers; at 56 (12 bytes of spill) 5.75 (CUPTI, H200,
+// 2026-12-02, bench/results/2026-12-02-h200-session17).
 constexpr int kTwoTypeMinBlocks = 9;  // 56 registers a thread
 template <int kType, int kSched, int kLanes, bool kDefer, bool kPreload = false, int kLastType = kType>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp, kLastType != kType ? kTwoTypeMinBlocks : 0) matvec_kernel(MatvecBatch b) {
