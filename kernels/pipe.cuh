@@ -21,9 +21,8 @@ constexpr int kPipedWarps = 32;   // a block: one an SM
 constexpr int kMaxPipedStages = 8;  // set_piped_stages's limit (cp_async_wait's cases)
 
 // A lane's slots for one unit of T: Unit::load's reads by size — 16-byte
-// pieces, 8-byte ones (none of today's types) and 4-byte words (the word of
-// a 2-byte scale, or a lane's share of bytes its neighbours use too). In
-// 16-byte slots for every piece, as
+// pieces and 4-byte words (the word of a 2-byte scale, or a lane's share of
+// bytes its neighbours use too). In 16-byte slots for every piece, as
 // before 2026-12-01, Q8_0 took 48 bytes a lane a unit for its 34 and Q6_K 80
 // for its 54.5, and 192 KiB of slots gave Q6_K 2 stages and gate/up Q8_0 2.
 // Now they get 3 (H200, 2026-12-01, CUPTI shares against the session
@@ -44,8 +43,6 @@ constexpr int kP16 = kType == static_cast<int>(WType::kQ8_0)   ? 2
                      : kType == static_cast<int>(WType::kQ5_K) ? 4
                      : kType == static_cast<int>(WType::kQ6_K) ? 3
                                                                : 0;
-template <int kType>
-constexpr int kP8 = 0;  // (8-byte pieces: none since Q6_K's scales are shared by pairs)
 // Words: Q8_0's scale, a K-quant's meta quarter; Q6_K's half of the 8 scale
 // bytes a pair of lanes shares, and the word of its d, which one lane of four
 // copies.
@@ -54,12 +51,11 @@ constexpr int kP4 = kType == static_cast<int>(WType::kQ6_K) ? 2 : kP16<kType> > 
 
 // One warp's stage for kW weights a row: the warp's 16-byte pieces (piece i
 // of lane l at slot i * 32 + l: a warp's reads of one piece are
-// conflict-free), then its 8-byte ones, then its words. A multiple of 128
-// bytes, so every stage and region stays 16-byte aligned.
+// conflict-free), then its words. A multiple of 128 bytes, so every stage
+// and region stays 16-byte aligned.
 template <int kType, int kW>
 struct StageLayout {
-  static constexpr int kOff8 = kW * kP16<kType> * kWarp * 16;
-  static constexpr int kOff4 = kOff8 + kW * kP8<kType> * kWarp * 8;
+  static constexpr int kOff4 = kW * kP16<kType> * kWarp * 16;
   static constexpr int kBytes = kOff4 + kW * kP4<kType> * kWarp * 4;
 };
 
@@ -92,16 +88,11 @@ template <class L>
 struct IssueFetch {
   unsigned char* stage;
   int lane;
-  int i16 = 0, i8 = 0, i4 = 0;
+  int i16 = 0, i4 = 0;
   __device__ int4 operator()(const void* p) {
     const uint32_t dst = smem_addr(stage + 16 * (kWarp * i16++ + lane));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(p) : "memory");
     return int4{};
-  }
-  __device__ int2 u64(const void* p) {
-    const uint32_t dst = smem_addr(stage + L::kOff8 + 8 * (kWarp * i8++ + lane));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(p) : "memory");
-    return int2{};
   }
   __device__ uint16_t u16(const uint16_t* p) {
     word(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3}));
@@ -128,13 +119,9 @@ template <class L>
 struct ReadFetch {
   const unsigned char* stage;
   int lane;
-  int i16 = 0, i8 = 0, i4 = 0;
+  int i16 = 0, i4 = 0;
   __device__ int4 operator()(const void*) { return *reinterpret_cast<const int4*>(stage + 16 * (kWarp * i16++ + lane)); }
-  __device__ int2 u64(const void*) { return *reinterpret_cast<const int2*>(stage + L::kOff8 + 8 * (kWarp * i8++ + lane)); }
-  __device__ uint16_t u16(const uint16_t* p) {
-    const uint32_t word = *reinterpret_cast<const uint32_t*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane));
-    return static_cast<uint16_t>((reinterpret_cast<uintptr_t>(p) & 2) ? word >> 16 : word);
-  }
+  __device__ uint16_t u16(const uint16_t* p) { return half(word(lane), p); }
   // The words of this lane's group of four, one after the other: the 16
   // bytes (a broadcast to the four).
   __device__ int4 quad16(const void*) {
@@ -143,8 +130,11 @@ struct ReadFetch {
   __device__ int2 pair8(const void*) {
     return *reinterpret_cast<const int2*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane / 2 * 2));
   }
-  __device__ uint16_t quad_u16(const uint16_t* p) {
-    const uint32_t word = *reinterpret_cast<const uint32_t*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane / 4 * 4));
+  __device__ uint16_t quad_u16(const uint16_t* p) { return half(word(lane / 4 * 4), p); }
+  // The next word, as lane `from` copied it.
+  __device__ uint32_t word(int from) { return *reinterpret_cast<const uint32_t*>(stage + L::kOff4 + 4 * (kWarp * i4++ + from)); }
+  // The half of a word that holds *p.
+  static __device__ uint16_t half(uint32_t word, const uint16_t* p) {
     return static_cast<uint16_t>((reinterpret_cast<uintptr_t>(p) & 2) ? word >> 16 : word);
   }
 };
