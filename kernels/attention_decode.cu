@@ -28,6 +28,8 @@ namespace {
 constexpr int kMaxGroup = 16;     // query heads per KV head
 constexpr int kMaxHeadDim = 256;
 
+__device__ unsigned long long* g_attention_probe = nullptr;  // set_attention_probe (kernels.h set_phase_probe)
+
 int block_threads(int head_dim) { return head_dim < 64 ? 64 : (head_dim + 31) / 32 * 32; }
 
 __device__ __forceinline__ float load_kv(const void* cache, bool f16, size_t i) {
@@ -405,6 +407,10 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
   __shared__ bool last;
   const int t = threadIdx.x, h = blockIdx.x, chunk = blockIdx.y;
   const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = h / group;
+  unsigned long long* probe = kPhaseProbes ? g_attention_probe : nullptr;
+  const bool probing = probe != nullptr && t == 0;
+  __shared__ long long stamp[9];  // thread 0's (shared: no registers held)
+  if (probing) stamp[0] = clock64();
 
   // Before the wait: the sequence's cells, for the whole block.
   const int n_seq = *a.n_seq;
@@ -413,7 +419,9 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
   const int cell = t < n_here ? a.seq_cells[j0 + t] : 0;
   if (t < kChunk) cells[t] = cell;
   __syncthreads();
+  if (probing) stamp[1] = clock64();
   pdl_begin();
+  if (probing) stamp[2] = clock64();
   if (n_here <= 0) return;  // past the sequence: the combine counts only used chunks
   const int n_chunks = (n_seq + kChunk - 1) / kChunk;
 
@@ -494,10 +502,13 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
       if (visible) s = acc * rsqrtf(static_cast<float>(hd));
     }
   }
+  if (probing) stamp[3] = clock64();
   const float m = block_max(s, scratch);
+  if (probing) stamp[4] = clock64();
   const float e = visible ? expf(s - m) : 0.0f;
   if (t < kChunk) p[t] = e;
   const float l = block_sum(e, scratch);  // its barriers also publish p[]
+  if (probing) stamp[5] = clock64();
 
   // Weighted V sum, then the cell groups' sums added in group order.
   if (cg < sh.groups) {
@@ -516,10 +527,12 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
     }
   }
   __syncthreads();
+  if (probing) stamp[6] = clock64();
   float o = 0.0f;
   if (t < hd) {
     for (int g = 0; g < sh.groups; ++g) o += red[g * hd + t];
   }
+  if (probing) stamp[7] = clock64();
 
   // The head's output: y = Σ / l, and its Q8 copy (warps of whole Q8 blocks:
   // head_dim % 32 == 0 and blockDim ≥ head_dim).
@@ -531,6 +544,10 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
   };
   if (n_chunks == 1) {
     write_out(l > 0.0f ? o / l : 0.0f);
+    if (probing) {
+      stamp[8] = clock64();
+      phase_probe_add(probe, stamp);
+    }
     return;
   }
 
@@ -682,6 +699,10 @@ __global__ void attention_generic_kernel(AttentionArgs a) {
 }
 
 }  // namespace
+
+cudaError_t set_attention_probe(unsigned long long* fields) {
+  return cudaMemcpyToSymbol(g_attention_probe, &fields, sizeof(fields));
+}
 
 cudaError_t launch_attention_generic(const AttentionArgs& a, cudaStream_t stream) {
   const int group = a.n_kv_heads > 0 ? a.n_heads / a.n_kv_heads : 0;

@@ -34,6 +34,23 @@ __device__ __forceinline__ void pdl_begin() {
   pdl_trigger();
 }
 
+// The phase probes (kernels.h set_phase_probe) are compiled in only with
+// -DMINFER_PHASE_PROBES=ON; otherwise every probe branch folds away.
+#ifdef MINFER_PHASE_PROBES
+constexpr bool kPhaseProbes = true;
+#else
+constexpr bool kPhaseProbes = false;
+#endif
+
+// A phase probe's record (kernels.h set_phase_probe): one more block, and
+// the cycles between consecutive clock64() stamps t[0..N).
+template <int N>
+__device__ __forceinline__ void phase_probe_add(unsigned long long* fields, const long long (&t)[N]) {
+  atomicAdd(fields, 1ull);
+#pragma unroll
+  for (int i = 1; i < N; ++i) atomicAdd(fields + i, static_cast<unsigned long long>(t[i] - t[i - 1]));
+}
+
 // The 128-byte line at p into this SM's L1 (no register, nothing waits).
 __device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 

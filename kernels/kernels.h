@@ -337,6 +337,20 @@ constexpr int kBridgeProbeBlocks = 256;
 constexpr int kBridgeProbeFields = 6;
 cudaError_t set_bridge_probe(unsigned long long* buf);
 
+// Phase probes of two latency-bound kernels of a decode step: with a zeroed
+// buffer of kPhaseProbeKinds * kPhaseProbeFields words set, thread 0 of every
+// block of decode attention's one-launch kernel over one chunk (kind 0:
+// before the wait, the wait, the scores, their max, the sum of exp, the
+// weighted V sum, the cell groups' sum, the output) and of the deferred norm
+// (kind 1: before the wait, the wait, the pass over x, the scale) adds 1 to
+// its kind's word 0 and each phase's SM clock cycles to the words after it
+// (tests/gpu/decode_timeline.cpp, MINFER_PHASE_PROBE=1, prints their means).
+// Null (the default): off. Compiled in only with -DMINFER_PHASE_PROBES=ON
+// (cudaErrorNotSupported otherwise): the kernels' code is then unchanged.
+constexpr int kPhaseProbeKinds = 2;
+constexpr int kPhaseProbeFields = 9;
+cudaError_t set_phase_probe(unsigned long long* buf);
+
 // ---- faults (tests only) ---------------------------------------------------
 
 // A kernel that spins until *release != 0 or `max_ns` pass (fault injection

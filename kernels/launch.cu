@@ -5,6 +5,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "kernels/common.cuh"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
 
@@ -32,6 +33,13 @@ bool matvec_preload() { return g_matvec_preload.load(std::memory_order_relaxed);
 void set_matvec_preload(bool on) { g_matvec_preload.store(on, std::memory_order_relaxed); }
 bool matvec_two_types() { return g_matvec_two_types.load(std::memory_order_relaxed); }
 void set_matvec_two_types(bool on) { g_matvec_two_types.store(on, std::memory_order_relaxed); }
+
+cudaError_t set_phase_probe(unsigned long long* buf) {
+  if (!kPhaseProbes) return cudaErrorNotSupported;
+  const cudaError_t st = set_attention_probe(buf);
+  if (st != cudaSuccess) return st;
+  return set_norm_probe(buf != nullptr ? buf + kPhaseProbeFields : nullptr);
+}
 
 DeviceLimits device_limits() {
   static const DeviceLimits limits = [] {

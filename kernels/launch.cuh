@@ -26,6 +26,10 @@ DeviceLimits device_limits();
 // decode asks at every launch.
 int blocks_per_sm(const void* kernel, int threads, size_t smem, int opt_in);
 
+// set_phase_probe's parts (kernels.h): each kernel file's own probe pointer.
+cudaError_t set_attention_probe(unsigned long long* fields);
+cudaError_t set_norm_probe(unsigned long long* fields);
+
 template <class... Params, class... Args>
 cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                           Args&&... args) {

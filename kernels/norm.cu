@@ -12,6 +12,8 @@ namespace {
 
 constexpr int kThreads = 256;
 
+__device__ unsigned long long* g_norm_probe = nullptr;  // set_norm_probe
+
 // The norm kernel: one block of 16 warps a row. Rows whose width is a
 // multiple of 32 (every model's) up to kQuadMaxWidth take rms_norm_quads
 // (norm.cuh), the matvec prologue's code; others the generic loop.
@@ -53,12 +55,23 @@ __global__ void __launch_bounds__(kNormWarps * kWarp) rms_norm_kernel(const floa
 __global__ void __launch_bounds__(kNormWarps * kWarp) deferred_norm_kernel(const float* x, const float* w, int n, float eps,
                                                                          int8_t* q, float2* ds, float* scale) {
   extern __shared__ float deferred_sums[];
+  unsigned long long* probe = kPhaseProbes ? g_norm_probe : nullptr;
+  const bool probing = probe != nullptr && threadIdx.x == 0;
+  __shared__ long long stamp[5];  // thread 0's (shared: no registers held)
+  if (probing) stamp[0] = clock64();
   norm_quads_prefetch_weights(w, n);  // constant: before the wait
+  if (probing) stamp[1] = clock64();
   pdl_begin();
+  if (probing) stamp[2] = clock64();
   deferred_norm_quads(x, w, n, q, ds, deferred_sums);
+  if (probing) stamp[3] = clock64();
   if (threadIdx.x >= kWarp) return;
   const float s = norm_scale(deferred_sums, n, eps, static_cast<int>(threadIdx.x));
   if (threadIdx.x == 0) *scale = s;
+  if (probing) {
+    stamp[4] = clock64();
+    phase_probe_add(probe, stamp);
+  }
 }
 
 __global__ void __launch_bounds__(kThreads) quantize_kernel(const float* x, int n, int8_t* q, float2* ds) {
@@ -99,6 +112,8 @@ cudaError_t launch_rms_norm_deferred(const float* x, const float* w, int n, floa
   return launch_kernel(deferred_norm_kernel, dim3(1), dim3(kNormWarps * kWarp), sizeof(float) * static_cast<size_t>(n / 32),
                        stream, x, w, n, eps, yq.q, static_cast<float2*>(yq.ds), scale);
 }
+
+cudaError_t set_norm_probe(unsigned long long* fields) { return cudaMemcpyToSymbol(g_norm_probe, &fields, sizeof(fields)); }
 
 cudaError_t launch_quantize_q8(const float* x, int rows, int n, Q8Rows yq, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;

@@ -90,6 +90,32 @@ bool cupti_ok(CUptiResult r, const char* what) {
   return false;
 }
 
+// A probe's buffer (kernels.h: the bridge and phase probes): `words`
+// zeroed 64-bit counters on the device, or null where that fails.
+unsigned long long* zeroed_words(size_t words) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, words * 8) != cudaSuccess) return nullptr;
+  if (cudaMemset(p, 0, words * 8) != cudaSuccess) {
+    cudaFree(p);
+    return nullptr;
+  }
+  return static_cast<unsigned long long*>(p);
+}
+
+// A probe's counters copied back, and the SM clock (kHz) that turns their
+// cycles into time; false, with a message naming the probe, where either fails.
+bool read_probe(const unsigned long long* dev, size_t words, const char* what, std::vector<unsigned long long>& host,
+                int& khz) {
+  host.resize(words);
+  khz = 0;
+  cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);
+  if (cudaMemcpy(host.data(), dev, words * 8, cudaMemcpyDeviceToHost) != cudaSuccess || khz <= 0) {
+    std::cerr << "gpu_decode_timeline: cannot read the " << what << "\n";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -110,11 +136,25 @@ int main(int argc, char** argv) {
   const char* probe_env = std::getenv("MINFER_BRIDGE_PROBE");
   const bool probing = probe_env != nullptr && std::string(probe_env) == "1";
   constexpr size_t kProbeWords = 2 * kernels::kBridgeProbeBlocks * kernels::kBridgeProbeFields;
-  unsigned long long* probe = nullptr;
-  if (probing && (cudaMalloc(reinterpret_cast<void**>(&probe), kProbeWords * 8) != cudaSuccess ||
-                  cudaMemset(probe, 0, kProbeWords * 8) != cudaSuccess || kernels::set_bridge_probe(probe) != cudaSuccess)) {
+  unsigned long long* probe = probing ? zeroed_words(kProbeWords) : nullptr;
+  if (probing && (probe == nullptr || kernels::set_bridge_probe(probe) != cudaSuccess)) {
     std::cerr << "gpu_decode_timeline: cannot set up the bridge probe\n";
     return 1;
+  }
+  // MINFER_PHASE_PROBE=1: where decode attention's and the deferred norm's
+  // blocks spend their cycles (kernels::set_phase_probe), printed last.
+  const char* phase_env = std::getenv("MINFER_PHASE_PROBE");
+  const bool phasing = phase_env != nullptr && std::string(phase_env) == "1";
+  constexpr size_t kPhaseWords = static_cast<size_t>(kernels::kPhaseProbeKinds) * kernels::kPhaseProbeFields;
+  unsigned long long* phases = phasing ? zeroed_words(kPhaseWords) : nullptr;
+  if (phasing) {
+    const cudaError_t st = phases != nullptr ? kernels::set_phase_probe(phases) : cudaErrorMemoryAllocation;
+    if (st != cudaSuccess) {
+      std::cerr << "gpu_decode_timeline: phase probe: "
+                << (st == cudaErrorNotSupported ? "not compiled in (configure with -DMINFER_PHASE_PROBES=ON)" : cudaGetErrorString(st))
+                << "\n";
+      return 1;
+    }
   }
   EngineConfig config;
   config.model_path = argv[1];
@@ -198,13 +238,9 @@ int main(int argc, char** argv) {
                a.share / n / 1e3, 100.0 * a.share / step_sum, a.share / c / 1e3, a.duration / c / 1e3, a.early / c / 1e3);
   }
   if (probing) {
-    std::vector<unsigned long long> h(kProbeWords);
+    std::vector<unsigned long long> h;
     int khz = 0;
-    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);
-    if (cudaMemcpy(h.data(), probe, kProbeWords * 8, cudaMemcpyDeviceToHost) != cudaSuccess || khz <= 0) {
-      std::cerr << "gpu_decode_timeline: cannot read the bridge probe\n";
-      return 1;
-    }
+    if (!read_probe(probe, kProbeWords, "bridge probe", h, khz)) return 1;
     fmt::print("bridge probe (SM cycles at {} MHz as us; per block, over every launch of the run: mean, and the min and "
                "max over blocks)\n| into | launches | blocks | wait + staging | first product | barrier | norm | second product |\n"
                "|---|---:|---:|---:|---:|---:|---:|---:|\n", khz / 1000);
@@ -228,6 +264,27 @@ int main(int argc, char** argv) {
       if (blocks == 0) continue;
       fmt::print("| {} | {} | {} |", kind == 1 ? "gate/up" : "matvecs", launches, blocks);
       for (int f = 1; f < 6; ++f) fmt::print(" {:.2f} ({:.2f}-{:.2f}) |", mean[f] / blocks, lo[f], hi[f]);
+      fmt::print("\n");
+    }
+  }
+  if (phasing) {
+    std::vector<unsigned long long> h;
+    int khz = 0;
+    if (!read_probe(phases, kPhaseWords, "phase probe", h, khz)) return 1;
+    // Means over every block of every launch of the run (prefill included
+    // where it launches these kernels), SM cycles at the maximum clock as us.
+    const char* names[kernels::kPhaseProbeKinds][kernels::kPhaseProbeFields - 1] = {
+        {"before the wait", "wait", "scores", "max", "sum of exp", "V sum", "groups' sum", "output"},
+        {"before the wait", "wait", "pass over x", "scale", "", "", "", ""}};
+    const char* kinds[kernels::kPhaseProbeKinds] = {"attention (one chunk)", "deferred norm"};
+    fmt::print("phase probe (thread 0 of each block, SM cycles at {} MHz as us, mean over blocks and launches)\n", khz / 1000);
+    for (int k = 0; k < kernels::kPhaseProbeKinds; ++k) {
+      const unsigned long long* r = h.data() + static_cast<size_t>(k) * kernels::kPhaseProbeFields;
+      if (r[0] == 0) continue;
+      fmt::print("{}: {} blocks |", kinds[k], r[0]);
+      for (int f = 1; f < kernels::kPhaseProbeFields && names[k][f - 1][0] != '\0'; ++f) {
+        fmt::print(" {} {:.2f} |", names[k][f - 1], static_cast<double>(r[f]) / static_cast<double>(r[0]) / (khz / 1e3));
+      }
       fmt::print("\n");
     }
   }

@@ -33,10 +33,13 @@
 #                  (NCU_KERNELS="regex ...": other kernels of the step instead)
 #     profile-large  7B Q4_K_M pp512 / tg128 time per op kind (minfer bench --profile)
 #     timeline     each decode kernel's share of a replayed step (CUPTI), 0.5B Q8_0 and 7B Q4_K_M
-#                  (TIMELINE_MODELS="preset:type ..."; TIMELINE_ENVS="- NAME=VALUE ...": one a setting)
+#                  (TIMELINE_MODELS="preset:type ..."; TIMELINE_ENVS="- NAME=VALUE ...": one a setting;
+#                  MINFER_PHASE_PROBE=1 with a build of PHASE_PROBES=ON: attention's and the deferred
+#                  norm's phases inside their blocks)
 #     daemon       minferd on the GPU in a sandbox like the unit's, queried over its socket
 #   default: build test bench-small
 #   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
+#   PHASE_PROBES=ON builds the kernels' phase probes in (-DMINFER_PHASE_PROBES; diagnostics only)
 #   GPU_TEST_TIMEOUT=S stops a GPU test binary after S seconds (default 900)
 #
 # Needs what the build needs (CMake, Ninja, CUDA, Boost, spdlog, nlohmann-json,
@@ -98,7 +101,7 @@ stage_build() {
   [ -f /usr/include/systemd/sd-daemon.h ] || systemd=OFF
   local t0=$(date +%s)
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
-    -DMINFER_SYSTEMD=$systemd -DMINFER_TESTS=ON "${boost_po_args[@]}" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
+    -DMINFER_SYSTEMD=$systemd -DMINFER_TESTS=ON -DMINFER_PHASE_PROBES="${PHASE_PROBES:-OFF}" "${boost_po_args[@]}" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
   # shellcheck disable=SC2046
   ninja -C "$build" -j"$(nproc)" ${BUILD_TARGETS:-minfer minferd gpu_kernels_test gpu_engine_test engine_e2e_test gpu_matvec_bench $(timeline_target)} >"$out/build.log" 2>&1 \
     || { grep -E "error|FAILED" "$out/build.log" | head -40; return 1; }
