@@ -316,6 +316,15 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 // run). The deferred norm the same way lost more (7B Q8_0 392, Q4_K_M 469):
 // its own time fell 5.2 → 2.7 µs, but gate/up and q/k/v lost the weight
 // loads they had in flight during it (gate/up 36.0 → 40.4 µs a layer).
+// Tried on the H200 (2026-12-02, not kept): every cell's K row and position
+// but the fresh cell's read into registers before the wait (AttentionArgs
+// told the cell the tail writes, read after it). A block's wait is ~0.04 µs
+// (the phase probe, kernels.h: the blocks start in the tail's last ~0.7 µs),
+// so nothing was hidden, and the wait or the trigger after it seemed held
+// until the loads landed (attn_output started 3.5 µs after attention instead
+// of 1.4): tg128 7B Q4_K_M 502, or 518 with the tail triggering at its start,
+// against 526-529 for this code on other machines
+// (bench/results/2026-12-02-h200-session18).
 //
 // kThreads: 256 (two blocks an SM by the launch bounds: 128 registers, no
 // spills; 139 unbounded) or 512 (one, the same registers): twice the cell

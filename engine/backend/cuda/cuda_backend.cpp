@@ -135,6 +135,15 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // predecessor's run (Hopper and newer); MINFER_NO_PDL=1 turns it off.
   const char* no_pdl = std::getenv("MINFER_NO_PDL");
   kernels::set_pdl(facts_.cc_major >= 9 && (no_pdl == nullptr || std::string_view(no_pdl) == "0"));
+  // Every kernel triggers right after its wait. Tried on the H200
+  // (2026-12-02, not kept): the deferred norm, the q/k/v tail and decode
+  // attention triggering at their start, so that the next kernel's blocks
+  // take SMs and load earlier — tg128 7B Q4_K_M 526 / 534 / 530 / 526 tok/s
+  // (as now / the norm / tail and attention / all three), Q8_0 407 / 404 /
+  // 405 / 408, 0.5B Q8_0 1,885 / - / 1,850 / 1,900 (same run): time moved
+  // between neighbours (all three on 7B Q8_0: attention 8.95 → 6.92 µs a
+  // launch, attn_output 2.87 → 4.10, q/k/v 6.08 → 7.87;
+  // bench/results/2026-12-02-h200-session18).
   // Folding a layer's one-row RMS norms into the matvecs that read them
   // (q/k/v, gate/up) saves 2 launches a layer, but every block of the matvec
   // redoes the norm in a prologue (matvec.cu), before its weights stream. On
