@@ -1,0 +1,10 @@
+// The register-loading decode matvec and gate/up kernels of Q4_K and Q5_K:
+// matvec_kernels.cuh's launchers instantiated for them (matvec.cu dispatches).
+#include "kernels/matvec_kernels.cuh"
+
+namespace minfer::kernels {
+
+MINFER_MATVEC_TYPED(, static_cast<int>(WType::kQ4_K));
+MINFER_MATVEC_TYPED(, static_cast<int>(WType::kQ5_K));
+
+}  // namespace minfer::kernels
