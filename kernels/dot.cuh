@@ -619,7 +619,7 @@ constexpr int kUnitDepth = (T == WType::kQ4_K || T == WType::kQ5_K || T == WType
 // weights whose rows are not 16-byte aligned (k % 8 for 16-bit, k % 4 for
 // f32) take the scalar path.
 //
-// Schedules (kSched; the launchers pick one, matvec.cu schedule_for):
+// Schedules (kSched; the launchers pick one, matvec_kernels.cuh schedule_for):
 //  0  units lane, lane + 32, ... one at a time, the loop unrolled 4 times:
 //     rows of fewer than 4 units a lane run in the loop's remainder, one
 //     unit's loads in flight (7B's Q4_K rows are 56 units, under two a lane).

@@ -223,19 +223,19 @@ int attention_threads();
 // How decode matvecs schedule a row's loads (dot.cuh row_dot_t): 0 one unit
 // at a time (the loop checks each index), 1 groups of units whose loads are
 // all issued first, 2 groups twice as large; -1 (the default) picks per
-// launch from the kernel, the weight type and the row width (matvec.cu). The
+// launch from the kernel, the weight type and the row width (matvec_kernels.cuh). The
 // sums are the same bits either way. For A/B runs and tests.
 void set_matvec_schedule(int schedule);
 int matvec_schedule();
 // Lanes a row in the decode matvecs and gate/up of quantized weights: 32 (a
 // warp a row) or 8 (a quarter-warp a row, four rows a warp); 0 (the
-// default) picks per launch (matvec.cu). The same bits either way.
+// default) picks per launch (matvec_kernels.cuh). The same bits either way.
 void set_matvec_lanes(int lanes);
 int matvec_lanes();
 // Decode matvecs of short rows a quarter-warp a row (schedule 2) in launches
 // of at most one block an SM, and gate/up of such rows in launches of at
-// most two: the weights go into registers before the PDL wait (matvec.cu
-// kPreload). On by default; the same bits either way.
+// most two: the weights go into registers before the PDL wait
+// (matvec_kernels.cuh kPreload). On by default; the same bits either way.
 void set_matvec_preload(bool on);
 bool matvec_preload();
 // Decode matvecs of two weight types in one launch (q/k/v of the K-quant

@@ -1,7 +1,7 @@
 // Decode matvecs and gate/up + SwiGLU with each lane's weights pipelined
 // through shared memory (sm_80 and later).
 //
-// The plain kernels (matvec.cu) hold a lane's weights in registers from load
+// The plain kernels (matvec_kernels.cuh) hold a lane's weights in registers from load
 // to use, so a warp loads a unit, waits, computes, and only then loads the
 // next: with 64 registers a thread (two blocks of 512 an SM) little else
 // fits. On the H200 (7B gate/up Q4_K, Nsight Compute) that issues 0.6
@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1)
 // Matvec: the tasks' rows one after the other; warp w of block b is warp
 // gw = w G + b of the launch (G blocks) and takes rows gw, gw + W, ... (W
 // warps in all), so that a launch of fewer rows than warps still spreads
-// over every SM. Each row is written as matvec.cu writes it (the deferred
+// over every SM. Each row is written as the plain kernels write it (the deferred
 // norm's scale, bias, residual, argmax). Shared memory: the slots, then the
 // staged activations.
 struct PipedBatch {

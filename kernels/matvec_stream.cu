@@ -1,6 +1,6 @@
 // Decode matvecs whose weights stream through shared memory (sm_90).
 //
-// The plain kernels (matvec.cu) load weights into registers, so the bytes a
+// The plain kernels (matvec_kernels.cuh) load weights into registers, so the bytes a
 // warp keeps in flight are bounded by its registers, and a row's first load
 // waits for the previous kernel (PDL) unless the row fits a prefetch. Here a
 // block owns consecutive groups of rows and walks them in tiles — a group's

@@ -1,5 +1,5 @@
 // One row's RMS norm with every lane of a block at work: the decode norm
-// kernel (norm.cu) and the norm prologue of the matvecs (matvec.cu) run it,
+// kernel (norm.cu) and the norm prologue of the matvecs (matvec_kernels.cuh) run it,
 // so they give the same bits — and the same bits as row_sum_squares's order
 // (common.cuh), which the other norm paths use.
 //

@@ -5,7 +5,7 @@
 // the first of them before the PDL wait (weights are constants). One block
 // of kPipedWarps warps an SM, the launch exactly the resident blocks. Lane
 // l of a row takes units l, l + 32, ... in order, as the plain kernels
-// (matvec.cu) do: the same sums, the same bits.
+// (matvec_kernels.cuh) do: the same sums, the same bits.
 #pragma once
 
 #include <cstddef>
@@ -330,7 +330,8 @@ __device__ __forceinline__ DotInput stage_acts(const DotInput& in, int k, unsign
 }
 #endif
 
-// One pipelined row written as matvec.cu writes it: the deferred norm's
+// One pipelined row written as the plain matvec kernel writes it
+// (matvec_kernels.cuh): the deferred norm's
 // scale (kDefer), bias, residual, argmax. Lane 0 only.
 template <bool kDefer>
 __device__ __forceinline__ void store_row(const MatvecTask& t, int r, float v, float scale) {

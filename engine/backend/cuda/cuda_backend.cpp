@@ -146,7 +146,7 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // bench/results/2026-12-02-h200-session18).
   // Folding a layer's one-row RMS norms into the matvecs that read them
   // (q/k/v, gate/up) saves 2 launches a layer, but every block of the matvec
-  // redoes the norm in a prologue (matvec.cu), before its weights stream. On
+  // redoes the norm in a prologue (matvec_kernels.cuh), before its weights stream. On
   // the H200 (2026-12-01, same run) that won on narrow rows and lost on wide
   // ones: 0.5B Q8_0 (896) tg128 1,083 / 1,062 vs 1,019 tok/s apart; 7B
   // Q4_K_M (3,584) 275 vs 336. So by default rows of at most
