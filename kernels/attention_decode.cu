@@ -18,6 +18,8 @@
 // The cell count is read from device memory, so the grid (sized for the
 // largest context) stays fixed across steps and a captured graph can be
 // replayed.
+#include <atomic>
+
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
@@ -290,7 +292,8 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 // pieces, the cells' positions, q. Thread (cell group cg, piece) takes one
 // 16-byte piece of the rows of cells cg, cg + groups, ...: for the scores a
 // warp's loads cover whole K rows, the row's lanes add their parts by a
-// butterfly, and the V rows go into L1 meanwhile; then a block max and sum
+// butterfly, and the same pieces of the V rows are copied into shared
+// memory meanwhile (stage_v; else pulled into L1); then a block max and sum
 // of exp; then the same threads weight the same pieces of the V rows, and
 // the cell groups add up in shared memory in group order. Head shapes whose
 // rows are not a power of two of pieces (at most a warp) score a thread a
@@ -352,7 +355,7 @@ struct HeadShape {  // how the block cuts a K/V row
   int pieces;       // pieces a row
   int groups;       // cell groups: threads / pieces
   bool shuffled;    // pieces a power of two ≤ 32: a row's pieces are lanes of one warp
-  __device__ HeadShape(int hd, bool f16, int threads) {
+  __host__ __device__ HeadShape(int hd, bool f16, int threads) {
     esize = f16 ? 2 : 4;
     per_piece = (hd * esize) % 16 == 0 ? 16 / esize : 1;
     pieces = hd / per_piece;
@@ -404,8 +407,37 @@ __device__ __forceinline__ float piece_dot(const int4& raw, const float (&q)[kPi
   return acc;
 }
 
+// The chunk's V rows staged in shared memory (stage_v): each thread copies
+// the 16-byte pieces it weights later — piece `piece` of its cells cg, cg +
+// groups, ... — with cp.async as it loads their K pieces, one round trip
+// for both, and reads them back itself (its own copies: no barrier). Cell c's
+// piece i at (c × pieces + i) × 16, after the combine's chunk weights. The
+// V rows pulled into L1 instead (prefetch, as before) were still on their
+// way or gone: the V sum took 0.80-1.02 µs of a block (the phase probe,
+// H200, 2026-12-02) for 4-5 rows' pieces a thread. Staged (H200, 2026-12-02,
+// CUPTI, same run, MINFER_ATTN_STAGE_V=0 the other arm): a layer's attention
+// 6.08 → 5.64 µs on 0.5B Q8_0 (the step 536.9 → 526.2) and 9.77 → 9.43 on
+// 7B Q8_0; tg128 0.5B Q8_0 1,838 → 1,878 tok/s, 7B within the noise
+// (bench/results/2026-12-02-h200-session19).
+constexpr size_t kMaxStagedV = size_t{64} << 10;  // a chunk's V rows: up to 256 bytes a row
+std::atomic<uint64_t> g_staged_v_launches{0};
+__host__ __device__ inline size_t staged_v_offset(int n_chunks) { return (sizeof(float) * static_cast<size_t>(n_chunks) + 15) / 16 * 16; }
+__device__ __forceinline__ void stage_piece(unsigned char* dst, const unsigned char* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+#else
+  *reinterpret_cast<int4*>(dst) = *reinterpret_cast<const int4*>(src);
+#endif
+}
+__device__ __forceinline__ void staged_pieces_landed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 template <int kThreads>
-__global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kernel(AttentionArgs a, int* counters) {
+__global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kernel(AttentionArgs a, int* counters, bool stage_v) {
   static_assert(kThreads >= kChunk && kThreads % kWarp == 0);
   extern __shared__ float chunk_weight[];  // [chunks] (the combine)
   __shared__ __align__(16) float qs[kMaxHeadDim];
@@ -445,13 +477,17 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
   const bool visible = mine && a.cell_pos[cell] <= a.q_pos[0];
   const int piece = t % sh.pieces, cg = t / sh.pieces;
   const int rounds = (n_here + sh.groups - 1) / sh.groups;  // cells a cell group takes (some past the chunk)
+  unsigned char* const v_stage = reinterpret_cast<unsigned char*>(chunk_weight) + staged_v_offset(static_cast<int>(gridDim.y));
+  auto v_piece = [&](int c) { return v_stage + (static_cast<size_t>(c) * sh.pieces + piece) * 16; };
 
   // Scores, in one round trip after the wait (K pieces, positions, q).
   float s = -INFINITY;
   if (sh.shuffled) {
     // Thread (cg, piece): the piece's part of the dot products of cells cg,
     // cg + groups, ... (loads of whole rows across lanes), summed over the
-    // row's lanes by a butterfly; the V rows go into L1 meanwhile.
+    // row's lanes by a butterfly; the same pieces of the V rows go into
+    // shared memory meanwhile (stage_v; the host sets it only here), or
+    // into L1.
     float qv[kPieceFloats] = {};
 #pragma unroll
     for (int i = 0; i < kPieceFloats; ++i) {
@@ -463,7 +499,8 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
       for (int i = 0; i < kRowBatch; ++i) {
         const int c = cg + (r0 + i) * sh.groups;
         raw[i] = c < n_here ? row_piece(k_row(c), sh, piece) : make_int4(0, 0, 0, 0);
-        if (c < n_here && piece % 8 == 0) prefetch_l1(v_row(c) + piece * 16);
+        if (c < n_here && stage_v) stage_piece(v_piece(c), v_row(c) + piece * 16);
+        else if (c < n_here && piece % 8 == 0) prefetch_l1(v_row(c) + piece * 16);
       }
 #pragma unroll
       for (int i = 0; i < kRowBatch; ++i) {
@@ -520,12 +557,14 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
   if (probing) stamp[5] = clock64();
 
   // Weighted V sum, then the cell groups' sums added in group order.
+  if (stage_v) staged_pieces_landed();
   if (cg < sh.groups) {
     float acc[kPieceFloats] = {};
 #pragma unroll 4
     for (int c = cg; c < n_here; c += sh.groups) {
       float v[kPieceFloats] = {};
-      piece_values(row_piece(v_row(c), sh, piece), a.cache_f16, sh.per_piece, v);
+      const int4 raw = stage_v ? *reinterpret_cast<const int4*>(v_piece(c)) : row_piece(v_row(c), sh, piece);
+      piece_values(raw, a.cache_f16, sh.per_piece, v);
       const float w = p[c];
 #pragma unroll
       for (int i = 0; i < kPieceFloats; ++i) acc[i] = fmaf(w, v[i], acc[i]);
@@ -539,6 +578,10 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
   if (probing) stamp[6] = clock64();
   float o = 0.0f;
   if (t < hd) {
+    // In group order; unrolled, so that the loads go out together (one at a
+    // time, the 32 groups of a 7B head were a chain of shared-memory round
+    // trips: 0.53 µs of a block's ~7, the phase probe, H200, 2026-12-02).
+#pragma unroll 8
     for (int g = 0; g < sh.groups; ++g) o += red[g * hd + t];
   }
   if (probing) stamp[7] = clock64();
@@ -709,6 +752,8 @@ __global__ void attention_generic_kernel(AttentionArgs a) {
 
 }  // namespace
 
+uint64_t attention_staged_v_launches() { return g_staged_v_launches.load(std::memory_order_relaxed); }
+
 cudaError_t set_attention_probe(unsigned long long* fields) {
   return cudaMemcpyToSymbol(g_attention_probe, &fields, sizeof(fields));
 }
@@ -755,11 +800,23 @@ cudaError_t launch_split(const AttentionArgs& a, int group, cudaStream_t stream)
 cudaError_t launch_heads(const AttentionArgs& a, cudaStream_t stream) {
   const int n_chunks = (a.max_cells + kChunk - 1) / kChunk;
   int* counters = reinterpret_cast<int*>(a.partials + partial_floats(a.n_heads, a.head_dim, a.max_cells));
-  auto launch = [&](auto kernel, int threads) {
-    return launch_kernel(kernel, dim3(a.n_heads, n_chunks), dim3(threads), sizeof(float) * n_chunks, stream, a, counters);
-  };
   const int threads = attention_threads() != 0 ? attention_threads() : a.head_dim >= 128 ? 512 : 256;
-  return threads == 512 ? launch(attention_heads_kernel<512>, 512) : launch(attention_heads_kernel<256>, 256);
+  // The V rows staged in shared memory where the rows are a warp's pieces
+  // and a chunk's fit kMaxStagedV (sm_80: cp.async).
+  const HeadShape sh(a.head_dim, a.cache_f16, threads);
+  const size_t v_bytes = static_cast<size_t>(kChunk) * static_cast<size_t>(a.head_dim) * static_cast<size_t>(sh.esize);
+  const bool stage_v = attention_stage_v() && device_limits().cc_major >= 8 && sh.shuffled && v_bytes <= kMaxStagedV;
+  const size_t smem = stage_v ? staged_v_offset(n_chunks) + v_bytes : sizeof(float) * n_chunks;
+  auto launch = [&](auto kernel) {
+    if (smem > 48 * 1024) {
+      const cudaError_t st = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+      if (st != cudaSuccess) return st;
+    }
+    const cudaError_t st = launch_kernel(kernel, dim3(a.n_heads, n_chunks), dim3(threads), smem, stream, a, counters, stage_v);
+    if (st == cudaSuccess && stage_v) g_staged_v_launches.fetch_add(1, std::memory_order_relaxed);
+    return st;
+  };
+  return threads == 512 ? launch(attention_heads_kernel<512>) : launch(attention_heads_kernel<256>);
 }
 
 }  // namespace

@@ -220,6 +220,14 @@ void set_pdl(bool on);
 // between twice the thread groups), each within rounding of the reference.
 void set_attention_threads(int threads);
 int attention_threads();
+// Whether the one-launch decode kernel copies each block's V rows into shared
+// memory with its K loads (cp.async, sm_80; rows of up to 256 bytes whose
+// pieces a warp holds) instead of pulling them into L1 (on by default). The
+// same bits either way.
+void set_attention_stage_v(bool on);
+bool attention_stage_v();
+// Launches that staged them so far (tests check that the path ran).
+uint64_t attention_staged_v_launches();
 // How decode matvecs schedule a row's loads (dot.cuh row_dot_t): 0 one unit
 // at a time (the loop checks each index), 1 groups of units whose loads are
 // all issued first, 2 groups twice as large; -1 (the default) picks per

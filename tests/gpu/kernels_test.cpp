@@ -1431,8 +1431,9 @@ struct AttnCase {
 // Builds a cache of n_seq cells (scattered), runs one attention kernel and
 // compares every query row against ref::attention_ref (and, for decode, the
 // Q8 copy of the output against the output).
+// got_out: the output, for callers comparing bits.
 void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2 generic*/, double tol,
-                     bool decode_split = false) {
+                     bool decode_split = false, std::vector<float>* got_out = nullptr) {
   const int hd = c.head_dim, kv_dim = c.n_kv_heads * hd, q_dim = c.n_heads * hd;
   const int n_ctx = c.n_seq + 9;
   const size_t elem = c.f16 ? 2 : 4;
@@ -1497,6 +1498,7 @@ void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2
   ASSERT_EQ(st, cudaSuccess) << cudaGetErrorString(st);
   const auto got = out.download();
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  if (got_out != nullptr) *got_out = got;
   if (which == 0) {
     // Again, on the same scratch: the chunk counters were left at zero, so
     // the second launch gives the same bits.
@@ -1558,6 +1560,32 @@ TEST_P(GpuAttentionDecode, EachBlockSizeMatchesReference) {
     SCOPED_TRACE(threads);
     kernels::set_attention_threads(threads);
     check_attention(GetParam(), 0, 2e-5);
+  }
+  kernels::set_attention_threads(0);
+}
+
+// The one-launch kernel with its V rows staged in shared memory (the
+// default where the shape allows) and pulled into L1 instead
+// (kernels::set_attention_stage_v): the same bits, at both block sizes.
+TEST_P(GpuAttentionDecode, StagedVKeepsTheBits) {
+  MINFER_REQUIRE_GPU();
+  for (const int threads : {256, 512}) {
+    SCOPED_TRACE(threads);
+    kernels::set_attention_threads(threads);
+    std::vector<float> staged, plain;
+    kernels::set_attention_stage_v(true);
+    const uint64_t before = kernels::attention_staged_v_launches();
+    ASSERT_NO_FATAL_FAILURE(check_attention(GetParam(), 0, 2e-5, false, &staged));
+    const AttnCase& c = GetParam();
+    if (c.f16 && (c.head_dim == 64 || c.head_dim == 128)) {  // 0.5B's and 7B's heads
+      EXPECT_GT(kernels::attention_staged_v_launches(), before) << "V rows not staged";
+    }
+    const uint64_t staged_launches = kernels::attention_staged_v_launches();
+    kernels::set_attention_stage_v(false);
+    ASSERT_NO_FATAL_FAILURE(check_attention(GetParam(), 0, 2e-5, false, &plain));
+    kernels::set_attention_stage_v(true);
+    EXPECT_EQ(kernels::attention_staged_v_launches(), staged_launches) << "staged with the switch off";
+    test::expect_same_bits(staged, plain, "attention output");
   }
   kernels::set_attention_threads(0);
 }

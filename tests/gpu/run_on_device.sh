@@ -24,6 +24,8 @@
 #        depth256 (the same on 7B Q4_K_M, attention auto with blocks of 256 threads),
 #        bridge (MINFER_BRIDGE=1: a seam's product, norm and pipelined products in one launch; 7B),
 #        allbridge (MINFER_BRIDGE=all: every eligible seam so, whatever its size; 7B),
+#        stagev (MINFER_ATTN_STAGE_V=0: decode attention's V rows into L1, not staged in shared
+#        memory; 0.5B Q8_0, 7B),
 #        piped (7B with nothing pipelined, MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0, and with
 #        every eligible launch pipelined, =1; the smaller models' launches are under the default's 16 MiB)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
@@ -177,6 +179,7 @@ stage_bench_small() {
                  bench "$c" 1.5b-q4_k_m-nopreload MINFER_MATVEC_PRELOAD=0 ;;
       tail) bench "$a" 0.5b-q8_0-tail MINFER_NORM_TAIL=1 ;;
       again) bench "$a" 0.5b-q8_0-again ;;
+      stagev) bench "$a" 0.5b-q8_0-nostagev MINFER_ATTN_STAGE_V=0 ;;
       generic) bench "$b" 0.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0; bench "$c" 1.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0 ;;
       split) bench "$a" 0.5b-q8_0-split MINFER_ATTN_DECODE=split ;;
       attn256) bench "$a" 0.5b-q8_0-attn256 MINFER_ATTN_THREADS=256; bench "$c" 1.5b-q4_k_m-attn256 MINFER_ATTN_THREADS=256 ;;
@@ -436,6 +439,7 @@ stage_bench_large() {
       warp) bench "$a" 7b-q4_k_m-warp MINFER_MATVEC_LANES=32; bench "$b" 7b-q8_0-warp MINFER_MATVEC_LANES=32 ;;
       bridge) bench "$a" 7b-q4_k_m-bridge MINFER_BRIDGE=1; bench "$b" 7b-q8_0-bridge MINFER_BRIDGE=1 ;;
       allbridge) bench "$a" 7b-q4_k_m-allbridge MINFER_BRIDGE=all; bench "$b" 7b-q8_0-allbridge MINFER_BRIDGE=all ;;
+      stagev) bench "$a" 7b-q4_k_m-nostagev MINFER_ATTN_STAGE_V=0; bench "$b" 7b-q8_0-nostagev MINFER_ATTN_STAGE_V=0 ;;
       piped) bench "$a" 7b-q4_k_m-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
              bench "$b" 7b-q8_0-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
              bench "$a" 7b-q4_k_m-allpiped MINFER_MATVEC_PIPED=1 MINFER_GATE_UP_PIPED=1

@@ -127,6 +127,10 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // one (A/B runs).
   const char* attn_threads = std::getenv("MINFER_ATTN_THREADS");
   kernels::set_attention_threads(attn_threads != nullptr ? std::atoi(attn_threads) : 0);
+  // Its V rows staged in shared memory with the K loads unless
+  // MINFER_ATTN_STAGE_V=0 (A/B runs; the same bits either way).
+  const char* stage_v = std::getenv("MINFER_ATTN_STAGE_V");
+  kernels::set_attention_stage_v(stage_v == nullptr || std::string_view(stage_v) != "0");
   attn_split_cells_ = kernels::kAttentionChunkCells;
   if (const char* cells = std::getenv("MINFER_ATTN_SPLIT_CELLS"); cells != nullptr && std::atoi(cells) > 0) {
     attn_split_cells_ = std::atoi(cells);
@@ -220,6 +224,13 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // gate/up was no faster with its first rows in L2 (35.25 vs 35.48 µs a
   // layer on Q8_0, 24.65 vs 24.88 on Q4_K_M): tg128 7B Q4_K_M 336 vs 486
   // tok/s, Q8_0 355 vs 408 (bench/results/2026-12-01-h200-session13).
+  // Nor, on the H200 (2026-12-02, not kept), each block's *next* rows (its
+  // second group: rows its stages do not cover before the wait), pulled by
+  // decode attention's threads once their own loads were out (a line a
+  // lane, with evict_last, or a bulk prefetch a range; 8-24 MiB): tg128 7B
+  // Q8_0 385-396 vs 399 tok/s, Q4_K_M 501-509 vs 513; gate/up 34.87 → 34.38
+  // µs a layer with 16 MiB, attention 10.90 → 13.81
+  // (bench/results/2026-12-02-h200-session19).
   // MINFER_NORM_TAIL=1: a norm of the residual stream right after the
   // product that adds to it rides on that product's last block (one launch
   // fewer, the same bits). Opt-in: on the H200 (2026-12-01, same run) the
