@@ -411,13 +411,16 @@ __device__ __forceinline__ float piece_dot(const int4& raw, const float (&q)[kPi
 // the 16-byte pieces it weights later — piece `piece` of its cells cg, cg +
 // groups, ... — with cp.async as it loads their K pieces, one round trip
 // for both, and reads them back itself (its own copies: no barrier). Cell c's
-// piece i at (c × pieces + i) × 16, after the combine's chunk weights. The
-// V rows pulled into L1 instead (prefetch, as before) were still on their
-// way or gone: the V sum took 0.80-1.02 µs of a block (the phase probe,
-// H200, 2026-12-02) for 4-5 rows' pieces a thread. Staged (H200, 2026-12-02,
-// CUPTI, same run, MINFER_ATTN_STAGE_V=0 the other arm): a layer's attention
-// 6.08 → 5.64 µs on 0.5B Q8_0 (the step 536.9 → 526.2) and 9.77 → 9.43 on
-// 7B Q8_0; tg128 0.5B Q8_0 1,838 → 1,878 tok/s, 7B within the noise
+// piece i at (c × pieces + i) × 16, after the combine's chunk weights. With
+// the V rows pulled into L1 instead (prefetch, as before) the V sum took
+// 0.80-1.02 µs of a block (the phase probe, H200, 2026-12-02) for 4-5 rows'
+// pieces a thread. Staged (H200, 2026-12-02, CUPTI, same run,
+// MINFER_ATTN_STAGE_V=0 the other arm): a layer's attention 6.08 → 5.64 µs
+// on 0.5B Q8_0 (the step 536.9 → 526.2) and 9.77 → 9.43 on 7B Q8_0; tg128
+// 0.5B Q8_0 1,838 → 1,878 tok/s, 7B within the noise. The probe still gives
+// the V sum 0.63 (0.5B) and 0.98 µs (7B), now mostly the wait for the
+// copies: the block's K and V reads take 2.7-4.5 µs to come back, and that
+// round trip, not L1, is what it waits for
 // (bench/results/2026-12-02-h200-session19).
 constexpr size_t kMaxStagedV = size_t{64} << 10;  // a chunk's V rows: up to 256 bytes a row
 std::atomic<uint64_t> g_staged_v_launches{0};
@@ -580,7 +583,8 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
   if (t < hd) {
     // In group order; unrolled, so that the loads go out together (one at a
     // time, the 32 groups of a 7B head were a chain of shared-memory round
-    // trips: 0.53 µs of a block's ~7, the phase probe, H200, 2026-12-02).
+    // trips: 0.53 µs of a block's ~7, the phase probe, H200, 2026-12-02;
+    // 0.40 unrolled, on another machine).
 #pragma unroll 8
     for (int g = 0; g < sh.groups; ++g) o += red[g * hd + t];
   }

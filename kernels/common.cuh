@@ -86,10 +86,11 @@ __device__ __forceinline__ float block_reduce(float v, float* scratch, float ini
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   float r = init;
-  // Unrolled, in warp order: the loads go out together (one at a time, a
-  // 16-warp block's fold was a chain of 16 shared-memory round trips —
-  // decode attention's max and sum of exp took 0.32 and 0.36 µs of a 7B
-  // block, the phase probe, H200, 2026-12-02).
+  // Unrolled, in warp order: the loads go out together instead of a chain
+  // of 16 shared-memory round trips for a 16-warp block. (Decode attention's
+  // max and sum of exp, 0.32 and 0.36 µs of a 7B block by the phase probe,
+  // did not move with it — 0.33 and 0.35, H200, 2026-12-02: their barriers,
+  // not the fold, are what they wait for. Kept: the same bits, no cost.)
 #pragma unroll 8
   for (int w = 0; w < n_warps; ++w) r = op(r, scratch[w]);
   return r;
