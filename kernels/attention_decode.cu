@@ -19,6 +19,7 @@
 // largest context) stays fixed across steps and a captured graph can be
 // replayed.
 #include <atomic>
+#include <type_traits>
 
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
@@ -346,7 +347,17 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 // with 256 in the next). So 512 from head dim 128 up (kernels.h
 // set_attention_threads).
 constexpr int kChunk = kAttentionChunkCells;  // threads t < kChunk a cell each in the block max and sum
-constexpr int kRowBatch = 16;         // K row pieces a thread loads at once
+// K row pieces a thread loads at once, at most. A block's scores loop is
+// unrolled over its batch, and the blocks are bound by their instructions
+// more than by their loads: with 16 always, a 0.5B block holding 64 cells
+// (2 rows a thread) issued the other 14 rows' predicated work too. Fitted
+// to the rows a thread holds (2, 4, 8 or 16; kernels.h
+// set_attention_fit_batch), on the H200 (2026-12-02, same run, CUPTI and
+// the phase probe): 0.5B Q8_0 a layer's attention 5.64 → 4.97 µs, its
+// scores phase 2.64 → 1.85, the step 526.6 → 510.4 µs, tg128 1,848 → 1,900
+// tok/s; 7B Q8_0 9.68 → 9.48 µs (scores 4.31 → 4.08), tg128 within the noise
+// (bench/results/2026-12-02-h200-session20).
+constexpr int kRowBatch = 16;
 constexpr int kPieceFloats = 8;       // the most values one 16-byte piece holds (f16)
 
 struct HeadShape {  // how the block cuts a K/V row
@@ -440,7 +451,7 @@ __device__ __forceinline__ void staged_pieces_landed() {
 }
 
 template <int kThreads>
-__global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kernel(AttentionArgs a, int* counters, bool stage_v) {
+__global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kernel(AttentionArgs a, int* counters, bool stage_v, bool fit_batch) {
   static_assert(kThreads >= kChunk && kThreads % kWarp == 0);
   extern __shared__ float chunk_weight[];  // [chunks] (the combine)
   __shared__ __align__(16) float qs[kMaxHeadDim];
@@ -496,24 +507,35 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
     for (int i = 0; i < kPieceFloats; ++i) {
       if (i < sh.per_piece) qv[i] = qrow[piece * sh.per_piece + i];
     }
-    for (int r0 = 0; r0 < rounds; r0 += kRowBatch) {
-      int4 raw[kRowBatch];
+    // kBatch rows' loads at once; the loop body is unrolled, so a batch
+    // wider than the rounds left issues the idle rows' instructions too.
+    auto score_rows = [&](auto batch) {
+      constexpr int kBatch = decltype(batch)::value;
+      for (int r0 = 0; r0 < rounds; r0 += kBatch) {
+        int4 raw[kBatch];
 #pragma unroll
-      for (int i = 0; i < kRowBatch; ++i) {
-        const int c = cg + (r0 + i) * sh.groups;
-        raw[i] = c < n_here ? row_piece(k_row(c), sh, piece) : make_int4(0, 0, 0, 0);
-        if (c < n_here && stage_v) stage_piece(v_piece(c), v_row(c) + piece * 16);
-        else if (c < n_here && piece % 8 == 0) prefetch_l1(v_row(c) + piece * 16);
-      }
+        for (int i = 0; i < kBatch; ++i) {
+          const int c = cg + (r0 + i) * sh.groups;
+          raw[i] = c < n_here ? row_piece(k_row(c), sh, piece) : make_int4(0, 0, 0, 0);
+          if (c < n_here && stage_v) stage_piece(v_piece(c), v_row(c) + piece * 16);
+          else if (c < n_here && piece % 8 == 0) prefetch_l1(v_row(c) + piece * 16);
+        }
 #pragma unroll
-      for (int i = 0; i < kRowBatch; ++i) {
-        if (r0 + i >= rounds) break;  // uniform: the butterfly needs every lane
-        float d = piece_dot(raw[i], qv, sh, a.cache_f16);
-        for (int o = sh.pieces / 2; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
-        const int c = cg + (r0 + i) * sh.groups;
-        if (piece == 0 && c < n_here) p[c] = d;
+        for (int i = 0; i < kBatch; ++i) {
+          if (r0 + i >= rounds) break;  // uniform: the butterfly needs every lane
+          float d = piece_dot(raw[i], qv, sh, a.cache_f16);
+          for (int o = sh.pieces / 2; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
+          const int c = cg + (r0 + i) * sh.groups;
+          if (piece == 0 && c < n_here) p[c] = d;
+        }
       }
-    }
+    };
+    // The narrowest batch that takes the rounds in one (fit_batch; the
+    // same values either way, each cell's dot product its own).
+    if (!fit_batch || rounds > kRowBatch / 2) score_rows(std::integral_constant<int, kRowBatch>{});
+    else if (rounds > kRowBatch / 4) score_rows(std::integral_constant<int, kRowBatch / 2>{});
+    else if (rounds > kRowBatch / 8) score_rows(std::integral_constant<int, kRowBatch / 4>{});
+    else score_rows(std::integral_constant<int, kRowBatch / 8>{});
     __syncthreads();
     if (visible) s = p[t] * rsqrtf(static_cast<float>(hd));
   } else {
@@ -816,7 +838,8 @@ cudaError_t launch_heads(const AttentionArgs& a, cudaStream_t stream) {
       const cudaError_t st = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (st != cudaSuccess) return st;
     }
-    const cudaError_t st = launch_kernel(kernel, dim3(a.n_heads, n_chunks), dim3(threads), smem, stream, a, counters, stage_v);
+    const cudaError_t st =
+        launch_kernel(kernel, dim3(a.n_heads, n_chunks), dim3(threads), smem, stream, a, counters, stage_v, attention_fit_batch());
     if (st == cudaSuccess && stage_v) g_staged_v_launches.fetch_add(1, std::memory_order_relaxed);
     return st;
   };

@@ -228,6 +228,11 @@ void set_attention_stage_v(bool on);
 bool attention_stage_v();
 // Launches that staged them so far (tests check that the path ran).
 uint64_t attention_staged_v_launches();
+// Whether its blocks load as many K rows at once as the cells they hold need
+// (2, 4, 8 or 16 a thread, picked on the device from the sequence's length)
+// instead of always 16 (on by default). The same bits either way.
+void set_attention_fit_batch(bool on);
+bool attention_fit_batch();
 // How decode matvecs schedule a row's loads (dot.cuh row_dot_t): 0 one unit
 // at a time (the loop checks each index), 1 groups of units whose loads are
 // all issued first, 2 groups twice as large; -1 (the default) picks per

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <numeric>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -1564,30 +1565,52 @@ TEST_P(GpuAttentionDecode, EachBlockSizeMatchesReference) {
   kernels::set_attention_threads(0);
 }
 
-// The one-launch kernel with its V rows staged in shared memory (the
-// default where the shape allows) and pulled into L1 instead
-// (kernels::set_attention_stage_v): the same bits, at both block sizes.
-TEST_P(GpuAttentionDecode, StagedVKeepsTheBits) {
-  MINFER_REQUIRE_GPU();
+// A bit-for-bit switch of the one-launch kernel (set(true) is its default):
+// at both block sizes, the case's output with it on and with it off must be
+// the same bits. `on_done` and `off_done` run after each run of either.
+void expect_switch_keeps_bits(const AttnCase& c, void (*set)(bool), const std::function<void()>& on_done = [] {},
+                              const std::function<void()>& off_done = [] {}) {
   for (const int threads : {256, 512}) {
     SCOPED_TRACE(threads);
     kernels::set_attention_threads(threads);
-    std::vector<float> staged, plain;
-    kernels::set_attention_stage_v(true);
-    const uint64_t before = kernels::attention_staged_v_launches();
-    ASSERT_NO_FATAL_FAILURE(check_attention(GetParam(), 0, 2e-5, false, &staged));
-    const AttnCase& c = GetParam();
-    if (c.f16 && (c.head_dim == 64 || c.head_dim == 128)) {  // 0.5B's and 7B's heads
-      EXPECT_GT(kernels::attention_staged_v_launches(), before) << "V rows not staged";
-    }
-    const uint64_t staged_launches = kernels::attention_staged_v_launches();
-    kernels::set_attention_stage_v(false);
-    ASSERT_NO_FATAL_FAILURE(check_attention(GetParam(), 0, 2e-5, false, &plain));
-    kernels::set_attention_stage_v(true);
-    EXPECT_EQ(kernels::attention_staged_v_launches(), staged_launches) << "staged with the switch off";
-    test::expect_same_bits(staged, plain, "attention output");
+    std::vector<float> on, off;
+    set(true);
+    ASSERT_NO_FATAL_FAILURE(check_attention(c, 0, 2e-5, false, &on));
+    on_done();
+    set(false);
+    ASSERT_NO_FATAL_FAILURE(check_attention(c, 0, 2e-5, false, &off));
+    off_done();
+    set(true);
+    test::expect_same_bits(on, off, "attention output");
   }
   kernels::set_attention_threads(0);
+}
+
+// The one-launch kernel with its V rows staged in shared memory (the
+// default where the shape allows) and pulled into L1 instead
+// (kernels::set_attention_stage_v): the same bits, and 0.5B's and 7B's
+// heads took the staged path (a launch count), the other run did not.
+TEST_P(GpuAttentionDecode, StagedVKeepsTheBits) {
+  MINFER_REQUIRE_GPU();
+  const AttnCase& c = GetParam();
+  uint64_t last = kernels::attention_staged_v_launches();
+  expect_switch_keeps_bits(
+      c, kernels::set_attention_stage_v,
+      [&] {
+        if (c.f16 && (c.head_dim == 64 || c.head_dim == 128)) {  // 0.5B's and 7B's heads
+          EXPECT_GT(kernels::attention_staged_v_launches(), last) << "V rows not staged";
+        }
+        last = kernels::attention_staged_v_launches();
+      },
+      [&] { EXPECT_EQ(kernels::attention_staged_v_launches(), last) << "staged with the switch off"; });
+}
+
+// K rows loaded in batches fitted to the rounds (2 to 16 a thread) or always
+// 16 (kernels::set_attention_fit_batch): the same bits. The shapes' chunks
+// take 1 to 16 rounds.
+TEST_P(GpuAttentionDecode, FittedRowBatchKeepsTheBits) {
+  MINFER_REQUIRE_GPU();
+  expect_switch_keeps_bits(GetParam(), kernels::set_attention_fit_batch);
 }
 
 // One chunk (≤ 256 cells) and several (300, 513, 1000, 4100: the last block

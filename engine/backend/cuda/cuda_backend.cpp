@@ -131,6 +131,10 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // MINFER_ATTN_STAGE_V=0 (A/B runs; the same bits either way).
   const char* stage_v = std::getenv("MINFER_ATTN_STAGE_V");
   kernels::set_attention_stage_v(stage_v == nullptr || std::string_view(stage_v) != "0");
+  // Its K loads batched to the cells a block holds unless
+  // MINFER_ATTN_FIT_BATCH=0 (A/B runs; the same bits either way).
+  const char* fit_batch = std::getenv("MINFER_ATTN_FIT_BATCH");
+  kernels::set_attention_fit_batch(fit_batch == nullptr || std::string_view(fit_batch) != "0");
   attn_split_cells_ = kernels::kAttentionChunkCells;
   if (const char* cells = std::getenv("MINFER_ATTN_SPLIT_CELLS"); cells != nullptr && std::atoi(cells) > 0) {
     attn_split_cells_ = std::atoi(cells);
