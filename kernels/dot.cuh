@@ -27,6 +27,16 @@ struct DotInput {
 __host__ __device__ constexpr int chunk_sum_slot(int c) { return 8 * (c / 8) + 4 * (c % 2) + (c % 8) / 2; }
 
 // Weights: read-only global memory, through the non-coherent cache.
+// Tried on the H200 (2026-12-02, not kept): these loads with an L2
+// evict-first policy (createpolicy + ld.global.nc.L2::cache_hint), so that
+// the weight stream would leave the kernels' code, the K/V rows and the
+// activations in L2. Decode attention did not move (0.5B Q8_0 5.43 vs 5.44
+// µs a layer, 7B Q8_0 8.53 vs 8.80), the 0.5B output head slowed (54.2 vs
+// 45.7 µs) and the hint's registers took attn_output off its preloading
+// kernel: tg128 0.5B Q8_0 1,856 vs 1,900 tok/s, 7B Q8_0 393 vs 403, Q4_K_M
+// 525 vs 519 (same run). The same hint on the pipelined kernels' 16-byte
+// cp.async raised cudaErrorIllegalInstruction (CUDA 13.0, driver 580)
+// (bench/results/2026-12-02-h200-session20).
 __device__ __forceinline__ int4 ld16(const void* p) { return __ldg(reinterpret_cast<const int4*>(p)); }
 __device__ __forceinline__ float4 ld16f(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
 // Activations: generic loads, since the norm-fused matvec keeps them in

@@ -25,7 +25,8 @@
 #        bridge (MINFER_BRIDGE=1: a seam's product, norm and pipelined products in one launch; 7B),
 #        allbridge (MINFER_BRIDGE=all: every eligible seam so, whatever its size; 7B),
 #        stagev (MINFER_ATTN_STAGE_V=0: decode attention's V rows into L1, not staged in shared
-#        memory; 0.5B Q8_0, 7B),
+#        memory; 0.5B Q8_0, 7B), fitbatch (MINFER_ATTN_FIT_BATCH=0: decode attention's K loads always
+#        16 rows a thread, not fitted to the cells; 0.5B Q8_0, 7B),
 #        piped (7B with nothing pipelined, MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0, and with
 #        every eligible launch pipelined, =1; the smaller models' launches are under the default's 16 MiB)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
@@ -42,6 +43,8 @@
 #   default: build test bench-small
 #   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
 #   PHASE_PROBES=ON builds the kernels' phase probes in (-DMINFER_PHASE_PROBES; diagnostics only)
+#   CMAKE_ARGS="-DNAME=VALUE ..." more configure options (e.g. -DMINFER_WEIGHTS_EVICT_FIRST=OFF with
+#   another BUILD_DIR, for a same-run A/B of a build option)
 #   GPU_TEST_TIMEOUT=S stops a GPU test binary after S seconds (default 900)
 #
 # Needs what the build needs (CMake, Ninja, CUDA, Boost, spdlog, nlohmann-json,
@@ -103,7 +106,7 @@ stage_build() {
   [ -f /usr/include/systemd/sd-daemon.h ] || systemd=OFF
   local t0=$(date +%s)
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
-    -DMINFER_SYSTEMD=$systemd -DMINFER_TESTS=ON -DMINFER_PHASE_PROBES="${PHASE_PROBES:-OFF}" "${boost_po_args[@]}" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
+    -DMINFER_SYSTEMD=$systemd -DMINFER_TESTS=ON -DMINFER_PHASE_PROBES="${PHASE_PROBES:-OFF}" "${boost_po_args[@]}" ${CMAKE_ARGS:-} >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
   # shellcheck disable=SC2046
   ninja -C "$build" -j"$(nproc)" ${BUILD_TARGETS:-minfer minferd gpu_kernels_test gpu_engine_test engine_e2e_test gpu_matvec_bench $(timeline_target)} >"$out/build.log" 2>&1 \
     || { grep -E "error|FAILED" "$out/build.log" | head -40; return 1; }
@@ -180,6 +183,7 @@ stage_bench_small() {
       tail) bench "$a" 0.5b-q8_0-tail MINFER_NORM_TAIL=1 ;;
       again) bench "$a" 0.5b-q8_0-again ;;
       stagev) bench "$a" 0.5b-q8_0-nostagev MINFER_ATTN_STAGE_V=0 ;;
+      fitbatch) bench "$a" 0.5b-q8_0-nofitbatch MINFER_ATTN_FIT_BATCH=0 ;;
       generic) bench "$b" 0.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0; bench "$c" 1.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0 ;;
       split) bench "$a" 0.5b-q8_0-split MINFER_ATTN_DECODE=split ;;
       attn256) bench "$a" 0.5b-q8_0-attn256 MINFER_ATTN_THREADS=256; bench "$c" 1.5b-q4_k_m-attn256 MINFER_ATTN_THREADS=256 ;;
@@ -440,6 +444,7 @@ stage_bench_large() {
       bridge) bench "$a" 7b-q4_k_m-bridge MINFER_BRIDGE=1; bench "$b" 7b-q8_0-bridge MINFER_BRIDGE=1 ;;
       allbridge) bench "$a" 7b-q4_k_m-allbridge MINFER_BRIDGE=all; bench "$b" 7b-q8_0-allbridge MINFER_BRIDGE=all ;;
       stagev) bench "$a" 7b-q4_k_m-nostagev MINFER_ATTN_STAGE_V=0; bench "$b" 7b-q8_0-nostagev MINFER_ATTN_STAGE_V=0 ;;
+      fitbatch) bench "$a" 7b-q4_k_m-nofitbatch MINFER_ATTN_FIT_BATCH=0; bench "$b" 7b-q8_0-nofitbatch MINFER_ATTN_FIT_BATCH=0 ;;
       piped) bench "$a" 7b-q4_k_m-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
              bench "$b" 7b-q8_0-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
              bench "$a" 7b-q4_k_m-allpiped MINFER_MATVEC_PIPED=1 MINFER_GATE_UP_PIPED=1
