@@ -320,6 +320,11 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 // run). The deferred norm the same way lost more (7B Q8_0 392, Q4_K_M 469):
 // its own time fell 5.2 → 2.7 µs, but gate/up and q/k/v lost the weight
 // loads they had in flight during it (gate/up 36.0 → 40.4 µs a layer).
+// Nor (H200, 2026-12-02, same run, CUPTI) once the block's first K and V
+// loads were only issued, so that attn_output's loads would queue behind
+// them: 7B Q8_0 attention 9.34 → 9.92 µs a layer, attn_output 3.14 → 3.09,
+// the step 2,481.8 → 2,497.2 µs; 0.5B Q8_0 step 510.0 → 511.2
+// (bench/results/2026-12-02-h200-session20, run 5).
 // Tried on the H200 (2026-12-02, not kept): every cell's K row and position
 // but the fresh cell's read into registers before the wait (AttentionArgs
 // told the cell the tail writes, read after it). A block's wait is ~0.04 µs
@@ -345,7 +350,10 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 // not). On head dim 64 (64 cell groups
 // of 8 lanes) it did not win: 0.5B Q8_0 1,880 vs 1,914 in that run (1,882
 // with 256 in the next). So 512 from head dim 128 up (kernels.h
-// set_attention_threads).
+// set_attention_threads). Again with the K batches fitted (below; H200,
+// 2026-12-02, same run): 256 on 7B Q8_0 gave attention 10.75 µs a layer
+// against 9.34 and attn_output 2.57 against 3.14, the step 2,504.2 against
+// 2,481.8 µs.
 constexpr int kChunk = kAttentionChunkCells;  // threads t < kChunk a cell each in the block max and sum
 // K row pieces a thread loads at once, at most. A block's scores loop is
 // unrolled over its batch, and the blocks are bound by their instructions
@@ -812,10 +820,8 @@ cudaError_t launch_split(const AttentionArgs& a, int group, cudaStream_t stream)
   const int n_splits = (a.max_cells + kSplitCells - 1) / kSplitCells;
   const size_t smem = SplitLayout(a.head_dim, group, a.cache_f16, kSplitCells).total;
   const dim3 grid(a.n_kv_heads, n_splits);
-  if (smem > 48 * 1024) {
-    const cudaError_t st =
-        cudaFuncSetAttribute(attention_split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (st != cudaSuccess) return st;
+  if (const cudaError_t st = allow_dynamic_smem(reinterpret_cast<const void*>(attention_split_kernel), smem); st != cudaSuccess) {
+    return st;
   }
   cudaError_t e = launch_kernel(attention_split_kernel, grid, dim3(kSplitThreads), smem, stream, a);
   if (e != cudaSuccess) return e;
@@ -834,10 +840,7 @@ cudaError_t launch_heads(const AttentionArgs& a, cudaStream_t stream) {
   const bool stage_v = attention_stage_v() && device_limits().cc_major >= 8 && sh.shuffled && v_bytes <= kMaxStagedV;
   const size_t smem = stage_v ? staged_v_offset(n_chunks) + v_bytes : sizeof(float) * n_chunks;
   auto launch = [&](auto kernel) {
-    if (smem > 48 * 1024) {
-      const cudaError_t st = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-      if (st != cudaSuccess) return st;
-    }
+    if (const cudaError_t st = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem); st != cudaSuccess) return st;
     const cudaError_t st =
         launch_kernel(kernel, dim3(a.n_heads, n_chunks), dim3(threads), smem, stream, a, counters, stage_v, attention_fit_batch());
     if (st == cudaSuccess && stage_v) g_staged_v_launches.fetch_add(1, std::memory_order_relaxed);

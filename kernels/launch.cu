@@ -62,6 +62,21 @@ DeviceLimits device_limits() {
   return limits;
 }
 
+cudaError_t allow_dynamic_smem(const void* kernel, size_t smem) {
+  static std::mutex mu;
+  static std::map<const void*, size_t> allowed;
+  const std::lock_guard<std::mutex> lock(mu);
+  size_t& have = allowed[kernel];
+  if (smem <= have) return cudaSuccess;
+  cudaFuncAttributes attr{};
+  cudaError_t st = cudaFuncGetAttributes(&attr, kernel);
+  if (st == cudaSuccess && attr.sharedSizeBytes + smem > size_t{48} << 10) {
+    st = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  }
+  if (st == cudaSuccess) have = smem;
+  return st;
+}
+
 int blocks_per_sm(const void* kernel, int threads, size_t smem, int opt_in) {
   static std::mutex mu;
   static std::map<std::tuple<const void*, int, size_t>, int> cache;

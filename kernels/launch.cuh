@@ -26,6 +26,15 @@ DeviceLimits device_limits();
 // decode asks at every launch.
 int blocks_per_sm(const void* kernel, int threads, size_t smem, int opt_in);
 
+// Opts `kernel` into `smem` bytes of dynamic shared memory where its static
+// and dynamic shared memory together pass the 48 KB that a launch gets
+// without opting in. The static part counts: decode attention's 512-thread
+// block on head dim 64 (19 KB static, 32 KB of staged V rows) failed to
+// launch (cudaErrorInvalidValue) while only dynamic sizes over 48 KB were
+// opted in — unless a launch on head dim 128 had opted the kernel in before.
+// Remembers what each kernel was allowed.
+cudaError_t allow_dynamic_smem(const void* kernel, size_t smem);
+
 // set_phase_probe's parts (kernels.h): each kernel file's own probe pointer.
 cudaError_t set_attention_probe(unsigned long long* fields);
 cudaError_t set_norm_probe(unsigned long long* fields);

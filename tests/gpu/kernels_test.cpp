@@ -1645,6 +1645,19 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuAttentionPrefill,
                                          AttnCase{14, 2, 64, 64, 250, true}, AttnCase{14, 2, 64, 100, 128, true},
                                          AttnCase{14, 2, 64, 1, 250, true}));
 
+// The one-launch decode kernel at 512 threads on 0.5B's head dim 64 with its
+// V rows staged: 19 KB of static and 32 KB of dynamic shared memory, past the
+// 48 KB a launch gets without opting in (the launch failed with an invalid
+// argument when only dynamic sizes over 48 KB were opted in). A plain test
+// runs before the parameterized ones, whose head dim 128 would have opted
+// the kernel in first and hidden it.
+TEST(GpuAttentionDecodeLaunch, BlockOf512OnHeadDim64) {
+  MINFER_REQUIRE_GPU();
+  kernels::set_attention_threads(512);
+  check_attention(AttnCase{14, 2, 64, 1, 100, true}, 0, 2e-5);
+  kernels::set_attention_threads(0);
+}
+
 TEST(GpuAttentionGeneric, SmallHeadDim) {
   MINFER_REQUIRE_GPU();
   check_attention(AttnCase{8, 4, 8, 13, 13, false}, 2, 2e-5);
