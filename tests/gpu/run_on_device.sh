@@ -43,8 +43,8 @@
 #   default: build test bench-small
 #   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
 #   PHASE_PROBES=ON builds the kernels' phase probes in (-DMINFER_PHASE_PROBES; diagnostics only)
-#   CMAKE_ARGS="-DNAME=VALUE ..." more configure options (e.g. -DMINFER_WEIGHTS_EVICT_FIRST=OFF with
-#   another BUILD_DIR, for a same-run A/B of a build option)
+#   CMAKE_ARGS="-DNAME=VALUE ..." more configure options, split at spaces (with another BUILD_DIR:
+#   a same-run A/B of a build option, as bench/results/2026-12-02-h200-session20/ab_build_option.sh)
 #   GPU_TEST_TIMEOUT=S stops a GPU test binary after S seconds (default 900)
 #
 # Needs what the build needs (CMake, Ninja, CUDA, Boost, spdlog, nlohmann-json,
@@ -105,6 +105,7 @@ stage_build() {
   local systemd=ON
   [ -f /usr/include/systemd/sd-daemon.h ] || systemd=OFF
   local t0=$(date +%s)
+  # shellcheck disable=SC2086  # CMAKE_ARGS: one word an option
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
     -DMINFER_SYSTEMD=$systemd -DMINFER_TESTS=ON -DMINFER_PHASE_PROBES="${PHASE_PROBES:-OFF}" "${boost_po_args[@]}" ${CMAKE_ARGS:-} >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
   # shellcheck disable=SC2046
