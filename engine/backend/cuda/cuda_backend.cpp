@@ -248,7 +248,19 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // block an SM, 112 of 132 SMs for 3,584 rows: the products grew by what
   // the norm launch cost (7B ffn_down Q6_K 16.5 → 23.5 µs a layer, Q4_K
   // 7.9 → 10.3), tg128 7B Q4_K_M 408 vs 411 tok/s, Q8_0 321 vs 319, and
-  // 1.5B (48 blocks for 1,536 rows) 773 vs 907.
+  // 1.5B (48 blocks for 1,536 rows) 773 vs 907. Nor (H200, 2026-12-02, not
+  // kept; bench/results/2026-12-02-h200-session21, its patch there) the same
+  // written by the product's warps as they are, each 32-row group by the warp
+  // whose row completes it (a count a group in global memory, acq_rel
+  // atomics; the group read back from L2 and quantized), the products taking
+  // the block sums and working the scale out themselves: the one-block norm
+  // launch went, but the seam did not get cheaper — the last writers' atomic
+  // and read-back queue behind the next product's first stages, which now
+  // stream in while the product ends (CUPTI shares a layer, 7B Q8_0: attn_output
+  // 3.15 → 9.91 µs, ffn_down 22.65 → 26.18, against the norm's 4.56 twice and
+  // gate/up and q/k/v 1.7-1.8 each quicker); where it paid on its own (after
+  // the pipelined ffn_down) the products' work on the sums took it back:
+  // tg128 7B Q8_0 395 vs 399 tok/s, Q4_K_M 508 vs 511, same run.
   const char* norm_tail = std::getenv("MINFER_NORM_TAIL");
   norm_tail_ = norm_tail != nullptr && *norm_tail != '\0' && std::string_view(norm_tail) != "0";
   // The deferred-scale norm (kernels::launch_rms_norm_deferred): a layer's
