@@ -63,6 +63,13 @@ std::atomic<uint64_t> g_piped_launches{0};
 // plain kernel; H200, 2026-12-01, same run, both arms with the late trigger
 // attention_decode.cu records).
 constexpr size_t kPipedMinBytes = size_t{16} << 20;
+// (Tried on the H200, 2026-12-02, not kept: rows of 16-31 units pipelined
+// too, one partial step a row, so that the output heads of 0.5B (Q8_0, 896
+// wide: 28 units) and 1.5B (Q6_K, 1,536: 24) would take these kernels. The
+// kernel bench had them ahead (0.5B head 39.2 vs 41.5 µs, 1.5B 63.6 vs
+// 66.0), a greedy decode step not: CUPTI shares, same run, 0.5B Q8_0 46.8
+// vs 47.6 µs, 1.5B Q4_K_M 80.9 vs 71.2; tg128 1,942 vs 1,941 and 1,030 vs
+// 1,039 tok/s. bench/results/2026-12-02-h200-session22.)
 
 // Gate/up: block c takes Q8 blocks of h [c n / G, (c + 1) n / G) — whole
 // groups of 32 rows, so it quantizes its own, and SMs differ by at most one
@@ -151,6 +158,16 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(Pi
   const int k = b.t[0].w.k;
   unsigned char* acts = piped_smem + kPipedWarps * ring_bytes;
   float scale = 0.0f;
+  // The warp's best argmax key of the task it is on (lane 0), folded into the
+  // task's argmax when the warp moves to another task and at its end, not a
+  // row at a time: argmax_fold reads one word every SM contends for, and a
+  // warp waits for that read before its next row — 36 rows a warp of an
+  // output head. (Folded a row at a time, on the H200, 2026-12-02, CUPTI, the
+  // pipelined 0.5B Q8_0 head took 67.7 µs of a greedy decode step against
+  // the plain kernel's 45.7 and the kernel bench's 39.2 without argmax.) The
+  // largest key wins either way: the same argmax.
+  unsigned long long best = 0;
+  int best_task = 0;
   const auto phase = make_phase<T, 1>(
       my_rows, k / Unit<T>::kElems,
       [&](int j) {
@@ -166,8 +183,16 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(Pi
         return stage_acts<kChunkSums<kType>>(b.in, k, acts);
       },
       [&](int, RowAt at, const float (&sums)[1]) {
-        if (lane == 0) store_row<kDefer>(task(at.task), at.r, sums[0], scale);
+        if (lane != 0) return;
+        const unsigned long long key = write_row<kDefer>(task(at.task), at.r, sums[0], scale);
+        if (at.task != best_task) {
+          if (best != 0) argmax_fold(task(best_task).argmax, best);
+          best = 0;
+          best_task = at.task;
+        }
+        best = max(best, key);
       });
+  if (lane == 0 && best != 0) argmax_fold(task(best_task).argmax, best);
 #else
   __trap();  // launched only on sm_80 and later (device_limits().cc_major)
 #endif

@@ -331,15 +331,22 @@ __device__ __forceinline__ DotInput stage_acts(const DotInput& in, int k, unsign
 #endif
 
 // One pipelined row written as the plain matvec kernel writes it
-// (matvec_kernels.cuh): the deferred norm's
-// scale (kDefer), bias, residual, argmax. Lane 0 only.
+// (matvec_kernels.cuh): the deferred norm's scale (kDefer), bias, residual;
+// returns the row's argmax key (argmax_pack; 0, which never wins, where the
+// task takes no argmax) for the caller to fold. Lane 0 only.
 template <bool kDefer>
-__device__ __forceinline__ void store_row(const MatvecTask& t, int r, float v, float scale) {
+__device__ __forceinline__ unsigned long long write_row(const MatvecTask& t, int r, float v, float scale) {
   if constexpr (kDefer) v = __fmul_rn(v, scale);
   if (t.bias != nullptr) v += t.bias[r];
   const float o = t.accumulate ? t.y[r] + v : v;
   t.y[r] = o;
-  if (t.argmax != nullptr) argmax_fold(t.argmax, argmax_pack(o, r));
+  return t.argmax != nullptr ? argmax_pack(o, r) : 0ull;
+}
+// The same with the key folded into the task's argmax at once.
+template <bool kDefer>
+__device__ __forceinline__ void store_row(const MatvecTask& t, int r, float v, float scale) {
+  const unsigned long long key = write_row<kDefer>(t, r, v, scale);
+  if (key != 0) argmax_fold(t.argmax, key);
 }
 
 // ---- host side (matvec_piped.cu) ----

@@ -70,6 +70,7 @@ const Case kCases[] = {
     {"0.5b qkv q8_0", false, {WType::kQ8_0, WType::kQ8_0, WType::kQ8_0}, {896, 128, 128}, 896},
     {"0.5b o q8_0", false, {WType::kQ8_0}, {896}, 896},
     {"0.5b head q8_0", false, {WType::kQ8_0}, {151936}, 896},
+    {"1.5b head q6_k", false, {WType::kQ6_K}, {151936}, 1536},
 };
 
 struct Planes {

@@ -294,17 +294,18 @@ stage_bench_kernels() {
 }
 
 # The streamed, the plain and the pipelined gate/up kernel (NCU_VARIANTS:
-# matvec_bench variants) on 7B Q4_K shapes under Nsight Compute: stall
-# reasons a issued instruction, instructions, shared-memory bank conflicts,
-# DRAM throughput.
+# matvec_bench variants) on 7B Q4_K shapes (NCU_CASE: another matvec_bench
+# case) under Nsight Compute: stall reasons a issued instruction,
+# instructions, each pipe's share of issue, shared-memory bank conflicts and
+# wavefronts, DRAM throughput.
 stage_ncu_stream() {
   local ncu v k
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   [ -n "$ncu" ] || { note "ncu: not found"; return 0; }
   for v in ${NCU_VARIANTS:-stream auto+plain auto}; do
-    case $v in stream*) k=matvec_stream_kernel ;; *plain*) k=gate_up_kernel ;; *) k=gate_up_piped_kernel ;; esac
+    case $v in stream*) k=matvec_stream_kernel ;; *plain*) k=gate_up_kernel ;; *) k=piped_kernel ;; esac
     MATVEC_BENCH_CASE="${NCU_CASE:-7b gate_up q4_k}" "$ncu" --clock-control none --cache-control none -k "regex:$k" --launch-skip 20 --launch-count 1 \
-      --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__t_sector_hit_rate.pct,smsp__warps_active.avg.per_cycle_active,smsp__issue_active.avg.per_cycle_active,launch__grid_size,launch__occupancy_limit_shared_mem" \
+      --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__t_sector_hit_rate.pct,smsp__warps_active.avg.per_cycle_active,smsp__issue_active.avg.per_cycle_active,launch__grid_size,launch__occupancy_limit_shared_mem,regex:sm__inst_executed_pipe_.*\.avg\.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed_op_ldgsts.sum" \
       "$build/tests/gpu/gpu_matvec_bench" "$v" >"$out/ncu-stream-$v.txt" 2>&1
     note "ncu $v ($k):"
     grep -E "^    [a-z_]+__" "$out/ncu-stream-$v.txt" | awk '{v=$NF; if (v != "0" && v != "0.00" && v != "0,00") print}' | head -45 | tee -a "$summary"
