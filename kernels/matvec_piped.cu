@@ -162,10 +162,13 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) matvec_piped_kernel(Pi
   // task's argmax when the warp moves to another task and at its end, not a
   // row at a time: argmax_fold reads one word every SM contends for, and a
   // warp waits for that read before its next row — 36 rows a warp of an
-  // output head. (Folded a row at a time, on the H200, 2026-12-02, CUPTI, the
-  // pipelined 0.5B Q8_0 head took 67.7 µs of a greedy decode step against
-  // the plain kernel's 45.7 and the kernel bench's 39.2 without argmax.) The
-  // largest key wins either way: the same argmax.
+  // output head. Once a warp (H200, 2026-12-02, CUPTI, same machine, twice
+  // each): a greedy 7B decode step 1,935.8-1,936.8 → 1,926.3-1,926.4 µs on
+  // Q4_K_M, 2,513.0-2,513.2 → 2,508.9-2,509.0 on Q8_0; a row at a time, a
+  // pipelined 0.5B Q8_0 head (rows under 32 units, not pipelined by default)
+  // had taken 67.7 µs of the step against the plain kernel's 45.7
+  // (bench/results/2026-12-02-h200-session22). The largest key wins either
+  // way: the same argmax.
   unsigned long long best = 0;
   int best_task = 0;
   const auto phase = make_phase<T, 1>(
