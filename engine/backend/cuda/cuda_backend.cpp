@@ -855,12 +855,10 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
           group.push_back(&m);
         }
         // A one-row output head followed by argmax: fold the argmax into the
-        // matvec (atomicMax over packed keys), one launch fewer per step.
+        // matvec (atomicMax over packed keys), one launch fewer per step. The
+        // key was cleared when the step began (enqueue).
         const bool fuse_argmax = group.size() == 1 && next != nullptr && next->op == Op::kArgmax && !residual;
-        if (fuse_argmax) {
-          CUDA_TRY(cudaMemsetAsync(d_argmax_key_, 0, sizeof(unsigned long long), stream_));
-          argmax_fused_ = true;
-        }
+        if (fuse_argmax) argmax_fused_ = true;
         // A residual product followed by the norm of the residual stream
         // (the next sub-layer's, or the output norm): the norm rides on the
         // product's last block, one launch fewer. Not while tracing (it
@@ -1090,6 +1088,12 @@ Status CudaBackend::enqueue(const Graph& g, int n_tokens) {
   pending_norm_ = PendingNorm{};
   deferred_ = DeferredNorm{};
   if (profiling_) profile_ops_.clear();
+  // The fused argmax's key (run_node, the output head) cleared before the
+  // step's first kernel, not right before the head: a memset between the
+  // output norm and the head kept the head from launching while the norm
+  // ran (programmatic dependent launch needs kernel after kernel), and a
+  // CUDA graph replays the memset wherever it was captured.
+  if (g.options.argmax) CUDA_TRY(cudaMemsetAsync(d_argmax_key_, 0, sizeof(unsigned long long), stream_));
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (profiling_) {
       MINFER_TRY(record_profile_event(profile_ops_.size()));
