@@ -86,9 +86,12 @@ __device__ __forceinline__ const uint8_t* plane_at(const void* plane, uint32_t o
 // `a.quad(in, c, i)`: chunk c + i for c a multiple of 4 and i < 4 (a K-quant
 // unit's four), which the swizzle keeps in one aligned group of four: chunk
 // c's place with i in its low bits, without the swizzle's arithmetic again.
+// `a.every2(in, c, g)`: chunk c + 2 g for c % 8 < 2 and g < 4 (a Q6_K unit's
+// four groups), in one aligned group of eight: chunk c's place ^ 2 g.
 struct PlainActs {
   __device__ int4 operator()(const DotInput& in, int c) const { return ld16a(in.q + 16 * c); }
   __device__ int4 quad(const DotInput& in, int c, int i) const { return (*this)(in, c + i); }
+  __device__ int4 every2(const DotInput& in, int c, int g) const { return (*this)(in, c + 2 * g); }
 };
 __host__ __device__ constexpr int swizzled_chunk(int c) { return c ^ ((c >> 3) & 7); }
 struct SwizzledActs {
@@ -97,6 +100,9 @@ struct SwizzledActs {
   }
   __device__ int4 quad(const DotInput& in, int c, int i) const {
     return reinterpret_cast<const int4*>(in.q)[swizzled_chunk(c) ^ i];
+  }
+  __device__ int4 every2(const DotInput& in, int c, int g) const {
+    return reinterpret_cast<const int4*>(in.q)[swizzled_chunk(c) ^ (2 * g)];
   }
 };
 
@@ -249,6 +255,13 @@ __device__ __forceinline__ uint2 split_halves_at(unsigned u, unsigned n_units) {
   return make_uint2(a, a + 16u * size);
 }
 
+// The same for the unit a lane takes in step e of a row (pipe.cuh: units
+// lane + 32 e), from q, its first unit's offset: its group is e's.
+__device__ __forceinline__ uint2 split_halves_step(unsigned q, int e, int n_units) {
+  const unsigned a = q + 1024u * static_cast<unsigned>(e);
+  return make_uint2(a, a + 16u * static_cast<unsigned>(min(kWarp, n_units - kWarp * e)));
+}
+
 // Units with a Raw (below: Q8_0, Q4_K, Q5_K, Q6_K) also split their dot
 // product: Unit::acts(u, in, a) takes the unit's activations (Acts), and
 // Unit::dot(raw, acts, u) the rest, so that two weights of one row (gate and
@@ -275,6 +288,42 @@ struct Unit<WType::kQ8_0> {
     raw.q1 = f(plane_at(w.q, q_row + at.y));
     raw.d = f.u16(reinterpret_cast<const uint16_t*>(plane_at(w.meta, 2 * (row * nu + uu))));
     return raw;
+  }
+  // The same pieces in the same order from where they lie (Places: its
+  // quants' two halves, its scale), for the pipelined kernels, which find
+  // them by strides (Walk). (load does not go through them: worked out
+  // first and fetched after, the plain kernels' registers moved, up and
+  // down, in 36 of them — ptxas, CUDA 13.0.)
+  struct Places {
+    const uint8_t *q0, *q1;
+    const uint16_t* d;
+  };
+  template <class F>
+  __device__ static Raw fetch(const Places& p, F&& f) {
+    Raw raw;
+    raw.q0 = f(p.q0);
+    raw.q1 = f(p.q1);
+    raw.d = f.u16(p.d);
+    return raw;
+  }
+  // A lane's units lane + 32 e of one row (pipe.cuh): its first unit's
+  // offsets in the planes; each step 32 units on, the last group's second
+  // halves right after its own units (split halves).
+  struct Walk {
+    unsigned q, d;
+    __device__ Places at(const DeviceWeight& w, int, int e, int n_units) const {
+      const uint2 h = split_halves_step(q, e, n_units);
+      return Places{plane_at(w.q, h.x), plane_at(w.q, h.y), reinterpret_cast<const uint16_t*>(plane_at(w.meta, d + 64u * e))};
+    }
+  };
+  __device__ static Walk walk(const DeviceWeight& w, int r, int lane) {
+    const unsigned row = static_cast<unsigned>(r), l = static_cast<unsigned>(lane);
+    return Walk{row * static_cast<unsigned>(w.k) + 16 * l, 2 * (row * (static_cast<unsigned>(w.k) / 32) + l)};
+  }
+  // Whether a lane's scale is the high half of its 4-byte word (the same at
+  // every step of a row: the units move by 32).
+  __device__ static bool d_high(const DeviceWeight& w, int r, int lane) {
+    return ((static_cast<unsigned>(r) * (static_cast<unsigned>(w.k) / 32) + static_cast<unsigned>(lane)) & 1u) != 0;
   }
   template <class A = PlainActs>
   __device__ static Acts acts(int u, const DotInput& in, A a = A{}) {
@@ -367,6 +416,24 @@ __device__ __forceinline__ RawQK45 load_qk45(const DeviceWeight& w, int r, int u
   }
   return raw;
 }
+// The same pieces in the same order from where they lie (PlacesQK45: its
+// super-block's meta, its quants' two halves, its fifth bits for Q5_K), for
+// the pipelined kernels, which find them by strides (UnitQK45::Walk).
+struct PlacesQK45 {
+  const uint8_t *meta, *q0, *q1, *qh0, *qh1;
+};
+template <bool kFive, class F>
+__device__ __forceinline__ RawQK45 fetch_qk45(const PlacesQK45& p, F&& f) {
+  RawQK45 raw;
+  raw.meta = f.quad16(p.meta);
+  raw.w0 = f(p.q0);
+  raw.w1 = f(p.q1);
+  if constexpr (kFive) {
+    raw.h0 = f(p.qh0);
+    raw.h1 = f(p.qh1);
+  }
+  return raw;
+}
 
 // A unit's activations: Q8 blocks 2p and 2p + 1 of its super-block (chunks a,
 // b and c, d) and their scales and sums.
@@ -440,8 +507,27 @@ struct UnitQK45 {
   static constexpr int kElems = 64;
   using Raw = RawQK45;
   using Acts = ActsQK45;
+  using Places = PlacesQK45;
   template <class F = GlobalFetch>
   __device__ static Raw load(const DeviceWeight& w, int r, int u, F&& f = F{}) { return load_qk45<kQ5>(w, r, u, f); }
+  template <class F>
+  __device__ static Raw fetch(const Places& p, F&& f) { return fetch_qk45<kQ5>(p, f); }
+  // A lane's units lane + 32 e of one row: its first unit's offsets in the
+  // planes (the fifth bits' at 2 × the meta's); each step 8 super-blocks on.
+  struct Walk {
+    unsigned q, meta;
+    __device__ Places at(const DeviceWeight& w, int, int e, int n_units) const {
+      const uint2 h = split_halves_step(q, e, n_units);
+      const unsigned m = meta + 128u * e;
+      const uint8_t* qh = kQ5 ? plane_at(w.qh, 2 * m) : nullptr;
+      return Places{plane_at(w.meta, m), plane_at(w.q, h.x), plane_at(w.q, h.y), qh, kQ5 ? qh + 16 : nullptr};
+    }
+  };
+  __device__ static Walk walk(const DeviceWeight& w, int r, int lane) {
+    const unsigned row = static_cast<unsigned>(r), l = static_cast<unsigned>(lane), k = static_cast<unsigned>(w.k);
+    return Walk{row * (k / 2) + 16 * l, 16 * (row * (k / 256) + l / 4)};
+  }
+  __device__ static bool d_high(const DeviceWeight&, int, int) { return false; }  // (no 2-byte reads)
   template <class A = PlainActs>
   __device__ static Acts acts(int u, const DotInput& in, A a = A{}) { return acts_qk45(u, in, a); }
   __device__ static float dot(const Raw& raw, const Acts& x, int u) { return dot_qk45<kQ5>(raw, x, u); }
@@ -490,9 +576,48 @@ struct Unit<WType::kQ6_K> {
     raw.h = f(plane_at(w.qh, row * (k / 4) + 16 * uu));
     return raw;
   }
+  // The same pieces in the same order from where they lie (Places: its low
+  // quants, ql[l] and ql[l + 32], its high bits, its half's scales, its
+  // super-block's d), for the pipelined kernels, which find them by strides
+  // (Walk).
+  struct Places {
+    const uint8_t *ql0, *ql1, *qh, *sc;
+    const uint16_t* d;
+  };
+  template <class F>
+  __device__ static Raw fetch(const Places& p, F&& f) {
+    Raw raw;
+    raw.sc = f.pair8(p.sc);
+    raw.d = f.quad_u16(p.d);
+    raw.l0 = f(p.ql0);
+    raw.l1 = f(p.ql1);
+    raw.h = f(p.qh);
+    return raw;
+  }
+  // A lane's units lane + 32 e of one row: its super-block (every plane's
+  // offset is a multiple of it plus the lane's place in it); each step 8
+  // super-blocks on.
+  struct Walk {
+    unsigned blk;
+    __device__ Places at(const DeviceWeight& w, int lane, int e, int) const {
+      const unsigned b = blk + 8u * e, l = static_cast<unsigned>(lane), n = (l / 2) % 2, q = l % 2;
+      const uint8_t* ql = plane_at(w.q, 128 * b + 64 * n + 16 * q);  // 32 u - 16 q
+      return Places{ql, ql + 32, plane_at(w.qh, 64 * b + 32 * n + 16 * q), plane_at(w.meta, 16 * b + 8 * n),
+                    reinterpret_cast<const uint16_t*>(plane_at(w.d, 2 * b))};
+    }
+  };
+  __device__ static Walk walk(const DeviceWeight& w, int r, int lane) {
+    return Walk{static_cast<unsigned>(r) * (static_cast<unsigned>(w.k) / 256) + static_cast<unsigned>(lane) / 4};
+  }
+  // Whether a lane's d is the high half of its 4-byte word (the same at every
+  // step of a row: the super-block moves by 8).
+  __device__ static bool d_high(const DeviceWeight& w, int r, int lane) {
+    return ((static_cast<unsigned>(r) * (static_cast<unsigned>(w.k) / 256) + static_cast<unsigned>(lane) / 4) & 1u) != 0;
+  }
   // Element group g's activations: its 16 values, its Q8 block's scale and
   // the values' sum (x + 2g: the chunk of sb * 256 + n * 128 + 16 q, then
-  // every 32 values).
+  // every 32 values; x = 4 u - 3 q = 8 (u / 2) + q, so the four lie in one
+  // aligned group of eight chunks: A::every2).
   struct Group {
     int4 x;
     float d;
@@ -515,7 +640,7 @@ struct Unit<WType::kQ6_K> {
     Acts acts;
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
-      acts.x[g] = a(in, x + 2 * g);
+      acts.x[g] = a.every2(in, x, g);
       acts.d[g] = ds[g].x;
     }
     if (in.csum != nullptr) {  // chunks x + 2g: chunk_sum_slot 8 (u / 2) + 4 q + g, one 16-byte read

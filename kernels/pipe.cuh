@@ -80,10 +80,12 @@ constexpr bool kChunkSums = kType == static_cast<int>(WType::kQ6_K);
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 __device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
-// IssueFetch: Unit::load's pieces go out as cp.async into this lane's slots
-// of a stage, in the order the load reads them (a 2-byte scale as the
-// aligned 4-byte word holding it). ReadFetch: the same load again, its
-// pieces from the slots. `stage`: the warp's stage; L: its StageLayout.
+// IssueFetch: Unit::fetch's pieces go out as cp.async into this lane's slots
+// of a stage, in the order the fetch reads them (a 2-byte scale as the
+// aligned 4-byte word holding it). ReadFetch: the same fetch again, its
+// pieces from the slots, whatever places it is given (the 2-byte scale's
+// half of its word: `high`, Unit::d_high). `stage`: the warp's stage; L: its
+// StageLayout.
 template <class L>
 struct IssueFetch {
   unsigned char* stage;
@@ -119,9 +121,10 @@ template <class L>
 struct ReadFetch {
   const unsigned char* stage;
   int lane;
+  bool high;
   int i16 = 0, i4 = 0;
   __device__ int4 operator()(const void*) { return *reinterpret_cast<const int4*>(stage + 16 * (kWarp * i16++ + lane)); }
-  __device__ uint16_t u16(const uint16_t* p) { return half(word(lane), p); }
+  __device__ uint16_t u16(const uint16_t*) { return half(word(lane)); }
   // The words of this lane's group of four, one after the other: the 16
   // bytes (a broadcast to the four).
   __device__ int4 quad16(const void*) {
@@ -130,13 +133,10 @@ struct ReadFetch {
   __device__ int2 pair8(const void*) {
     return *reinterpret_cast<const int2*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane / 2 * 2));
   }
-  __device__ uint16_t quad_u16(const uint16_t* p) { return half(word(lane / 4 * 4), p); }
+  __device__ uint16_t quad_u16(const uint16_t*) { return half(word(lane / 4 * 4)); }
   // The next word, as lane `from` copied it.
   __device__ uint32_t word(int from) { return *reinterpret_cast<const uint32_t*>(stage + L::kOff4 + 4 * (kWarp * i4++ + from)); }
-  // The half of a word that holds *p.
-  static __device__ uint16_t half(uint32_t word, const uint16_t* p) {
-    return static_cast<uint16_t>((reinterpret_cast<uintptr_t>(p) & 2) ? word >> 16 : word);
-  }
+  __device__ uint16_t half(uint32_t word) const { return static_cast<uint16_t>(high ? word >> 16 : word); }
 };
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -161,39 +161,69 @@ __device__ __forceinline__ void cp_async_wait(int pending) {
 
 // One warp's rows of one product: n_rows rows (row_at(j)) of kW weights
 // (weight(task, wi)) of type T, n_units units each.
+//
+// A lane's unit in step `it` of a row is lane + 32 it, so its pieces move by
+// fixed strides from step to step: the issuing side works a row's places
+// out once (Unit::walk, at the row's first step) and adds the strides
+// (Walk::at), and the reading side takes the pieces from the slots in the
+// order they went in, with only the 2-byte scales' halves (Unit::d_high) and
+// the activations' places to find. In a row's last step a lane past its end
+// takes its previous unit again (`step`), its value dropped. Before
+// (2026-12-03), each step was worked out from (task, row, unit) on both
+// sides. On the H200, same machine (bench/results/2026-12-03-h200-session23):
+// a Q6_K step ~275 → ~255 SASS instructions issued (about 130 of them the
+// dot product itself); kernel bench 7B gate/up Q8_0 35.7 → 34.1 µs, Q4_K
+// 20.9 → 20.6, ffn_down Q4_K 13.4 → 12.7, Q6_K 19.3 → 19.0, Q8_0 19.1 →
+// 18.7, output head Q6_K 118.0 → 117.1; a greedy decode step (CUPTI) 7B
+// Q4_K_M 1,909-1,911 → 1,890 µs, Q8_0 2,480-2,481 → 2,445-2,446.
 template <WType T, int kW_, class RowOf, class WeightOf>
 struct Phase {
   static constexpr int kW = kW_;
   using L = StageLayout<static_cast<int>(T), kW>;
+  using U = Unit<T>;
   int n_rows, n_units, n_iter;  // n_iter: steps a row
   RowOf row_at;
   WeightOf weight;
 
-  // Step `it` of row j into a stage: false once the rows are done.
-  __device__ __forceinline__ bool issue(unsigned char* stage, int lane, int& j, int& it) const {
-    if (j >= n_rows) return false;
-    const RowAt at = row_at(j);
-    const int u = min(lane + kWarp * it, n_units - 1);  // past the row: its last unit again, value dropped
+  // The issuing side's place: row j (at), step it, and the row's walks.
+  struct Issuer {
+    int j = 0, it = 0;
+    RowAt at{0, 0};
+    typename U::Walk walk[kW];
+  };
+  // The step whose unit a lane takes in step `it`: the same, or in the
+  // row's last step, for a lane past the row's end, its step before.
+  __device__ __forceinline__ int step(int lane, int it) const { return min(it, (n_units - 1 - lane) / kWarp); }
+
+  // The issuer's next step into a stage: false once the rows are done.
+  __device__ __forceinline__ bool issue(unsigned char* stage, int lane, Issuer& is) const {
+    if (is.j >= n_rows) return false;
+    if (is.it == 0) {
+      is.at = row_at(is.j);
+#pragma unroll
+      for (int wi = 0; wi < kW; ++wi) is.walk[wi] = U::walk(weight(is.at.task, wi), is.at.r, lane);
+    }
+    const int e = step(lane, is.it);
     IssueFetch<L> f{stage, lane};
 #pragma unroll
-    for (int wi = 0; wi < kW; ++wi) Unit<T>::load(weight(at.task, wi), at.r, u, f);
-    if (++it == n_iter) it = 0, ++j;
+    for (int wi = 0; wi < kW; ++wi) U::fetch(is.walk[wi].at(weight(is.at.task, wi), lane, e, n_units), f);
+    if (++is.it == n_iter) is.it = 0, ++is.j;
     return true;
   }
   // Step `it` of the row at `at` from its stage, added to acc.
   __device__ __forceinline__ void dot(const unsigned char* stage, int lane, RowAt at, int it, const DotInput& in,
                                       float (&acc)[kW]) const {
-    ReadFetch<L> f{stage, lane};
-    const int own = lane + kWarp * it, u = min(own, n_units - 1);
-    const typename Unit<T>::Acts x = Unit<T>::acts(u, in, SwizzledActs{});  // once for the kW weights
+    const int own = lane + kWarp * it;
+    const typename U::Acts x = U::acts(lane + kWarp * step(lane, it), in, SwizzledActs{});  // once for the kW weights
+    ReadFetch<L> f{stage, lane, false};
     float part[kW];
 #pragma unroll
     for (int wi = 0; wi < kW; ++wi) {
-      // (the row for the scale's half of its word). Unit::dot takes only the
-      // unit's place in its super-block from the index: `own` (its low bits
-      // are the lane's, the same at every step), the value dropped past the
-      // row's end.
-      part[wi] = Unit<T>::dot(Unit<T>::load(weight(at.task, wi), at.r, u, f), x, own);
+      // Unit::dot takes only the unit's place in its super-block from the
+      // index: `own` (its low bits are the lane's, the same at every step),
+      // the value dropped past the row's end.
+      f.high = U::d_high(weight(at.task, wi), at.r, lane);
+      part[wi] = U::dot(U::fetch(typename U::Places{}, f), x, own);
     }
     if (own < n_units) {
 #pragma unroll
@@ -244,9 +274,10 @@ template <class P, class Start, class Done>
 __device__ __forceinline__ void pipe_rows(const P& p, unsigned char* ring, int stages, int early, int lane, Start start,
                                           Done done) {
   constexpr int kStageBytes = P::L::kBytes;
-  int ij = 0, iit = 0, ist = 0;  // the next step to issue: row ij, step iit, into stage ist
+  typename P::Issuer is;  // the next step to issue, into stage ist
+  int ist = 0;
   auto issue_next = [&] {
-    p.issue(ring + ist * kStageBytes, lane, ij, iit);
+    p.issue(ring + ist * kStageBytes, lane, is);
     cp_async_commit();  // an empty group past the end keeps the count the wait relies on
     if (++ist == stages) ist = 0;
   };
@@ -266,10 +297,12 @@ __device__ __forceinline__ void pipe_rows(const P& p, unsigned char* ring, int s
 template <class PA, class PB, class StartA, class DoneA, class Between, class DoneB>
 __device__ __forceinline__ void pipe_two(const PA& a, const PB& b, unsigned char* ring, int stage_bytes, int stages,
                                          int early, int lane, StartA start_a, DoneA done_a, Between between, DoneB done_b) {
-  int ja = 0, ita = 0, jb = 0, itb = 0, ist = 0;
+  typename PA::Issuer ia;
+  typename PB::Issuer ib;
+  int ist = 0;
   auto issue_next = [&] {
     unsigned char* stage = ring + ist * stage_bytes;
-    if (!a.issue(stage, lane, ja, ita)) b.issue(stage, lane, jb, itb);
+    if (!a.issue(stage, lane, ia)) b.issue(stage, lane, ib);
     cp_async_commit();  // an empty group past the end keeps the count the wait relies on
     if (++ist == stages) ist = 0;
   };

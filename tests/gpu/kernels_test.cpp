@@ -563,7 +563,11 @@ TEST(GpuPiped, GateUpEqualsPlainBitForBit) {
 // deferred norm's scale, for every pipelined type,
 // on rows of 33 units to 7B ffn_down's 296 (Q4_K, Q6_K) and 592 (Q8_0), row
 // counts under and over the launch's warps (a warp one row or several), and
-// a batch whose rows are not a multiple of anything. Rows of fewer than 32
+// a batch whose rows are not a multiple of anything. The kernels walk a
+// row by fixed strides: every type ends its rows with a partial step (split
+// halves of a last group under 32 units), and the 2-byte scales lie in both
+// halves of their words from row to row (Q8_0 1,056: 33 blocks a row; Q6_K
+// 4,864: 19 super-blocks). Rows of fewer than 32
 // units (the 0.5B head: Q8_0 896 wide, 28 units; the 1.5B head: Q6_K 1,536,
 // 24) are refused and stay on the plain kernels, asked to pipeline or not.
 TEST(GpuPiped, MatvecEqualsPlainBitForBit) {
@@ -573,6 +577,7 @@ TEST(GpuPiped, MatvecEqualsPlainBitForBit) {
                              MatvecCase{DType::kQ4_K, 96, 3584}, MatvecCase{DType::kQ4_K, 3584, 2304},
                              MatvecCase{DType::kQ4_K, 45, 18944}, MatvecCase{DType::kQ5_K, 64, 4864},
                              MatvecCase{DType::kQ6_K, 33, 18944}, MatvecCase{DType::kQ6_K, 3000, 2048},
+                             MatvecCase{DType::kQ6_K, 37, 4864},
                              MatvecCase{DType::kQ8_0, 5000, 896}, MatvecCase{DType::kQ8_0, 64, 896},
                              MatvecCase{DType::kQ6_K, 500, 1536}, MatvecCase{DType::kQ4_K, 97, 1024},
                              MatvecCase{DType::kQ8_0, 70, 480}}) {

@@ -34,6 +34,8 @@
 #     ncu-stream   stall reasons of the streamed, plain and pipelined gate/up kernels (kernel bench)
 #     ncu-detail   stall reasons, memory and occupancy of 7B's matvecs, and their SASS
 #                  (NCU_KERNELS="regex ...": other kernels of the step instead)
+#     sass         the pipelined kernels' SASS (matvec_piped.cu) into the logs, with each
+#                  kernel's instruction count and its opcodes' counts (SASS_FILTER: a regex of names)
 #     profile-large  7B Q4_K_M pp512 / tg128 time per op kind (minfer bench --profile)
 #     timeline     each decode kernel's share of a replayed step (CUPTI), 0.5B Q8_0 and 7B Q4_K_M
 #                  (TIMELINE_MODELS="preset:type ..."; TIMELINE_ENVS="- NAME=VALUE ...": one a setting;
@@ -269,19 +271,21 @@ stage_ncu_detail() {
   obj=$(find "$build" -name "matvec.cu.o" | head -1)
   if [ -n "$obj" ] && command -v cuobjdump >/dev/null; then
     cuobjdump -sass "$obj" >"$out/matvec.sass" 2>&1
-    python3 - "$out/matvec.sass" <<'PY' | tee -a "$summary"
-import re, sys
-fn = None; body = {}
-for line in open(sys.argv[1]):
-    m = re.search(r"Function : (\S+)", line)
-    if m: fn = m.group(1); body[fn] = []; continue
-    if fn and re.search(r"/\*[0-9a-f]{4}\*/", line): body[fn].append(line.split(";")[0].split("*/", 1)[1].strip())
-for fn, ins in body.items():
-    if not re.search(r"gate_up_kernelILi12ELi2|matvec_kernelILi14E|matvec_kernelILi12E", fn): continue
-    kinds = "".join("L" if i.startswith("LDG") else "S" if i.startswith("LDS") else "D" if "IDP" in i else "B" if i.startswith("BRA") or i.startswith("BSYNC") else "" for i in ins)
-    print(f"sass {fn[:70]}: {len(ins)} instructions; L=LDG D=IDP S=LDS B=branch:\n{kinds}")
-PY
+    python3 "$root/tests/gpu/sass_summary.py" "$out/matvec.sass" "gate_up_kernelILi12ELi2|matvec_kernelILi14E|matvec_kernelILi12E" kinds |
+      tee -a "$summary"
   fi
+}
+
+# The pipelined kernels' SASS: the whole listing into the logs, and a line a
+# kernel (SASS_FILTER: which ones) with its instruction count and the
+# opcodes it issues most.
+stage_sass() {
+  local obj
+  obj=$(find "$build" -name "matvec_piped.cu.o" | head -1)
+  command -v cuobjdump >/dev/null || { note "sass: no cuobjdump"; return 0; }
+  [ -n "$obj" ] || { note "sass: no matvec_piped.cu.o"; return 1; }
+  cuobjdump -sass "$obj" >"$out/matvec_piped.sass" 2>&1
+  python3 "$root/tests/gpu/sass_summary.py" "$out/matvec_piped.sass" "${SASS_FILTER:-.}" ops | tee -a "$summary"
 }
 
 # Decode matvec kernels alone on 7B and 0.5B weight shapes: µs a launch and
@@ -467,6 +471,7 @@ for s in "${stages[@]}"; do
     ncu) stage_ncu || status=1 ;;
     ncu-large) stage_ncu_large || status=1 ;;
     ncu-detail) stage_ncu_detail || status=1 ;;
+    sass) stage_sass || status=1 ;;
     profile-large) stage_profile_large || status=1 ;;
     timeline) stage_timeline || status=1 ;;
     daemon) stage_daemon || status=1 ;;
