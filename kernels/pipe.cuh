@@ -170,12 +170,15 @@ __device__ __forceinline__ void cp_async_wait(int pending) {
 // the activations' places to find. In a row's last step a lane past its end
 // takes its previous unit again (`step`), its value dropped. Before
 // (2026-12-03), each step was worked out from (task, row, unit) on both
-// sides. On the H200, same machine (bench/results/2026-12-03-h200-session23):
-// a Q6_K step ~275 → ~255 SASS instructions issued (about 130 of them the
-// dot product itself); kernel bench 7B gate/up Q8_0 35.7 → 34.1 µs, Q4_K
-// 20.9 → 20.6, ffn_down Q4_K 13.4 → 12.7, Q6_K 19.3 → 19.0, Q8_0 19.1 →
-// 18.7, output head Q6_K 118.0 → 117.1; a greedy decode step (CUPTI) 7B
-// Q4_K_M 1,909-1,911 → 1,890 µs, Q8_0 2,480-2,481 → 2,445-2,446.
+// sides. On the H200, same machine each (bench/results/2026-12-03-h200-
+// session23): a Q6_K step ~275 → ~255 SASS instructions issued (about 130
+// of them the dot product itself); kernel bench 7B gate/up Q8_0 35.7 → 34.1
+// µs, Q4_K 20.9 → 20.6, ffn_down Q4_K 13.4 → 12.7, Q6_K 19.3 → 19.0, Q8_0
+// 19.1 → 18.7, output head Q6_K 118.0 → 117.1; a greedy decode step (CUPTI)
+// 7B Q8_0 2,480.4-2,480.9 → 2,376.6-2,377.3 µs (gate/up 34.9 → 32.4 µs a
+// layer, q/k/v 6.3 → 5.3, ffn_down 21.6 → 21.0), Q4_K_M 1,910.4-1,910.5 →
+// 1,894.8-1,896.9; tg128 7B Q8_0 403-405 → 419-420 tok/s, Q4_K_M 522-524 →
+// 525-528.
 template <WType T, int kW_, class RowOf, class WeightOf>
 struct Phase {
   static constexpr int kW = kW_;
