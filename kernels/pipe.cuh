@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/dot.cuh"
 #include "kernels/kernels.h"
@@ -242,8 +243,8 @@ __device__ __forceinline__ Phase<T, kW, RowOf, WeightOf> make_phase(int n_rows, 
 // Computes phase p's steps, the stages one after the other from stage `st`
 // of `ring` (stage_bytes each): each step waits for its stage, then
 // issue_next() refills it; done(j, row, sums) with each row's warp sums
-// (every lane gets them).
-template <class P, class Issue, class Done>
+// (every lane gets them). kStages: `stages` known at compile time (0: not).
+template <int kStages, class P, class Issue, class Done>
 __device__ __forceinline__ void run_phase(const P& p, const unsigned char* ring, int stage_bytes, int stages, int& st,
                                           int lane, const DotInput& in, Issue& issue_next, Done done) {
   constexpr int kW = P::kW;
@@ -251,7 +252,12 @@ __device__ __forceinline__ void run_phase(const P& p, const unsigned char* ring,
   int j = 0, it = 0;
   RowAt at = p.n_rows > 0 ? p.row_at(0) : RowAt{0, 0};
   for (int s = 0, n_steps = p.n_rows * p.n_iter; s < n_steps; ++s) {
-    cp_async_wait(stages - 1);  // this lane's step s has landed
+    // This lane's step s has landed.
+    if constexpr (kStages > 0) {
+      cp_async_wait<kStages - 1>();
+    } else {
+      cp_async_wait(stages - 1);
+    }
     p.dot(ring + st * stage_bytes, lane, at, it, in, acc);
     issue_next();  // step s + stages into the stage just read
     if (++st == stages) st = 0;
@@ -273,9 +279,9 @@ __device__ __forceinline__ void run_phase(const P& p, const unsigned char* ring,
 // `early` steps are out, issues the rest of the first `stages`, then calls
 // start() for the input (every thread of the block calls it there: it may
 // hold a barrier). `ring`: the warp's stages, one after the other.
-template <class P, class Start, class Done>
-__device__ __forceinline__ void pipe_rows(const P& p, unsigned char* ring, int stages, int early, int lane, Start start,
-                                          Done done) {
+template <int kStages, class P, class Start, class Done>
+__device__ __forceinline__ void pipe_rows_n(const P& p, unsigned char* ring, int stages, int early, int lane, Start start,
+                                            Done done) {
   constexpr int kStageBytes = P::L::kBytes;
   typename P::Issuer is;  // the next step to issue, into stage ist
   int ist = 0;
@@ -289,7 +295,28 @@ __device__ __forceinline__ void pipe_rows(const P& p, unsigned char* ring, int s
   for (int s = early; s < stages; ++s) issue_next();
   const DotInput in = start();  // the activations in shared memory (stage_acts)
   int st = 0;
-  run_phase(p, ring, kStageBytes, stages, st, lane, in, issue_next, done);
+  run_phase<kStages>(p, ring, kStageBytes, stages, st, lane, in, issue_next, done);
+}
+// The stage counts the default shapes take (3 and 4 on the H200) with the
+// count known at compile time: the wait's count is an immediate, where a
+// count known at run time takes a jump table (cp_async_wait: ~8 SASS
+// instructions a step, a constant-bank load and an indirect branch among
+// them). Others (set_piped_stages) the general way, and so Q5_K and Q6_K:
+// with three loops in a kernel ptxas spilled (12 bytes) in theirs. On the
+// H200 (2026-12-03, same machine, CUPTI twice each, against the general
+// way): a greedy decode step 7B Q8_0 2,376.8-2,377.2 → 2,367.7-2,368.1 µs,
+// Q4_K_M 1,895.0-1,895.2 → 1,871.1-1,872.9 (its ffn_down Q4_K 10.1 → 9.4 µs
+// a launch); tg128 7B Q8_0 418-421 → 422-423 tok/s, Q4_K_M 527-528 →
+// 532-536.
+template <class P, class Start, class Done>
+__device__ __forceinline__ void pipe_rows(const P& p, unsigned char* ring, int stages, int early, int lane, Start start,
+                                          Done done) {
+  constexpr bool kFixed = !std::is_same_v<typename P::U, Unit<WType::kQ6_K>> && !std::is_same_v<typename P::U, Unit<WType::kQ5_K>>;
+  if constexpr (kFixed) {
+    if (stages == 3) return pipe_rows_n<3>(p, ring, stages, early, lane, start, done);
+    if (stages == 4) return pipe_rows_n<4>(p, ring, stages, early, lane, start, done);
+  }
+  pipe_rows_n<0>(p, ring, stages, early, lane, start, done);
 }
 
 // The pipeline of one warp over two phases, one ring: a's rows, then b's,
@@ -314,9 +341,9 @@ __device__ __forceinline__ void pipe_two(const PA& a, const PB& b, unsigned char
   for (int s = early; s < stages; ++s) issue_next();
   int st = 0;
   const DotInput in_a = start_a();
-  run_phase(a, ring, stage_bytes, stages, st, lane, in_a, issue_next, done_a);
+  run_phase<0>(a, ring, stage_bytes, stages, st, lane, in_a, issue_next, done_a);
   const DotInput in_b = between();
-  run_phase(b, ring, stage_bytes, stages, st, lane, in_b, issue_next, done_b);
+  run_phase<0>(b, ring, stage_bytes, stages, st, lane, in_b, issue_next, done_b);
 }
 
 // The activations staged in shared memory. Read from global memory (L1), a
