@@ -291,9 +291,10 @@ struct Unit<WType::kQ8_0> {
   }
   // The same pieces in the same order from where they lie (Places: its
   // quants' two halves, its scale), for the pipelined kernels, which find
-  // them by strides (Walk). (load does not go through them: worked out
-  // first and fetched after, the plain kernels' registers moved, up and
-  // down, in 36 of them — ptxas, CUDA 13.0.)
+  // them by strides (Walk). (load does not go through them: with the places
+  // worked out first and fetched after, ptxas (CUDA 13.0) gave dozens of the
+  // plain kernels other register counts, up and down, and 7B's attn_output
+  // lost its preloading kernel: bench/results/2026-12-03-h200-session23.)
   struct Places {
     const uint8_t *q0, *q1;
     const uint16_t* d;
@@ -616,8 +617,7 @@ struct Unit<WType::kQ6_K> {
   }
   // Element group g's activations: its 16 values, its Q8 block's scale and
   // the values' sum (x + 2g: the chunk of sb * 256 + n * 128 + 16 q, then
-  // every 32 values; x = 4 u - 3 q = 8 (u / 2) + q, so the four lie in one
-  // aligned group of eight chunks: A::every2).
+  // every 32 values).
   struct Group {
     int4 x;
     float d;
@@ -638,6 +638,9 @@ struct Unit<WType::kQ6_K> {
     const int x = static_cast<int>(4 * uu - 3 * q);
     const float2* ds = in.ds + (2 * uu - 2 * q);
     Acts acts;
+    // x = 4 u - 3 q = 8 (u / 2) + q: the four groups lie in one aligned group
+    // of eight chunks (A::every2: the pipelined kernels' swizzled chunks
+    // found once). group() reads them as the plain kernels were tuned with.
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
       acts.x[g] = a.every2(in, x, g);
