@@ -21,7 +21,7 @@ namespace minfer::kernels::piped {
 constexpr int kPipedWarps = 32;   // a block: one an SM
 constexpr int kMaxPipedStages = 8;  // set_piped_stages's limit (cp_async_wait's cases)
 
-// A lane's slots for one unit of T: Unit::load's reads by size — 16-byte
+// A lane's slots for one unit of T: Unit::fetch's reads by size — 16-byte
 // pieces and 4-byte words (the word of a 2-byte scale, or a lane's share of
 // bytes its neighbours use too). In 16-byte slots for every piece, as
 // before 2026-12-01, Q8_0 took 48 bytes a lane a unit for its 34 and Q6_K 80
@@ -33,7 +33,7 @@ constexpr int kMaxPipedStages = 8;  // set_piped_stages's limit (cp_async_wait's
 // and stores count as much as the third stage.
 //
 // A K-quant super-block's 16-byte meta, which the four lanes of its units
-// share (Unit::load's quad16), is a word a lane: each copies its quarter and
+// share (Unit::fetch's quad16), is a word a lane: each copies its quarter and
 // reads the four (Q4_K: 36 bytes a lane a unit, as in DRAM, instead of 48;
 // gate/up 3 stages instead of 2). On the H200 (2026-12-02, kernel bench):
 // 7B gate/up Q4_K 25.1-26.5 → 21.1 µs, ffn_down Q4_K 14.2-15.0 → 13.0; tg128
