@@ -89,12 +89,14 @@ __device__ __forceinline__ const uint8_t* plane_at(const void* plane, uint32_t o
 // `a.every2(in, c, g)`: chunk c + 2 g for c % 8 < 2 and g < 4 (a Q6_K unit's
 // four groups), in one aligned group of eight: chunk c's place ^ 2 g.
 struct PlainActs {
+  static constexpr bool kSums = false;  // in.csum may be nullptr
   __device__ int4 operator()(const DotInput& in, int c) const { return ld16a(in.q + 16 * c); }
   __device__ int4 quad(const DotInput& in, int c, int i) const { return (*this)(in, c + i); }
   __device__ int4 every2(const DotInput& in, int c, int g) const { return (*this)(in, c + 2 * g); }
 };
 __host__ __device__ constexpr int swizzled_chunk(int c) { return c ^ ((c >> 3) & 7); }
 struct SwizzledActs {
+  static constexpr bool kSums = false;
   __device__ int4 operator()(const DotInput& in, int c) const {
     return reinterpret_cast<const int4*>(in.q)[swizzled_chunk(c)];
   }
@@ -104,6 +106,10 @@ struct SwizzledActs {
   __device__ int4 every2(const DotInput& in, int c, int g) const {
     return reinterpret_cast<const int4*>(in.q)[swizzled_chunk(c) ^ (2 * g)];
   }
+};
+// The same, with the chunk sums staged too (in.csum set: stage_acts<true>).
+struct SummedSwizzledActs : SwizzledActs {
+  static constexpr bool kSums = true;
 };
 
 // Every plane of w 16-byte aligned: the kernels that copy weights into
@@ -646,7 +652,7 @@ struct Unit<WType::kQ6_K> {
       acts.x[g] = a.every2(in, x, g);
       acts.d[g] = ds[g].x;
     }
-    if (in.csum != nullptr) {  // chunks x + 2g: chunk_sum_slot 8 (u / 2) + 4 q + g, one 16-byte read
+    if (A::kSums || in.csum != nullptr) {  // chunks x + 2g: chunk_sum_slot 8 (u / 2) + 4 q + g, one 16-byte read
       const int4 s4 = *reinterpret_cast<const int4*>(in.csum + 8 * (uu / 2) + 4 * q);
       acts.sum[0] = s4.x, acts.sum[1] = s4.y, acts.sum[2] = s4.z, acts.sum[3] = s4.w;
     } else {

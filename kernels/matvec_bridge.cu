@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) bridge_kernel(BridgePa
   if (probe != nullptr && leader) t[0] = clock64();
   norm_quads_prefetch_weights(p.norm_w, n);  // constant: before the wait
 
-  const auto first = make_phase<TA, 1>(
+  const auto first = make_phase<TA, 1, false>(  // staged without the chunk sums
       gw < n ? (n - gw + n_warps - 1) / n_warps : 0, ka / Unit<TA>::kElems,
       [&](int j) { return RowAt{0, gw + n_warps * j}; }, [&](int, int) -> const DeviceWeight& { return p.a.w; });
   auto start_a = [&] {
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) bridge_kernel(BridgePa
     const int n_groups = p.gate.n_rows / 32;
     const int g0 = static_cast<int>(static_cast<long long>(blockIdx.x) * n_groups / gridDim.x);
     const int g1 = static_cast<int>(static_cast<long long>(blockIdx.x + 1) * n_groups / gridDim.x);
-    const auto second = make_phase<TB, 2>(
+    const auto second = make_phase<TB, 2, false>(
         (32 * (g1 - g0) - warp + kPipedWarps - 1) / kPipedWarps, n / Unit<TB>::kElems,
         [&](int j) { return RowAt{0, 32 * g0 + warp + kPipedWarps * j}; },
         [&](int, int wi) -> const DeviceWeight& { return wi == 0 ? p.gate : p.up; });
@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1) bridge_kernel(BridgePa
     // Tasks by constant indices (a run-time index into the parameter would
     // copy it to local memory).
     auto task = [&](int ti) -> const MatvecTask& { return ti == 2 ? p.b[2] : ti == 1 ? p.b[1] : p.b[0]; };
-    const auto second = make_phase<TB, 1>(
+    const auto second = make_phase<TB, 1, false>(
         gw < n_rows ? (n_rows - gw + n_warps - 1) / n_warps : 0, n / Unit<TB>::kElems,
         [&](int j) {
           const int g = gw + n_warps * j;

@@ -180,11 +180,15 @@ __device__ __forceinline__ void cp_async_wait(int pending) {
 // layer, q/k/v 6.3 → 5.3, ffn_down 21.6 → 21.0), Q4_K_M 1,910.4-1,910.5 →
 // 1,894.8-1,896.9; tg128 7B Q8_0 403-405 → 419-420 tok/s, Q4_K_M 522-524 →
 // 525-528.
-template <WType T, int kW_, class RowOf, class WeightOf>
+//
+// kSums: the activations were staged with their chunk sums (stage_acts<true>).
+template <WType T, int kW_, bool kSums_, class RowOf, class WeightOf>
 struct Phase {
   static constexpr int kW = kW_;
   using L = StageLayout<static_cast<int>(T), kW>;
   using U = Unit<T>;
+  static constexpr bool kSums = kSums_;
+  using Acts = std::conditional_t<kSums, SummedSwizzledActs, SwizzledActs>;
   int n_rows, n_units, n_iter;  // n_iter: steps a row
   RowOf row_at;
   WeightOf weight;
@@ -214,11 +218,42 @@ struct Phase {
     if (++is.it == n_iter) is.it = 0, ++is.j;
     return true;
   }
-  // Step `it` of the row at `at` from its stage, added to acc.
-  __device__ __forceinline__ void dot(const unsigned char* stage, int lane, RowAt at, int it, const DotInput& in,
+  // A row the warp computes: where it is, and for each weight whether the
+  // lane's 2-byte scale is the high half of its word (Unit::d_high: the same
+  // at every step of the row, so found once a row, not once a step).
+  struct Row {
+    RowAt at;
+    bool high[kW];
+  };
+  __device__ __forceinline__ Row row(int j, int lane) const {
+    Row w{row_at(j), {}};
+#pragma unroll
+    for (int wi = 0; wi < kW; ++wi) w.high[wi] = U::d_high(weight(w.at.task, wi), w.at.r, lane);
+    return w;
+  }
+  // The staged activations of unit lane + 32 e (stage_acts) are unit lane's
+  // moved on by e × 32 units: their Q8 values fill whole groups of eight
+  // 128-byte rows, the swizzle's period (swizzled_chunk permutes a row's
+  // chunks by the row's index mod 8), so the swizzled places, the scales and
+  // the chunk sums' slots all move by fixed strides. A lane's own places are
+  // then worked out once (the compiler hoists them), not once a step. With
+  // each row's scale halves found once a row (row()), on the H200
+  // (2026-12-03, same machine, CUPTI twice each, against the code before,
+  // bench/results/2026-12-03-h200-session24): a greedy 7B Q4_K_M decode step
+  // 1,737.8-1,737.8 → 1,723.2-1,723.5 µs (gate/up Q4_K 20.5 → 20.2 µs a
+  // layer, the Q6_K launches 23.4 → 23.0), 7B Q8_0 and 0.5B Q8_0 unchanged
+  // (2,236.8-2,237.1 vs 2,237.3-2,238.3; 468.6-469.2 vs 468.4-468.6); kernel
+  // bench 7B ffn_down Q6_K 18.9 → 18.2 µs.
+  __device__ static DotInput acts_at(const DotInput& in, int e) {
+    constexpr int kStep = kWarp * U::kElems;  // values (bytes) 32 units hold
+    static_assert(kStep % 1024 == 0, "32 units' values are whole groups of eight 128-byte rows");
+    return DotInput{nullptr, in.q + kStep * e, in.ds + kStep / 32 * e, kSums ? in.csum + kStep / 16 * e : nullptr};
+  }
+  // Step `it` of row `w` from its stage, added to acc.
+  __device__ __forceinline__ void dot(const unsigned char* stage, int lane, const Row& w, int it, const DotInput& in,
                                       float (&acc)[kW]) const {
     const int own = lane + kWarp * it;
-    const typename U::Acts x = U::acts(lane + kWarp * step(lane, it), in, SwizzledActs{});  // once for the kW weights
+    const typename U::Acts x = U::acts(lane, acts_at(in, step(lane, it)), Acts{});  // once for the kW weights
     ReadFetch<L> f{stage, lane, false};
     float part[kW];
 #pragma unroll
@@ -226,7 +261,7 @@ struct Phase {
       // Unit::dot takes only the unit's place in its super-block from the
       // index: `own` (its low bits are the lane's, the same at every step),
       // the value dropped past the row's end.
-      f.high = U::d_high(weight(at.task, wi), at.r, lane);
+      f.high = w.high[wi];
       part[wi] = U::dot(U::fetch(typename U::Places{}, f), x, own);
     }
     if (own < n_units) {
@@ -235,9 +270,9 @@ struct Phase {
     }
   }
 };
-template <WType T, int kW, class RowOf, class WeightOf>
-__device__ __forceinline__ Phase<T, kW, RowOf, WeightOf> make_phase(int n_rows, int n_units, RowOf row_at, WeightOf weight) {
-  return Phase<T, kW, RowOf, WeightOf>{n_rows, n_units, (n_units + kWarp - 1) / kWarp, row_at, weight};
+template <WType T, int kW, bool kSums = kChunkSums<static_cast<int>(T)>, class RowOf, class WeightOf>
+__device__ __forceinline__ Phase<T, kW, kSums, RowOf, WeightOf> make_phase(int n_rows, int n_units, RowOf row_at, WeightOf weight) {
+  return Phase<T, kW, kSums, RowOf, WeightOf>{n_rows, n_units, (n_units + kWarp - 1) / kWarp, row_at, weight};
 }
 
 // Computes phase p's steps, the stages one after the other from stage `st`
@@ -250,7 +285,7 @@ __device__ __forceinline__ void run_phase(const P& p, const unsigned char* ring,
   constexpr int kW = P::kW;
   float acc[kW] = {};
   int j = 0, it = 0;
-  RowAt at = p.n_rows > 0 ? p.row_at(0) : RowAt{0, 0};
+  typename P::Row row = p.n_rows > 0 ? p.row(0, lane) : typename P::Row{};
   for (int s = 0, n_steps = p.n_rows * p.n_iter; s < n_steps; ++s) {
     // This lane's step s has landed.
     if constexpr (kStages > 0) {
@@ -258,7 +293,7 @@ __device__ __forceinline__ void run_phase(const P& p, const unsigned char* ring,
     } else {
       cp_async_wait(stages - 1);
     }
-    p.dot(ring + st * stage_bytes, lane, at, it, in, acc);
+    p.dot(ring + st * stage_bytes, lane, row, it, in, acc);
     issue_next();  // step s + stages into the stage just read
     if (++st == stages) st = 0;
     if (++it == p.n_iter) {
@@ -268,9 +303,9 @@ __device__ __forceinline__ void run_phase(const P& p, const unsigned char* ring,
         sums[wi] = warp_sum(acc[wi]);
         acc[wi] = 0.0f;
       }
-      done(j, at, sums);
+      done(j, row.at, sums);
       it = 0;
-      if (++j < p.n_rows) at = p.row_at(j);
+      if (++j < p.n_rows) row = p.row(j, lane);
     }
   }
 }
@@ -301,21 +336,20 @@ __device__ __forceinline__ void pipe_rows_n(const P& p, unsigned char* ring, int
 // count known at compile time: the wait's count is an immediate, where a
 // count known at run time takes a jump table (cp_async_wait: ~8 SASS
 // instructions a step, a constant-bank load and an indirect branch among
-// them). Others (set_piped_stages) the general way, and so Q5_K and Q6_K:
-// with three loops in a kernel ptxas spilled (12 bytes) in theirs. On the
-// H200 (2026-12-03, same machine, CUPTI twice each, against the general
-// way): a greedy decode step 7B Q8_0 2,376.8-2,377.2 → 2,367.7-2,368.1 µs,
-// Q4_K_M 1,895.0-1,895.2 → 1,871.1-1,872.9 (its ffn_down Q4_K 10.1 → 9.4 µs
-// a launch); tg128 7B Q8_0 418-421 → 422-423 tok/s, Q4_K_M 527-528 →
-// 532-536.
+// them). Others (set_piped_stages) the general way. On the H200
+// (2026-12-03, same machine, CUPTI twice each, against the general way): a
+// greedy decode step 7B Q8_0 2,376.8-2,377.2 → 2,367.7-2,368.1 µs, Q4_K_M
+// 1,895.0-1,895.2 → 1,871.1-1,872.9 (its ffn_down Q4_K 10.1 → 9.4 µs a
+// launch); tg128 7B Q8_0 418-421 → 422-423 tok/s, Q4_K_M 527-528 → 532-536.
+// Q5_K and Q6_K took the general way then (with three loops in a kernel
+// ptxas spilled 12 bytes in theirs); since each row's scale halves and each
+// lane's activation places are found once (Phase::row, Phase::acts_at) they
+// take the fixed loops too without spilling (tests/gpu/register_diff.sh).
 template <class P, class Start, class Done>
 __device__ __forceinline__ void pipe_rows(const P& p, unsigned char* ring, int stages, int early, int lane, Start start,
                                           Done done) {
-  constexpr bool kFixed = !std::is_same_v<typename P::U, Unit<WType::kQ6_K>> && !std::is_same_v<typename P::U, Unit<WType::kQ5_K>>;
-  if constexpr (kFixed) {
-    if (stages == 3) return pipe_rows_n<3>(p, ring, stages, early, lane, start, done);
-    if (stages == 4) return pipe_rows_n<4>(p, ring, stages, early, lane, start, done);
-  }
+  if (stages == 3) return pipe_rows_n<3>(p, ring, stages, early, lane, start, done);
+  if (stages == 4) return pipe_rows_n<4>(p, ring, stages, early, lane, start, done);
   pipe_rows_n<0>(p, ring, stages, early, lane, start, done);
 }
 
