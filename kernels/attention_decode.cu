@@ -443,6 +443,7 @@ __device__ __forceinline__ float piece_dot(const int4& raw, const float (&q)[kPi
 // (bench/results/2026-12-02-h200-session19).
 constexpr size_t kMaxStagedV = size_t{64} << 10;  // a chunk's V rows: up to 256 bytes a row
 std::atomic<uint64_t> g_staged_v_launches{0};
+std::atomic<uint64_t> g_fixed_shape_launches{0};
 __host__ __device__ inline size_t staged_v_offset(int n_chunks) { return (sizeof(float) * static_cast<size_t>(n_chunks) + 15) / 16 * 16; }
 __device__ __forceinline__ void stage_piece(unsigned char* dst, const unsigned char* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -458,7 +459,19 @@ __device__ __forceinline__ void staged_pieces_landed() {
 #endif
 }
 
-template <int kThreads>
+// kHeadDim > 0: the head dimension and the cache type (kF16) fixed at compile
+// time (launch_heads: head dim 64 at 256 threads and 128 at 512 with an f16
+// cache, the models' shapes), so that the row's cut (HeadShape) folds to
+// constants — the pieces' loops, the butterfly's steps and the f16 branches
+// unrolled and gone; 0: both read from the arguments. Nsight Compute had the
+// general kernel's blocks issuing one instruction every ~10 cycles a warp
+// (H200, 2026-12-03, 7B Q4_K_M decode: 7.4 µs a launch, 117 registers, 0.37
+// instructions a cycle a scheduler). Compiled for the shape (H200,
+// 2026-12-03, CUPTI, same build and run, MINFER_ATTN_FIXED_SHAPE=0 the other
+// arm): a layer's attention 9.01 → 4.33 µs on 7B Q4_K_M, 9.66 → 5.15 on 7B
+// Q8_0, 5.00 → 3.28 on 0.5B Q8_0; the step 1,865.8 → 1,730.8 µs, 2,403.0 →
+// 2,260.8 and 508.4 → 466.5 (bench/results/2026-12-03-h200-session24).
+template <int kThreads, int kHeadDim = 0, bool kF16 = false>
 __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kernel(AttentionArgs a, int* counters, bool stage_v, bool fit_batch) {
   static_assert(kThreads >= kChunk && kThreads % kWarp == 0);
   extern __shared__ float chunk_weight[];  // [chunks] (the combine)
@@ -469,7 +482,13 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
   __shared__ int cells[kChunk];
   __shared__ bool last;
   const int t = threadIdx.x, h = blockIdx.x, chunk = blockIdx.y;
-  const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = h / group;
+  const int hd = kHeadDim > 0 ? kHeadDim : a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = h / group;
+  const bool f16 = kHeadDim > 0 ? kF16 : a.cache_f16;
+  // The scores' scale from the argument, in either kernel: folded at compile
+  // time, rsqrtf(128) is the correctly rounded constant, while the SFU's
+  // rsqrt at run time is an ulp off it — and the two kernels' bits differed
+  // (H200, 2026-12-03, GpuAttentionDecode.FixedShapeKeepsTheBits).
+  const float score_scale = rsqrtf(static_cast<float>(a.head_dim));
   unsigned long long* probe = kPhaseProbes ? g_attention_probe : nullptr;
   const bool probing = probe != nullptr && t == 0;
   __shared__ long long stamp[9];  // thread 0's (shared: no registers held)
@@ -488,7 +507,7 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
   if (n_here <= 0) return;  // past the sequence: the combine counts only used chunks
   const int n_chunks = (n_seq + kChunk - 1) / kChunk;
 
-  const HeadShape sh(hd, a.cache_f16, kThreads);
+  const HeadShape sh(hd, f16, kThreads);
   const size_t row_bytes = static_cast<size_t>(hd) * sh.esize;
   const size_t head_off = static_cast<size_t>(kvh) * row_bytes;
   const size_t cache_row = static_cast<size_t>(a.n_kv_heads) * row_bytes;
@@ -531,7 +550,7 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
 #pragma unroll
         for (int i = 0; i < kBatch; ++i) {
           if (r0 + i >= rounds) break;  // uniform: the butterfly needs every lane
-          float d = piece_dot(raw[i], qv, sh, a.cache_f16);
+          float d = piece_dot(raw[i], qv, sh, f16);
           for (int o = sh.pieces / 2; o > 0; o /= 2) d += __shfl_xor_sync(0xffffffffu, d, o);
           const int c = cg + (r0 + i) * sh.groups;
           if (piece == 0 && c < n_here) p[c] = d;
@@ -545,7 +564,7 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
     else if (rounds > kRowBatch / 8) score_rows(std::integral_constant<int, kRowBatch / 4>{});
     else score_rows(std::integral_constant<int, kRowBatch / 8>{});
     __syncthreads();
-    if (visible) s = p[t] * rsqrtf(static_cast<float>(hd));
+    if (visible) s = p[t] * score_scale;
   } else {
     // Rows of other shapes: a thread a cell, its whole K row (q from shared memory).
     int4 kp[kRowBatch];
@@ -575,10 +594,10 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
           for (int j = 0; j < kPieceFloats; ++j) {
             if (j < sh.per_piece) qv[j] = qs[(b0 + i) * sh.per_piece + j];
           }
-          if (b0 + i < sh.pieces) acc += piece_dot(kp[i], qv, sh, a.cache_f16);
+          if (b0 + i < sh.pieces) acc += piece_dot(kp[i], qv, sh, f16);
         }
       }
-      if (visible) s = acc * rsqrtf(static_cast<float>(hd));
+      if (visible) s = acc * score_scale;
     }
   }
   if (probing) stamp[3] = clock64();
@@ -597,7 +616,7 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
     for (int c = cg; c < n_here; c += sh.groups) {
       float v[kPieceFloats] = {};
       const int4 raw = stage_v ? *reinterpret_cast<const int4*>(v_piece(c)) : row_piece(v_row(c), sh, piece);
-      piece_values(raw, a.cache_f16, sh.per_piece, v);
+      piece_values(raw, f16, sh.per_piece, v);
       const float w = p[c];
 #pragma unroll
       for (int i = 0; i < kPieceFloats; ++i) acc[i] = fmaf(w, v[i], acc[i]);
@@ -787,6 +806,7 @@ __global__ void attention_generic_kernel(AttentionArgs a) {
 }  // namespace
 
 uint64_t attention_staged_v_launches() { return g_staged_v_launches.load(std::memory_order_relaxed); }
+uint64_t attention_fixed_shape_launches() { return g_fixed_shape_launches.load(std::memory_order_relaxed); }
 
 cudaError_t set_attention_probe(unsigned long long* fields) {
   return cudaMemcpyToSymbol(g_attention_probe, &fields, sizeof(fields));
@@ -846,6 +866,18 @@ cudaError_t launch_heads(const AttentionArgs& a, cudaStream_t stream) {
     if (st == cudaSuccess && stage_v) g_staged_v_launches.fetch_add(1, std::memory_order_relaxed);
     return st;
   };
+  // The models' shapes with an f16 cache at the default block sizes take
+  // kernels with the shape fixed at compile time (set_attention_fixed_shape);
+  // other shapes the general one.
+  if (attention_fixed_shape() && a.cache_f16) {
+    auto fixed = [&](auto kernel) {
+      const cudaError_t st = launch(kernel);
+      if (st == cudaSuccess) g_fixed_shape_launches.fetch_add(1, std::memory_order_relaxed);
+      return st;
+    };
+    if (threads == 512 && a.head_dim == 128) return fixed(attention_heads_kernel<512, 128, true>);
+    if (threads == 256 && a.head_dim == 64) return fixed(attention_heads_kernel<256, 64, true>);
+  }
   return threads == 512 ? launch(attention_heads_kernel<512>) : launch(attention_heads_kernel<256>);
 }
 

@@ -233,6 +233,14 @@ uint64_t attention_staged_v_launches();
 // instead of always 16 (on by default). The same bits either way.
 void set_attention_fit_batch(bool on);
 bool attention_fit_batch();
+// Whether its blocks for the models' head shapes with an f16 cache (head dim
+// 64 at 256 threads, 128 at 512) take kernels compiled for that shape rather
+// than the one that reads the shape from its arguments (on by default). The
+// same bits either way.
+void set_attention_fixed_shape(bool on);
+bool attention_fixed_shape();
+// Launches of the shape-compiled kernels so far (tests check that the path ran).
+uint64_t attention_fixed_shape_launches();
 // How decode matvecs schedule a row's loads (dot.cuh row_dot_t): 0 one unit
 // at a time (the loop checks each index), 1 groups of units whose loads are
 // all issued first, 2 groups twice as large; -1 (the default) picks per

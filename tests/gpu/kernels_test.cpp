@@ -1631,6 +1631,32 @@ TEST_P(GpuAttentionDecode, FittedRowBatchKeepsTheBits) {
   expect_switch_keeps_bits(GetParam(), kernels::set_attention_fit_batch);
 }
 
+// The kernels compiled for the models' head shapes (head dim 64 at 256
+// threads, 128 at 512, f16 caches) and the general kernel on the same
+// shapes (kernels::set_attention_fixed_shape): the same bits; those shapes
+// took the compiled kernels at their block size, the other runs did not.
+TEST_P(GpuAttentionDecode, FixedShapeKeepsTheBits) {
+  MINFER_REQUIRE_GPU();
+  const AttnCase& c = GetParam();
+  uint64_t last = kernels::attention_fixed_shape_launches();
+  int threads = 256;  // expect_switch_keeps_bits runs 256, then 512
+  expect_switch_keeps_bits(
+      c, kernels::set_attention_fixed_shape,
+      [&] {
+        const bool fixed = c.f16 && ((c.head_dim == 64 && threads == 256) || (c.head_dim == 128 && threads == 512));
+        if (fixed) {
+          EXPECT_GT(kernels::attention_fixed_shape_launches(), last) << "the compiled kernel did not run";
+        } else {
+          EXPECT_EQ(kernels::attention_fixed_shape_launches(), last) << "a compiled kernel ran on another shape";
+        }
+        last = kernels::attention_fixed_shape_launches();
+      },
+      [&] {
+        EXPECT_EQ(kernels::attention_fixed_shape_launches(), last) << "a compiled kernel ran with the switch off";
+        threads = 512;
+      });
+}
+
 // One chunk (≤ 256 cells) and several (300, 513, 1000, 4100: the last block
 // of a head combines), head dims 8 to 256, f16 and f32 caches, rows of whole
 // 16-byte pieces and not (20 × f16).

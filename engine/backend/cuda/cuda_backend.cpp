@@ -135,6 +135,10 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // MINFER_ATTN_FIT_BATCH=0 (A/B runs; the same bits either way).
   const char* fit_batch = std::getenv("MINFER_ATTN_FIT_BATCH");
   kernels::set_attention_fit_batch(fit_batch == nullptr || std::string_view(fit_batch) != "0");
+  // Its kernels compiled for the models' head shapes unless
+  // MINFER_ATTN_FIXED_SHAPE=0 (A/B runs; the same bits either way).
+  const char* fixed_shape = std::getenv("MINFER_ATTN_FIXED_SHAPE");
+  kernels::set_attention_fixed_shape(fixed_shape == nullptr || std::string_view(fixed_shape) != "0");
   attn_split_cells_ = kernels::kAttentionChunkCells;
   if (const char* cells = std::getenv("MINFER_ATTN_SPLIT_CELLS"); cells != nullptr && std::atoi(cells) > 0) {
     attn_split_cells_ = std::atoi(cells);
