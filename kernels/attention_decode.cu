@@ -460,8 +460,8 @@ __device__ __forceinline__ void staged_pieces_landed() {
 }
 
 // kHeadDim > 0: the head dimension and the cache type (kF16) fixed at compile
-// time (launch_heads: head dim 64 at 256 threads and 128 at 512 with an f16
-// cache, the models' shapes), so that the row's cut (HeadShape) folds to
+// time (launch_heads: head dims 64 and 128 with an f16 cache, the models'
+// shapes, at either block size), so that the row's cut (HeadShape) folds to
 // constants — the pieces' loops, the butterfly's steps and the f16 branches
 // unrolled and gone; 0: both read from the arguments. Nsight Compute had the
 // general kernel's blocks issuing one instruction every ~10 cycles a warp
@@ -470,7 +470,11 @@ __device__ __forceinline__ void staged_pieces_landed() {
 // 2026-12-03, CUPTI, same build and run, MINFER_ATTN_FIXED_SHAPE=0 the other
 // arm): a layer's attention 9.01 → 4.33 µs on 7B Q4_K_M, 9.66 → 5.15 on 7B
 // Q8_0, 5.00 → 3.28 on 0.5B Q8_0; the step 1,865.8 → 1,730.8 µs, 2,403.0 →
-// 2,260.8 and 508.4 → 466.5 (bench/results/2026-12-03-h200-session24).
+// 2,260.8 and 508.4 → 466.5 (bench/results/2026-12-03-h200-session24). The
+// block sizes compiled so still pick as before (same run, run 5 there,
+// MINFER_ATTN_THREADS): the step 466.7 µs at 256 threads vs 473.5 at 512
+// on 0.5B Q8_0 (head dim 64), 1,721.6-1,721.8 at 512 vs 1,733.8 at 256 on
+// 7B Q4_K_M, 2,236.3-2,236.5 vs 2,244.6 on 7B Q8_0.
 template <int kThreads, int kHeadDim = 0, bool kF16 = false>
 __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kernel(AttentionArgs a, int* counters, bool stage_v, bool fit_batch) {
   static_assert(kThreads >= kChunk && kThreads % kWarp == 0);
@@ -866,9 +870,9 @@ cudaError_t launch_heads(const AttentionArgs& a, cudaStream_t stream) {
     if (st == cudaSuccess && stage_v) g_staged_v_launches.fetch_add(1, std::memory_order_relaxed);
     return st;
   };
-  // The models' shapes with an f16 cache at the default block sizes take
-  // kernels with the shape fixed at compile time (set_attention_fixed_shape);
-  // other shapes the general one.
+  // The models' head shapes with an f16 cache take kernels with the shape
+  // fixed at compile time (set_attention_fixed_shape); other shapes the
+  // general one.
   if (attention_fixed_shape() && a.cache_f16) {
     auto fixed = [&](auto kernel) {
       const cudaError_t st = launch(kernel);
@@ -877,6 +881,8 @@ cudaError_t launch_heads(const AttentionArgs& a, cudaStream_t stream) {
     };
     if (threads == 512 && a.head_dim == 128) return fixed(attention_heads_kernel<512, 128, true>);
     if (threads == 256 && a.head_dim == 64) return fixed(attention_heads_kernel<256, 64, true>);
+    if (threads == 256 && a.head_dim == 128) return fixed(attention_heads_kernel<256, 128, true>);
+    if (threads == 512 && a.head_dim == 64) return fixed(attention_heads_kernel<512, 64, true>);
   }
   return threads == 512 ? launch(attention_heads_kernel<512>) : launch(attention_heads_kernel<256>);
 }

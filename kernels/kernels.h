@@ -233,8 +233,8 @@ uint64_t attention_staged_v_launches();
 // instead of always 16 (on by default). The same bits either way.
 void set_attention_fit_batch(bool on);
 bool attention_fit_batch();
-// Whether its blocks for the models' head shapes with an f16 cache (head dim
-// 64 at 256 threads, 128 at 512) take kernels compiled for that shape rather
+// Whether its blocks for the models' head shapes with an f16 cache (head dims
+// 64 and 128, either block size) take kernels compiled for that shape rather
 // than the one that reads the shape from its arguments (on by default). The
 // same bits either way.
 void set_attention_fixed_shape(bool on);
