@@ -50,6 +50,7 @@ struct MatvecTask {
   unsigned long long* argmax = nullptr;
 };
 inline int32_t argmax_unpack(unsigned long long key) { return static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(key & 0xFFFFFFFFu)); }
+struct QkvTailArgs;  // the q/k/v tail (attention, below)
 struct MatvecInput {
   const float* x = nullptr;     // [k] f32, for float weights
   Q8Rows xq;                    // [k] Q8, for quantized weights
@@ -81,12 +82,27 @@ struct MatvecInput {
   // the same bits as launch_rms_norm_deferred followed by the product with
   // defer_scale.
   bool norm_deferred = false;
+  // The q/k/v tail folded into the product (decode, one token): tasks q, k
+  // and v in that order, their y the tail's q, k and v, without a bias,
+  // residual or argmax of their own. Each row value then gets what
+  // launch_qkv_tail would do to it after the product — its bias, RoPE for q
+  // and k, the K/V store into the cache — in the same launch, with the same
+  // bits. The rows of q and k are computed in rotation pairs (NeoX: row i
+  // beside row i + n_rot / 2), so that a pair's two values meet in one
+  // block. Not with per-head norms (qwen3: cudaErrorInvalidValue);
+  // cudaErrorNotSupported, launching nothing, where the launch would take a
+  // pipelined or streamed kernel: the caller launches the product and the
+  // tail then.
+  const QkvTailArgs* tail = nullptr;
 };
 // Shared memory of the norm prologue fits a block (k f32 + k int8 + scales).
 bool matvec_norm_fits(int k);
 constexpr int kMaxMatvecTasks = 3;
 // Up to three weights sharing one input in one launch (q, k, v).
 cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, cudaStream_t stream);
+// Launches with the q/k/v tail folded in so far (tests and benchmarks check
+// that the path ran).
+uint64_t matvec_tail_launches();
 
 // Fused FFN input: h = silu(W_gate · x) * (W_up · x), written as f32 and as Q8
 // (the down projection's input). Gate and up rows must be a multiple of 32.

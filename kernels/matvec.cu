@@ -63,15 +63,16 @@ int two_type_kernel(const MatvecTask* tasks, int n_tasks) {
   return -1;
 }
 
-template <int kPair, bool kDefer>
-constexpr auto kTwoTypeKernel = matvec_kernel<static_cast<int>(kTwoTypes[kPair].first), kTwoTypes[kPair].sched,
-                                              kTwoTypes[kPair].lanes, kDefer, false, static_cast<int>(kTwoTypes[kPair].last)>;
+template <int kPair, bool kDefer, bool kTail = false>
+constexpr auto kTwoTypeKernel =
+    matvec_kernel<static_cast<int>(kTwoTypes[kPair].first), kTwoTypes[kPair].sched, kTwoTypes[kPair].lanes, kDefer, false,
+                  static_cast<int>(kTwoTypes[kPair].last), kTail>;
 
-// pick(plain, deferred) with kTwoTypes[two]'s kernels.
+// pick(plain, deferred, with the q/k/v tail) with kTwoTypes[two]'s kernels.
 template <int kPair = 0, class Pick>
 cudaError_t launch_two_types(int two, Pick&& pick) {
   if constexpr (kPair < static_cast<int>(std::size(kTwoTypes))) {
-    if (two == kPair) return pick(kTwoTypeKernel<kPair, false>, kTwoTypeKernel<kPair, true>);
+    if (two == kPair) return pick(kTwoTypeKernel<kPair, false>, kTwoTypeKernel<kPair, true>, kTwoTypeKernel<kPair, true, true>);
     return launch_two_types<kPair + 1>(two, pick);
   } else {
     return cudaErrorInvalidValue;
@@ -79,6 +80,29 @@ cudaError_t launch_two_types(int two, Pick&& pick) {
 }
 
 std::atomic<uint64_t> g_two_type_launches{0};
+std::atomic<uint64_t> g_tail_launches{0};
+
+// Whether a launch may take the q/k/v tail (MatvecInput::tail): q, k and v
+// of one token, each task's rows its heads' (the partner of every rotated
+// row in its block), nothing of their own to add, no per-head norms.
+bool tail_fits(const MatvecTask* tasks, int n_tasks, const MatvecInput& in) {
+  const QkvTailArgs& a = *in.tail;
+  const RopeArgs& r = a.rope;
+  if (n_tasks != 3 || a.n_tokens != 1 || a.q_norm != nullptr || a.k_norm != nullptr || in.tail_norm_w != nullptr) return false;
+  if (r.head_dim < 2 || r.head_dim % 2 != 0 || r.n_rot < 0 || r.n_rot > r.head_dim || r.n_rot % 2 != 0) return false;
+  if (a.positions == nullptr || a.kv_cells == nullptr || a.k_cache == nullptr || a.v_cache == nullptr || a.cell_pos == nullptr) {
+    return false;
+  }
+  const float* ys[3] = {a.q, a.k, a.v};
+  const int rows[3] = {a.n_heads * r.head_dim, a.n_kv_heads * r.head_dim, a.n_kv_heads * r.head_dim};
+  for (int i = 0; i < 3; ++i) {
+    const MatvecTask& t = tasks[i];
+    if (t.y != ys[i] || t.w.n_rows != rows[i] || rows[i] <= 0 || t.bias != nullptr || t.accumulate || t.argmax != nullptr) {
+      return false;
+    }
+  }
+  return true;
+}
 
 DotInput dot_input(const MatvecInput& in) {
   return DotInput{in.x, in.xq.q, static_cast<const float2*>(in.xq.ds)};
@@ -87,6 +111,7 @@ DotInput dot_input(const MatvecInput& in) {
 }  // namespace
 
 uint64_t matvec_two_type_launches() { return g_two_type_launches.load(std::memory_order_relaxed); }
+uint64_t matvec_tail_launches() { return g_tail_launches.load(std::memory_order_relaxed); }
 
 // 48 KB: the default dynamic shared memory of a block, no opt-in needed.
 bool matvec_norm_fits(int k) { return k % 32 == 0 && NormSmem(k, true).total <= 48 * 1024; }
@@ -133,12 +158,19 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
       (n_tasks != 1 || !tasks[0].accumulate || tasks[0].w.n_rows % 32 != 0 || in.tail_counter == nullptr)) {
     return cudaErrorInvalidValue;
   }
+  const bool tail = in.tail != nullptr;
+  if (tail) {
+    if (!tail_fits(tasks, n_tasks, in)) return cudaErrorInvalidValue;
+    b.tail = *in.tail;
+  }
   if (in.norm_w == nullptr && in.tail_norm_w == nullptr) {
     // The streamed kernels without the deferred norm's scale, the pipelined
-    // ones with it too.
-    cudaError_t st = in.defer_scale == nullptr ? launch_matvec_streamed(tasks, n_tasks, b.in, stream) : cudaErrorNotSupported;
-    if (st == cudaErrorNotSupported) st = launch_matvec_piped(tasks, n_tasks, b.in, in.defer_scale, stream);
-    if (st != cudaErrorNotSupported) return st;
+    // ones with it too. They have no q/k/v tail: a launch with one that
+    // would take them launches nothing.
+    cudaError_t st =
+        in.defer_scale == nullptr ? launch_matvec_streamed(tasks, n_tasks, b.in, stream, !tail) : cudaErrorNotSupported;
+    if (st == cudaErrorNotSupported) st = launch_matvec_piped(tasks, n_tasks, b.in, in.defer_scale, stream, !tail);
+    if (st != cudaErrorNotSupported) return tail && st == cudaSuccess ? cudaErrorNotSupported : st;
   }
   size_t smem = 0;
   if (in.norm_w != nullptr) {
@@ -151,17 +183,25 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
   // The tail norm's block sums reuse the prologue's memory (done with by then).
   if (in.tail_norm_w != nullptr) smem = std::max(smem, sizeof(float) * static_cast<size_t>(tasks[0].w.n_rows / 32));
   // Deferred-norm launches (quantized weights only: checked above) take the
-  // kDefer kernels.
-  auto pick = [&](auto plain, auto deferred) { return launch_matvec_kernel(defer ? deferred : plain, b, blocks, smem, stream); };
+  // kDefer kernels, those with the q/k/v tail the kTail ones (without the
+  // deferred norm: none, cudaErrorNotSupported).
+  auto pick = [&](auto plain, auto deferred, auto tailed) {
+    if (tail) return defer ? launch_matvec_kernel(tailed, b, blocks, smem, stream) : cudaErrorNotSupported;
+    return launch_matvec_kernel(defer ? deferred : plain, b, blocks, smem, stream);
+  };
+  cudaError_t st = cudaSuccess;
   if (two >= 0) {
-    const cudaError_t st = launch_two_types(two, [&](auto plain, auto deferred) { return pick(plain, deferred); });
+    st = launch_two_types(two, pick);
     if (st == cudaSuccess) g_two_type_launches.fetch_add(1, std::memory_order_relaxed);
-    return st;
+  } else if (!one_type) {
+    st = tail ? cudaErrorNotSupported : launch_matvec_mixed(b, blocks, smem, defer, stream);
+  } else {
+    st = dispatch_wtype(tasks[0].w.type, [&](auto type) {
+      return launch_matvec_typed<decltype(type)::value>(b, blocks, smem, lanes, defer, stream);
+    });
   }
-  if (!one_type) return launch_matvec_mixed(b, blocks, smem, defer, stream);
-  return dispatch_wtype(tasks[0].w.type, [&](auto type) {
-    return launch_matvec_typed<decltype(type)::value>(b, blocks, smem, lanes, defer, stream);
-  });
+  if (tail && st == cudaSuccess) g_tail_launches.fetch_add(1, std::memory_order_relaxed);
+  return st;
 }
 
 cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& up, MatvecInput in, float* h,

@@ -22,6 +22,7 @@
 #include "kernels/matvec_piped.cuh"
 #include "kernels/matvec_stream.cuh"
 #include "kernels/norm.cuh"
+#include "kernels/rope.cuh"
 
 namespace minfer::kernels {
 
@@ -47,6 +48,7 @@ struct MatvecBatch {
   int* tail_counter;
   const float* defer_scale;  // the deferred-scale norm (see MatvecInput)
   bool norm_deferred;
+  QkvTailArgs tail;  // the q/k/v tail folded in (see MatvecInput), when tail.q is set
 };
 
 // One weight type's launch (T: a WType, or -1 for the run-time-typed
@@ -75,6 +77,50 @@ __device__ void matvec_tail_norm(const MatvecBatch& b, const float* y, int n, un
   rms_norm_quads<true>(y, b.tail_norm_w, n, b.tail_norm_eps, reinterpret_cast<float*>(smem), b.tail_norm_y, nullptr,
                        b.tail_norm_q, b.tail_norm_ds);
   if (threadIdx.x == 0) *b.tail_counter = 0;
+}
+
+// The row a slot of task ti computes with the q/k/v tail folded in
+// (MatvecInput::tail): q's and k's rotation pairs side by side, so that a
+// pair's two values meet in one block — NeoX: slot 2j of a head computes row
+// j, slot 2j + 1 row j + n_rot / 2; the normal order's pairs (2j, 2j + 1) are
+// neighbours already, and v is not rotated.
+__device__ __forceinline__ int tail_row(int slot, int ti, const RopeArgs& rope) {
+  if (ti == 2 || !rope.neox) return slot;
+  const int i = slot % rope.head_dim;
+  if (i >= rope.n_rot) return slot;
+  return slot - i + (i % 2 == 0 ? i / 2 : i / 2 + rope.n_rot / 2);
+}
+
+// The q/k/v tail on row r's value v (MatvecInput::tail), as qkv_tail_kernel
+// does it after the product: the bias, q's and k's rotation with the pair's
+// other value (slot ^ 1: the next quarter of the warp, or the next warp of
+// the block; cs its cosine and sine), the K/V store into the cache. v's own
+// output keeps the product's value, as the tail leaves it. Every thread of
+// the block calls it (a warp a row: a barrier); lane s == 0 of a row writes.
+template <int kLanes>
+__device__ __forceinline__ void fold_qkv_tail(const QkvTailArgs& a, int ti, const MatvecTask& t, int slot, int r, float v,
+                                              float2 cs, int s) {
+  const bool valid = r < t.w.n_rows;
+  const float* bias = ti == 0 ? a.bq : ti == 1 ? a.bk : a.bv;
+  float x = v;
+  if (bias != nullptr && valid) x += bias[r];
+  float pair;
+  if constexpr (kLanes == kWarp) {
+    __shared__ float vals[kWarpsPerBlock];
+    if (threadIdx.x % kWarp == 0) vals[threadIdx.x / kWarp] = x;
+    __syncthreads();
+    pair = vals[(threadIdx.x / kWarp) ^ 1];
+  } else {
+    pair = __shfl_xor_sync(0xffffffffu, x, kLanes);
+  }
+  if (s != 0 || !valid) return;
+  const int i = slot % a.rope.head_dim;
+  if (ti < 2 && i < a.rope.n_rot) x = i % 2 == 0 ? rope_first(x, pair, cs) : rope_second(pair, x, cs);
+  t.y[r] = ti == 2 ? v : x;
+  if (ti == 0) return;
+  const int cell = a.kv_cells[0];
+  store_cache(ti == 1 ? a.k_cache : a.v_cache, a.cache_f16, static_cast<size_t>(cell) * t.w.n_rows + r, x);
+  if (ti == 1 && r == 0) a.cell_pos[cell] = a.positions[0];
 }
 
 // The norm prologue's shared memory: Q8 values [k], Q8 scales [k/32], the
@@ -159,8 +205,14 @@ constexpr int kRowsPerBlock = kWarpsPerBlock * (kWarp / kLanes);
 // launch of the other layers; at 56 (12 bytes of spill) 5.75 (CUPTI, H200,
 // 2026-12-02, bench/results/2026-12-02-h200-session17).
 constexpr int kTwoTypeMinBlocks = 9;  // 56 registers a thread
-template <int kType, int kSched, int kLanes, bool kDefer, bool kPreload = false, int kLastType = kType>
+//
+// kTail: the kernel that takes the q/k/v tail (MatvecInput::tail; with the
+// deferred norm, as every q/k/v launch of the quantized models has it). Its
+// own kernel too: behind a run-time test in every kernel, ptxas moved the
+// registers of 68 of them (tests/gpu/register_diff.sh, 2026-12-03).
+template <int kType, int kSched, int kLanes, bool kDefer, bool kPreload = false, int kLastType = kType, bool kTail = false>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarp, kLastType != kType ? kTwoTypeMinBlocks : 0) matvec_kernel(MatvecBatch b) {
+  static_assert(!kTail || kDefer, "the q/k/v tail rides on the deferred-norm kernels");
   extern __shared__ __align__(16) unsigned char matvec_smem[];
   // Pick the task with constant indices: indexing the parameter array with a
   // run-time index would copy it to local memory.
@@ -169,8 +221,14 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp, kLastType != kType ? k
   const MatvecTask& t = ti == 2 ? b.t[2] : ti == 1 ? b.t[1] : b.t[0];
   const int begin = ti == 2 ? b.block_begin[2] : ti == 1 ? b.block_begin[1] : 0;
   const int lane = threadIdx.x % kWarp, s = lane % kLanes;
+  const int in_block = static_cast<int>(threadIdx.x) / kWarp * (kWarp / kLanes) + lane / kLanes;  // the row slot's
   const int warp_row = (blk - begin) * kRowsPerBlock<kLanes> + static_cast<int>(threadIdx.x) / kWarp * (kWarp / kLanes);
-  const int r = warp_row + lane / kLanes;
+  const int slot = warp_row + lane / kLanes;
+  const int r = kTail ? tail_row(slot, ti, b.tail.rope) : slot;
+  // The tail's rotation, before the wait (the position is uploaded before
+  // the step), kept in shared memory rather than in registers through the dot.
+  __shared__ float2 tail_cs[kTail ? kRowsPerBlock<kLanes> : 1];
+  if (kTail && s == 0 && ti < 2) tail_cs[in_block] = rope_cos_sin(slot % b.tail.rope.head_dim / 2, b.tail.positions[0], b.tail.rope);
   constexpr bool kPreloaded = kPreload && kType >= 0 && kHasRaw<static_cast<WType>(kType)> && (kLanes == kWarp || kSched == 2);
   constexpr WType kRawType = kPreloaded ? static_cast<WType>(kType) : WType::kQ8_0;  // any type with a Raw
   QuarterRaw<kRawType> quarter_pre;
@@ -192,7 +250,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp, kLastType != kType ? k
   DotInput in = b.in;
   if (kDefer && b.norm_w != nullptr) in = deferred_prologue(b.norm_x, b.norm_w, b.k, matvec_smem);
   else if (b.norm_w != nullptr) in = norm_prologue<reads_f32(kType)>(b.norm_x, b.norm_w, b.norm_eps, b.k, matvec_smem);
-  if (warp_row >= t.w.n_rows && b.tail_norm_w == nullptr) return;  // the whole warp (its shuffles need every lane)
+  // The whole warp (its shuffles need every lane); with the q/k/v tail every
+  // warp stays for its barrier.
+  if (warp_row >= t.w.n_rows && b.tail_norm_w == nullptr && !kTail) return;
+  [[maybe_unused]] float tail_v = 0.0f;
   if (warp_row < t.w.n_rows) {
     auto dot = [&](auto type) {
       [[maybe_unused]] constexpr int T = decltype(type)::value;
@@ -209,7 +270,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp, kLastType != kType ? k
       v = dot(std::integral_constant<int, kType>{});
     }
     if constexpr (kDefer) v = __fmul_rn(v, deferred_scale(b.norm_w != nullptr, given, b.k, b.norm_eps, matvec_smem));
-    if (s == 0 && r < t.w.n_rows) {
+    if constexpr (kTail) tail_v = v;
+    if (!kTail && s == 0 && r < t.w.n_rows) {
       if (t.bias != nullptr) v += t.bias[r];
       const float out = t.accumulate ? t.y[r] + v : v;
       t.y[r] = out;
@@ -217,6 +279,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarp, kLastType != kType ? k
       if (b.tail_norm_w != nullptr) __threadfence();  // y[r] visible before this block counts itself
     }
   }
+  if constexpr (kTail) fold_qkv_tail<kLanes>(b.tail, ti, t, slot, r, tail_v, ti < 2 && s == 0 ? tail_cs[in_block] : float2{}, s);
   if (b.tail_norm_w != nullptr) matvec_tail_norm(b, t.y, t.w.n_rows, matvec_smem);
 }
 
@@ -392,8 +455,18 @@ cudaError_t launch_gate_up_kernel(Kernel kernel, int threads, const DeviceWeight
 template <int T>
 cudaError_t launch_matvec_typed(const MatvecBatch& b, int blocks, size_t smem, int lanes, bool defer, cudaStream_t stream) {
   // Deferred-norm launches (quantized weights only: checked by the caller)
-  // take the kDefer kernels.
-  auto pick = [&](auto plain, auto deferred) { return launch_matvec_kernel(defer ? deferred : plain, b, blocks, smem, stream); };
+  // take the kDefer kernels; with the q/k/v tail, the kTail ones, which
+  // exist for the shapes the q/k/v launches of the quantized models take
+  // (pick_tail: a quarter a row with schedule 2, a warp with schedule 0);
+  // any other launch with the tail launches nothing (cudaErrorNotSupported).
+  const bool tail = b.tail.q != nullptr;
+  auto pick = [&](auto plain, auto deferred) {
+    return tail ? cudaErrorNotSupported : launch_matvec_kernel(defer ? deferred : plain, b, blocks, smem, stream);
+  };
+  auto pick_tail = [&](auto plain, auto deferred, auto tailed) {
+    if (!tail) return pick(plain, deferred);
+    return defer ? launch_matvec_kernel(tailed, b, blocks, smem, stream) : cudaErrorNotSupported;
+  };
   constexpr bool D = kQuarterable<T>;  // a type the deferred norm takes
   const int sched = schedule_for<T>(false, b.k, lanes);
   if constexpr (kQuarterable<T>) {
@@ -401,11 +474,13 @@ cudaError_t launch_matvec_typed(const MatvecBatch& b, int blocks, size_t smem, i
       // One block an SM at most (surely one wave): weights preloaded.
       if (lanes == kQuarter && sched == 2 && b.k / Unit<static_cast<WType>(T)>::kElems <= kQuarterPreloadUnits &&
           blocks <= device_limits().sms && matvec_preload()) {
-        return pick(matvec_kernel<T, 2, kQuarter, false, true>, matvec_kernel<T, 2, kQuarter, D, true>);
+        return pick_tail(matvec_kernel<T, 2, kQuarter, false, true>, matvec_kernel<T, 2, kQuarter, D, true>,
+                         matvec_kernel<T, 2, kQuarter, true, true, T, true>);
       }
     }
     if (lanes == kQuarter) {
-      return sched == 2   ? pick(matvec_kernel<T, 2, kQuarter, false>, matvec_kernel<T, 2, kQuarter, D>)
+      return sched == 2   ? pick_tail(matvec_kernel<T, 2, kQuarter, false>, matvec_kernel<T, 2, kQuarter, D>,
+                                      matvec_kernel<T, 2, kQuarter, true, false, T, true>)
              : sched == 1 ? pick(matvec_kernel<T, 1, kQuarter, false>, matvec_kernel<T, 1, kQuarter, D>)
                           : pick(matvec_kernel<T, 0, kQuarter, false>, matvec_kernel<T, 0, kQuarter, D>);
     }
@@ -423,6 +498,12 @@ cudaError_t launch_matvec_typed(const MatvecBatch& b, int blocks, size_t smem, i
           : sched == 1 ? preloaded(matvec_kernel<T, 1, kWarp, false, true>, matvec_kernel<T, 1, kWarp, D, true>)
                        : preloaded(matvec_kernel<T, 0, kWarp, false, true>, matvec_kernel<T, 0, kWarp, D, true>);
       if (st != cudaErrorNotSupported) return st;
+    }
+  }
+  if constexpr (kQuarterable<T>) {
+    if (sched == 0) {
+      return pick_tail(matvec_kernel<T, 0, kWarp, false>, matvec_kernel<T, 0, kWarp, D>,
+                       matvec_kernel<T, 0, kWarp, true, false, T, true>);
     }
   }
   return sched == 2   ? pick(matvec_kernel<T, 2, kWarp, false>, matvec_kernel<T, 2, kWarp, D>)

@@ -281,7 +281,7 @@ cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& u
 }
 
 cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotInput& in, const float* defer_scale,
-                                cudaStream_t stream) {
+                                cudaStream_t stream, bool launch) {
   if (n_tasks < 1 || n_tasks > kMaxMatvecTasks) return cudaErrorNotSupported;
   PipedBatch b{};
   b.n_tasks = n_tasks;
@@ -308,6 +308,7 @@ cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotI
       auto kernel = defer_scale != nullptr ? matvec_piped_kernel<T, true> : matvec_piped_kernel<T, false>;
       const ResidentShape sh = resident_shape(reinterpret_cast<const void*>(kernel), kPipedWarps * StageLayout<T, 1>::kBytes,
                                               staged_bytes(tasks[0].w.k, kChunkSums<T>), rows, rows, 0);
+      if (!launch) return sh.grid == 0 ? cudaErrorNotSupported : cudaSuccess;
       b.stages = sh.stages;
       b.early = sh.early;
       return launch_shaped(kernel, sh, stream, b);

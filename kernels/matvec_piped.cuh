@@ -12,8 +12,10 @@
 namespace minfer::kernels {
 
 // defer_scale: the deferred norm's scale (MatvecInput::defer_scale) or null.
+// launch = false: launches nothing, cudaSuccess where it would have launched
+// (matvec.cu asks for launches that must not take it).
 cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotInput& in, const float* defer_scale,
-                                cudaStream_t stream);
+                                cudaStream_t stream, bool launch = true);
 cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& up, const DotInput& in, const float* defer_scale,
                                  float* h, int8_t* hq, float2* hds, cudaStream_t stream);
 

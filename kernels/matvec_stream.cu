@@ -387,7 +387,7 @@ void set_matvec_stream_shape(int warps, int units, int stages) {
 // Defaults (the H200, tests/gpu/matvec_bench.cpp): matvec 8 warps, rows of
 // more than 128 units in slices of 128, up to 4 stages; gate/up 16 warps,
 // slices of 64 units, up to 3 stages.
-cudaError_t launch_matvec_streamed(const MatvecTask* tasks, int n_tasks, const DotInput& in, cudaStream_t stream) {
+cudaError_t launch_matvec_streamed(const MatvecTask* tasks, int n_tasks, const DotInput& in, cudaStream_t stream, bool launch) {
   if (!matvec_stream()) return cudaErrorNotSupported;
   const DeviceLimits lim = device_limits();
   if (lim.sms == 0) return cudaErrorNotSupported;
@@ -412,6 +412,7 @@ cudaError_t launch_matvec_streamed(const MatvecTask* tasks, int n_tasks, const D
       return cudaErrorNotSupported;
     } else {
       if (!plan(a, static_cast<WType>(T), tasks[0].w.k, shape, shape.warps, 1, lim.max_smem)) return cudaErrorNotSupported;
+      if (!launch) return cudaSuccess;
       return launch_planned<T, false>(a, shape.warps * kWarp, false, stream);
     }
   });

@@ -10,7 +10,10 @@
 
 namespace minfer::kernels {
 
-cudaError_t launch_matvec_streamed(const MatvecTask* tasks, int n_tasks, const DotInput& in, cudaStream_t stream);
+// launch = false: launches nothing, cudaSuccess where it would have
+// launched (matvec.cu asks for launches that must not take it).
+cudaError_t launch_matvec_streamed(const MatvecTask* tasks, int n_tasks, const DotInput& in, cudaStream_t stream,
+                                   bool launch = true);
 cudaError_t launch_gate_up_streamed(const DeviceWeight& gate, const DeviceWeight& up, const DotInput& in, float* h, int8_t* hq,
                                     float2* hds, cudaStream_t stream);
 

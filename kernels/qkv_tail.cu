@@ -7,6 +7,7 @@
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
+#include "kernels/rope.cuh"
 
 namespace minfer::kernels {
 namespace {
@@ -14,13 +15,7 @@ namespace {
 // Thread t of a head's block holds elements t and t + head_dim/2.
 constexpr int kMaxHeadDim = 256;
 
-// The arithmetic of the norm and the rotation is written with explicitly
-// rounded operations (__fmul_rn, __fadd_rn: never contracted into FMAs), so
-// that the fused kernel and the chain's kernels, which inline it into
-// different code, give the same bits; left to the compiler, a * a + b * b
-// becomes an FMA in one kernel and not in another (seen on the H200 when this
-// code was inlined into the decode attention, 2026-11-30).
-
+// The norm's arithmetic is explicitly rounded, as rope.cuh's rotation is.
 // Threads t >= half hold zeros and leave with their values untouched.
 __device__ __forceinline__ void head_norm_pair(float& a, float& b, const float* w, int t, int half, float eps,
                                                float* scratch) {
@@ -33,35 +28,16 @@ __device__ __forceinline__ void head_norm_pair(float& a, float& b, const float* 
 
 int threads_for(int head_dim) { return (head_dim / 2 + kWarp - 1) / kWarp * kWarp; }
 
-// Pair t's rotation at `pos`: its cosine and sine (x, y). Angles in double:
-// at position 32k a float angle is off by ~2e-3 rad. Zeros for t past the
-// rotated pairs.
-__device__ __forceinline__ float2 rope_cos_sin(int t, int pos, const RopeArgs& r) {
-  if (t >= r.n_rot / 2) return make_float2(0.0f, 0.0f);
-  const double inv = r.inv_freq != nullptr ? r.inv_freq[t] : pow(static_cast<double>(r.base), -2.0 * t / r.n_rot);
-  double theta = static_cast<double>(pos) * r.scale * inv;
-  if (r.freq_factors != nullptr) theta /= r.freq_factors[t];
-  double sn, cs;
-  sincos(theta, &sn, &cs);
-  return make_float2(static_cast<float>(cs), static_cast<float>(sn));
-}
-
 // Rotates the head held in `s` (shared, head_dim floats) by pair t's
 // rotation `cs` (rope_cos_sin); thread t rotates pair t.
 __device__ __forceinline__ void rope_pair(float* s, int t, float2 cs, const RopeArgs& r) {
   const int half_rot = r.n_rot / 2;
   if (t >= half_rot) return;
-  const float c = cs.x, si = cs.y;
   const int i0 = r.neox ? t : 2 * t;
   const int i1 = r.neox ? t + half_rot : 2 * t + 1;
   const float a = s[i0], b = s[i1];
-  s[i0] = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, si));
-  s[i1] = __fadd_rn(__fmul_rn(a, si), __fmul_rn(b, c));
-}
-
-__device__ __forceinline__ void store_cache(void* cache, bool f16, size_t offset, float v) {
-  if (f16) static_cast<__half*>(cache)[offset] = __float2half_rn(v);
-  else static_cast<float*>(cache)[offset] = v;
+  s[i0] = rope_first(a, b, cs);
+  s[i1] = rope_second(a, b, cs);
 }
 
 // Block (slot, token): slots [0, n_heads) are q heads, then n_kv_heads k

@@ -339,6 +339,38 @@ TEST_F(CudaSwitches, MatvecTwoTypesIsBitIdentical) {
   expect_same_bits(compiled, generic);
 }
 
+// MINFER_QKV_TAIL_IN_PRODUCT=0|1 (on by default): the q/k/v tail (biases,
+// RoPE, the K/V store) as its own launch, or folded into the q/k/v
+// product's: the same logits bits and one launch a layer fewer a decode step.
+// On qwen2.5 (biases, NeoX pairs, no per-head norms; the fixture's qwen3
+// keeps its tail launch): Q8_0 (a quarter a row, preloaded, the norm folded
+// in) and Q4_K_M (Q5_0 q/k with a Q8_0 attn_v: the two-type kernel).
+TEST(CudaQkvTailFold, InProductIsBitIdentical) {
+  MINFER_REQUIRE_GPU();
+  for (const char* type : {"q8_0", "q4_k_m"}) {
+    SCOPED_TRACE(type);
+    const Loaded m(test::synth_model("qwen2.5-0.5b", type, 2, 512));
+    const auto prompt = some_tokens(24, m.config.vocab_size, 5), cont = some_tokens(16, m.config.vocab_size, 6);
+    std::vector<float> logits[2];
+    int launches[2] = {0, 0};
+    uint64_t folded[2] = {0, 0};
+    for (int on = 0; on < 2; ++on) {
+      ::setenv("MINFER_QKV_TAIL_IN_PRODUCT", on == 1 ? "1" : "0", 1);
+      auto b = make_backend(true, m, {});
+      const uint64_t before = kernels::matvec_tail_launches();
+      logits[on] = run_sequence(*b, m, prompt, cont);
+      folded[on] = kernels::matvec_tail_launches() - before;
+      launches[on] = b->decode_launches();
+    }
+    ::unsetenv("MINFER_QKV_TAIL_IN_PRODUCT");
+    EXPECT_EQ(folded[0], 0u) << "MINFER_QKV_TAIL_IN_PRODUCT=0 folded a tail";
+    EXPECT_GE(folded[1], static_cast<uint64_t>(cont.size()) * m.config.n_layers) << "every decode step's tails folded";
+    EXPECT_EQ(launches[0] - launches[1], m.config.n_layers)
+        << "launches a decode step: " << launches[0] << " apart, " << launches[1] << " folded";
+    test::expect_same_bits(logits[1], logits[0], std::string(type) + " logits, tail folded vs apart");
+  }
+}
+
 // MINFER_FUSE_NORM=0|1: a layer's RMS norms as their own launches, or folded
 // into the prologue of the q/k/v and gate/up matvecs (two launches a layer);
 // both with the plain norm and with the deferred one (its own launch then is

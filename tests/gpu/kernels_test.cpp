@@ -1442,6 +1442,185 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuQkvTail,
                                          TailCase{32, 8, 64, 2, false, false, false, true},   // llama norm pairing
                                          TailCase{4, 4, 256, 1, true, true, true, false}));   // largest head
 
+// The q/k/v tail folded into the q/k/v product (MatvecInput::tail) against
+// the product followed by launch_qkv_tail: q and k rotated, v's own output,
+// both cache rows and the cell's position, bit for bit, on the kernels the
+// quantized models' q/k/v launches take — a quarter a row preloaded (0.5B,
+// 1.5B), two-type pairs (Q4_K_M's Q6_K or Q8_0 attn_v), a warp a row (7B)
+// — with the deferred norm folded into the prologue or handed over as a
+// scale, NeoX and normal pairs, a partial rotation, f16 and f32 caches.
+struct FoldCase {
+  DType qk, v;
+  int k, n_heads, n_kv_heads, head_dim, n_rot;
+  bool neox, bias, f16, prologue;
+};
+
+class GpuQkvTailInProduct : public testing::TestWithParam<FoldCase> {};
+
+TEST_P(GpuQkvTailInProduct, FoldedEqualsProductThenTailBitForBit) {
+  MINFER_REQUIRE_GPU();
+  const FoldCase c = GetParam();
+  const int hd = c.head_dim, q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd, n_ctx = 24;
+  TestWeight wq(c.qk, q_dim, c.k, 701), wk(c.qk, kv_dim, c.k, 702), wv(c.v, kv_dim, c.k, 703);
+  const auto x = test::random_floats(static_cast<size_t>(c.k), 704, 2.0f);
+  const auto nw = test::random_floats(static_cast<size_t>(c.k), 705);
+  DeferredRow row(x, nw, 1e-6f);
+  ASSERT_FALSE(HasFailure());
+  DeviceArray<float> dbq, dbk, dbv;
+  dbq.upload(test::random_floats(static_cast<size_t>(q_dim), 706));
+  dbk.upload(test::random_floats(static_cast<size_t>(kv_dim), 707));
+  dbv.upload(test::random_floats(static_cast<size_t>(kv_dim), 708));
+  DeviceArray<int32_t> pos, cell;
+  pos.upload({4099});
+  cell.upload({7});
+  const size_t elem = c.f16 ? 2 : 4;
+  struct Out {
+    DeviceArray<float> q, k, v;
+    DeviceArray<uint8_t> kc, vc;
+    DeviceArray<int32_t> cell_pos;
+  };
+  auto setup = [&](Out& o) {
+    o.q.resize(static_cast<size_t>(q_dim));
+    o.k.resize(static_cast<size_t>(kv_dim));
+    o.v.resize(static_cast<size_t>(kv_dim));
+    o.kc.resize(static_cast<size_t>(n_ctx) * kv_dim * elem);
+    o.vc.resize(o.kc.size());
+    o.cell_pos.upload(std::vector<int32_t>(static_cast<size_t>(n_ctx), -1));
+    for (auto* a : {&o.q, &o.k, &o.v}) a->poison();
+    o.kc.poison();
+    o.vc.poison();
+    kernels::QkvTailArgs a;
+    a.q = o.q.get();
+    a.k = o.k.get();
+    a.v = o.v.get();
+    a.bq = c.bias ? dbq.get() : nullptr;
+    a.bk = c.bias ? dbk.get() : nullptr;
+    a.bv = c.bias ? dbv.get() : nullptr;
+    a.n_tokens = 1;
+    a.n_heads = c.n_heads;
+    a.n_kv_heads = c.n_kv_heads;
+    a.rope.head_dim = hd;
+    a.rope.n_rot = c.n_rot;
+    a.rope.neox = c.neox;
+    a.rope.base = 1e6f;
+    a.positions = pos.get();
+    a.kv_cells = cell.get();
+    a.k_cache = o.kc.get();
+    a.v_cache = o.vc.get();
+    a.cache_f16 = c.f16;
+    a.cell_pos = o.cell_pos.get();
+    return a;
+  };
+  kernels::MatvecInput in = row.input();
+  if (c.prologue) {
+    in = kernels::MatvecInput{};
+    in.norm_x = row.x.get();
+    in.norm_w = row.w.get();
+    in.norm_eps = 1e-6f;
+    in.norm_deferred = true;
+  }
+  Out folded, apart;
+  kernels::QkvTailArgs fa = setup(folded);
+  kernels::MatvecTask ft[3] = {{wq.dev, folded.q.get()}, {wk.dev, folded.k.get()}, {wv.dev, folded.v.get()}};
+  kernels::MatvecInput fin = in;
+  fin.tail = &fa;
+  const uint64_t before = kernels::matvec_tail_launches();
+  CUDA_ASSERT(kernels::launch_matvec(ft, 3, fin, nullptr));
+  EXPECT_EQ(kernels::matvec_tail_launches() - before, 1u) << "the launch took the tail";
+  const kernels::QkvTailArgs aa = setup(apart);
+  kernels::MatvecTask at[3] = {{wq.dev, apart.q.get()}, {wk.dev, apart.k.get()}, {wv.dev, apart.v.get()}};
+  CUDA_ASSERT(kernels::launch_matvec(at, 3, in, nullptr));
+  CUDA_ASSERT(kernels::launch_qkv_tail(aa, nullptr));
+  test::expect_same_bits(folded.q.download(), apart.q.download(), "q");
+  test::expect_same_bits(folded.k.download(), apart.k.download(), "k");
+  test::expect_same_bits(folded.v.download(), apart.v.download(), "v");
+  EXPECT_EQ(folded.kc.download(), apart.kc.download()) << "k cache";
+  EXPECT_EQ(folded.vc.download(), apart.vc.download()) << "v cache";
+  const auto cp = folded.cell_pos.download();
+  EXPECT_EQ(cp, apart.cell_pos.download());
+  EXPECT_EQ(cp[7], 4099);
+  for (float v : folded.q.download()) ASSERT_TRUE(std::isfinite(v));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, GpuQkvTailInProduct,
+    testing::Values(FoldCase{DType::kQ8_0, DType::kQ8_0, 896, 14, 2, 64, 64, true, true, true, true},      // 0.5B Q8_0
+                    FoldCase{DType::kQ5_0, DType::kQ8_0, 896, 14, 2, 64, 64, true, true, true, true},      // 0.5B Q4_K_M
+                    FoldCase{DType::kQ4_K, DType::kQ4_K, 1536, 12, 2, 128, 128, true, true, true, false},  // 1.5B
+                    FoldCase{DType::kQ4_K, DType::kQ6_K, 1536, 12, 2, 128, 128, true, true, false, true},
+                    FoldCase{DType::kQ4_K, DType::kQ4_K, 3584, 28, 4, 128, 128, true, true, true, false},  // 7B
+                    FoldCase{DType::kQ4_K, DType::kQ6_K, 3584, 28, 4, 128, 128, true, false, true, false},
+                    FoldCase{DType::kQ6_K, DType::kQ6_K, 2048, 8, 4, 64, 32, false, false, false, false},  // llama pairs, partial
+                    FoldCase{DType::kQ8_0, DType::kQ8_0, 1024, 6, 2, 32, 20, true, true, true, true}));
+
+// What the fold refuses: per-head norms and tasks out of order (invalid),
+// an input without the deferred norm or a launch the pipelined kernels
+// would take (not supported: nothing launched, the caller launches the tail).
+TEST(GpuQkvTailInProduct, RefusesWhatItCannotFold) {
+  MINFER_REQUIRE_GPU();
+  const int k = 3584, hd = 128;
+  TestWeight wq(DType::kQ4_K, 8 * hd, k, 711), wk(DType::kQ4_K, 2 * hd, k, 712), wv(DType::kQ4_K, 2 * hd, k, 713);
+  const auto x = test::random_floats(static_cast<size_t>(k), 714);
+  DeferredRow row(x, test::random_floats(static_cast<size_t>(k), 715), 1e-6f);
+  DeviceArray<float> q(8 * hd), kk(2 * hd), v(2 * hd), norm(hd);
+  DeviceArray<uint8_t> kc(4 * 2 * hd * 2), vc(4 * 2 * hd * 2);
+  DeviceArray<int32_t> pos, cell, cell_pos(4);
+  pos.upload({3});
+  cell.upload({1});
+  kernels::QkvTailArgs a;
+  a.q = q.get();
+  a.k = kk.get();
+  a.v = v.get();
+  a.n_tokens = 1;
+  a.n_heads = 8;
+  a.n_kv_heads = 2;
+  a.rope.head_dim = hd;
+  a.rope.n_rot = hd;
+  a.rope.neox = true;
+  a.positions = pos.get();
+  a.kv_cells = cell.get();
+  a.k_cache = kc.get();
+  a.v_cache = vc.get();
+  a.cell_pos = cell_pos.get();
+  kernels::MatvecTask t[3] = {{wq.dev, q.get()}, {wk.dev, kk.get()}, {wv.dev, v.get()}};
+  kernels::MatvecInput in = row.input();
+  in.tail = &a;
+  const uint64_t before = kernels::matvec_tail_launches();
+  {
+    kernels::QkvTailArgs normed = a;
+    normed.q_norm = norm.get();
+    kernels::MatvecInput n_in = in;
+    n_in.tail = &normed;
+    EXPECT_EQ(kernels::launch_matvec(t, 3, n_in, nullptr), cudaErrorInvalidValue) << "per-head norms";
+    kernels::MatvecTask swapped[3] = {t[1], t[0], t[2]};
+    EXPECT_EQ(kernels::launch_matvec(swapped, 3, in, nullptr), cudaErrorInvalidValue) << "tasks out of order";
+    kernels::MatvecTask biased[3] = {t[0], t[1], t[2]};
+    biased[0].bias = norm.get();
+    EXPECT_EQ(kernels::launch_matvec(biased, 3, in, nullptr), cudaErrorInvalidValue) << "a bias of the task's own";
+  }
+  {
+    PipedOff off;
+    Q8Device xq(1, k);
+    DeviceArray<float> dx;
+    dx.upload(x);
+    CUDA_ASSERT(kernels::launch_quantize_q8(dx.get(), 1, k, xq.rows(), nullptr));
+    kernels::MatvecInput plain{dx.get(), xq.rows()};
+    plain.tail = &a;
+    EXPECT_EQ(kernels::launch_matvec(t, 3, plain, nullptr), cudaErrorNotSupported) << "without the deferred norm";
+  }
+  kernels::set_matvec_piped(1);
+  EXPECT_EQ(kernels::launch_matvec(t, 3, in, nullptr), cudaErrorNotSupported) << "a launch the pipelined kernel takes";
+  kernels::set_matvec_piped(-1);
+  EXPECT_EQ(kernels::matvec_tail_launches(), before) << "nothing folded";
+  // The same launch on the plain kernels folds it.
+  {
+    PipedOff off;
+    CUDA_ASSERT(kernels::launch_matvec(t, 3, in, nullptr));
+  }
+  EXPECT_EQ(kernels::matvec_tail_launches(), before + 1);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 struct AttnCase {
   int n_heads, n_kv_heads, head_dim, n_tokens, n_seq;
   bool f16;

@@ -29,6 +29,8 @@
 #        16 rows a thread, not fitted to the cells; 0.5B Q8_0, 7B),
 #        fixedshape (MINFER_ATTN_FIXED_SHAPE=0: decode attention on the kernel that reads the head
 #        shape at run time, not the ones compiled for head dims 64 and 128; 0.5B Q8_0, 7B),
+#        tailfold (MINFER_QKV_TAIL_IN_PRODUCT=0: the q/k/v tail as its own launch, not folded into
+#        the q/k/v product's; 0.5B, 1.5B, 7B Q4_K_M — 7B Q8_0's pipelined q/k/v keeps its tail launch),
 #        piped (7B with nothing pipelined, MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0, and with
 #        every eligible launch pipelined, =1; the smaller models' launches are under the default's 16 MiB)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
@@ -190,6 +192,8 @@ stage_bench_small() {
       stagev) bench "$a" 0.5b-q8_0-nostagev MINFER_ATTN_STAGE_V=0 ;;
       fitbatch) bench "$a" 0.5b-q8_0-nofitbatch MINFER_ATTN_FIT_BATCH=0 ;;
       fixedshape) bench "$a" 0.5b-q8_0-nofixedshape MINFER_ATTN_FIXED_SHAPE=0 ;;
+      tailfold) bench "$a" 0.5b-q8_0-notailfold MINFER_QKV_TAIL_IN_PRODUCT=0; bench "$b" 0.5b-q4_k_m-notailfold MINFER_QKV_TAIL_IN_PRODUCT=0
+                bench "$c" 1.5b-q4_k_m-notailfold MINFER_QKV_TAIL_IN_PRODUCT=0 ;;
       generic) bench "$b" 0.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0; bench "$c" 1.5b-q4_k_m-generic MINFER_MATVEC_TWO_TYPES=0 ;;
       split) bench "$a" 0.5b-q8_0-split MINFER_ATTN_DECODE=split ;;
       attn256) bench "$a" 0.5b-q8_0-attn256 MINFER_ATTN_THREADS=256; bench "$c" 1.5b-q4_k_m-attn256 MINFER_ATTN_THREADS=256 ;;
@@ -455,6 +459,7 @@ stage_bench_large() {
       stagev) bench "$a" 7b-q4_k_m-nostagev MINFER_ATTN_STAGE_V=0; bench "$b" 7b-q8_0-nostagev MINFER_ATTN_STAGE_V=0 ;;
       fitbatch) bench "$a" 7b-q4_k_m-nofitbatch MINFER_ATTN_FIT_BATCH=0; bench "$b" 7b-q8_0-nofitbatch MINFER_ATTN_FIT_BATCH=0 ;;
       fixedshape) bench "$a" 7b-q4_k_m-nofixedshape MINFER_ATTN_FIXED_SHAPE=0; bench "$b" 7b-q8_0-nofixedshape MINFER_ATTN_FIXED_SHAPE=0 ;;
+      tailfold) bench "$a" 7b-q4_k_m-notailfold MINFER_QKV_TAIL_IN_PRODUCT=0 ;;
       piped) bench "$a" 7b-q4_k_m-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
              bench "$b" 7b-q8_0-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
              bench "$a" 7b-q4_k_m-allpiped MINFER_MATVEC_PIPED=1 MINFER_GATE_UP_PIPED=1

@@ -265,6 +265,12 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // gate/up and q/k/v 1.7-1.8 each quicker); where it paid on its own (after
   // the pipelined ffn_down) the products' work on the sums took it back:
   // tg128 7B Q8_0 395 vs 399 tok/s, Q4_K_M 508 vs 511, same run.
+  // The q/k/v tail (biases, RoPE, the K/V store) folded into the q/k/v
+  // product's launch where its kernel takes it (kernels::MatvecInput::tail;
+  // not the pipelined products): one launch a layer fewer, the same bits.
+  // MINFER_QKV_TAIL_IN_PRODUCT=0 launches the tail on its own (A/B runs).
+  const char* fold_tail = std::getenv("MINFER_QKV_TAIL_IN_PRODUCT");
+  fold_qkv_tail_ = fold_tail == nullptr || *fold_tail == '\0' || std::string_view(fold_tail) != "0";
   const char* norm_tail = std::getenv("MINFER_NORM_TAIL");
   norm_tail_ = norm_tail != nullptr && *norm_tail != '\0' && std::string_view(norm_tail) != "0";
   // The deferred-scale norm (kernels::launch_rms_norm_deferred): a layer's
@@ -278,9 +284,11 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   const char* defer_norm = std::getenv("MINFER_DEFER_NORM");
   defer_norm_ = defer_norm == nullptr || *defer_norm == '\0' || std::string_view(defer_norm) != "0";
   const char* fuse_norm = std::getenv("MINFER_FUSE_NORM");
+  // MINFER_FUSE_NORM=qkv: at every width, but only into q/k/v (not gate/up).
   fuse_norm_max_width_ = fuse_norm == nullptr || *fuse_norm == '\0' ? kFuseNormMaxWidth
                         : std::string_view(fuse_norm) != "0"     ? INT_MAX
                                                                  : 0;
+  fuse_norm_qkv_only_ = fuse_norm != nullptr && std::string_view(fuse_norm) == "qkv";
   CUDA_TRY(cudaSetDevice(facts_.device));
   CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUDA_TRY(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
@@ -652,8 +660,34 @@ Expected<bool> CudaBackend::take_deferred(Buf src, bool all_quantized, kernels::
   return true;
 }
 
+kernels::QkvTailArgs CudaBackend::qkv_tail_args(const Node& n) {
+  const ModelConfig& c = config_;
+  kernels::QkvTailArgs a;
+  a.q = act(n.op == Op::kQkvTail ? n.dst : Buf::kQ).f32;
+  a.k = act(n.src).f32;
+  a.v = act(n.src2).f32;
+  a.bq = dv(n.bq);
+  a.bk = dv(n.bk);
+  a.bv = dv(n.bv);
+  a.q_norm = dv(n.q_norm);
+  a.k_norm = dv(n.k_norm);
+  a.eps = c.rms_eps;
+  a.n_tokens = act(n.src).rows;
+  a.n_heads = c.n_heads;
+  a.n_kv_heads = c.n_kv_heads;
+  a.rope = rope_args();
+  a.positions = d_positions_;
+  a.kv_cells = d_kv_cells_;
+  a.k_cache = k_cache_[static_cast<size_t>(n.layer)];
+  a.v_cache = v_cache_[static_cast<size_t>(n.layer)];
+  a.cache_f16 = options_.kv_type == DType::kF16;
+  a.cell_pos = cell_pos_;
+  return a;
+}
+
 Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const Node* residual_add,
-                                 unsigned long long* argmax, const Node* tail_norm) {
+                                 unsigned long long* argmax, const Node* tail_norm, const Node* qkv_tail,
+                                 bool* tail_folded) {
   Act& src = act(nodes.front()->src);
   const int first = nodes.front()->rows == Rows::kLast ? src.rows - 1 : 0;
   bool any_quantized = false, all_quantized = true;
@@ -695,10 +729,7 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
     in.tail_norm_q = xn.q8.q != nullptr ? xn.q8 : kernels::Q8Rows{};
     in.tail_counter = tail_counter_;
   }
-  if (in.norm_w != nullptr || deferred) {
-    return launched(kernels::launch_matvec(tasks, static_cast<int>(nodes.size()), in, stream_), *nodes.front());
-  }
-  if (any_quantized) {
+  if (in.norm_w == nullptr && !deferred && any_quantized) {
     if (first != 0 && !src.q8_ok) {
       return unexpected(ErrorCode::kInternal, "cuda backend: last-row matvec needs the Q8 row its producer writes");
     }
@@ -706,7 +737,20 @@ Status CudaBackend::matvec_group(const std::vector<const Node*>& nodes, const No
     in.xq.q = src.q8.q + static_cast<size_t>(first) * src.width;
     in.xq.ds = static_cast<float2*>(src.q8.ds) + static_cast<size_t>(first) * (src.width / 32);
   }
-  return launched(kernels::launch_matvec(tasks, static_cast<int>(nodes.size()), in, stream_), *nodes.front());
+  const int n_tasks = static_cast<int>(nodes.size());
+  if (qkv_tail != nullptr) {
+    // The q/k/v tail in the same launch; where the launch would take a
+    // kernel without it (pipelined, streamed), the tail node runs after.
+    const kernels::QkvTailArgs a = qkv_tail_args(*qkv_tail);
+    in.tail = &a;
+    const cudaError_t st = kernels::launch_matvec(tasks, n_tasks, in, stream_);
+    in.tail = nullptr;
+    if (st != cudaErrorNotSupported) {
+      if (tail_folded != nullptr) *tail_folded = st == cudaSuccess;
+      return launched(st, *nodes.front());
+    }
+  }
+  return launched(kernels::launch_matvec(tasks, n_tasks, in, stream_), *nodes.front());
 }
 
 Expected<bool> CudaBackend::try_bridge(const Graph& g, size_t& i) {
@@ -816,7 +860,7 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       // tracing, which reads every node's output.
       const bool defer = rows == 1 && can_defer_norm(g, i);
       if (rows == 1 && src.width <= fuse_norm_max_width_ && n.layer >= 0 && trace_ == nullptr && next != nullptr &&
-          next->src == n.dst && (next->op == Op::kMatmul || next->op == Op::kGateUpSwiglu) &&
+          next->src == n.dst && (next->op == Op::kMatmul || (next->op == Op::kGateUpSwiglu && !fuse_norm_qkv_only_)) &&
           kernels::matvec_norm_fits(src.width)) {
         pending_norm_ = PendingNorm{n.dst, src.f32 + static_cast<size_t>(first) * src.width, dv(n.w), defer};
         dst.q8_ok = dst.f16_ok = false;
@@ -871,9 +915,20 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
         const bool tail_norm = norm_tail_ && trace_ == nullptr && after != nullptr && after->op == Op::kRmsNorm &&
                                after->src == next->dst && group.size() == 1 && act(next->dst).rows == 1 &&
                                act(next->dst).width % 32 == 0;
+        // q, k and v of one token followed by their tail (without per-head
+        // norms): the tail rides on the products' launch. Not while tracing.
+        const Node* qkv_tail = nullptr;
+        if (fold_qkv_tail_ && trace_ == nullptr && n_tokens == 1 && group.size() == 3 && i + 3 < g.nodes.size()) {
+          const Node& t = g.nodes[i + 3];
+          if (t.op == Op::kQkvTail && t.dst == group[0]->dst && t.src == group[1]->dst && t.src2 == group[2]->dst &&
+              t.q_norm == nullptr && t.k_norm == nullptr) {
+            qkv_tail = &t;
+          }
+        }
+        bool tail_folded = false;
         MINFER_TRY(matvec_group(group, residual ? next : nullptr, fuse_argmax ? d_argmax_key_ : nullptr,
-                                tail_norm ? after : nullptr));
-        i += group.size() - 1 + (residual || fuse_argmax ? 1 : 0) + (tail_norm ? 1 : 0);
+                                tail_norm ? after : nullptr, qkv_tail, &tail_folded));
+        i += group.size() - 1 + (residual || fuse_argmax ? 1 : 0) + (tail_norm ? 1 : 0) + (tail_folded ? 1 : 0);
         return ok_status();
       }
       // Many rows: tensor-core GEMM, residual folded in as beta = 1.
@@ -897,28 +952,8 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
     }
     case Op::kKvStore:
     case Op::kQkvTail: {
-      kernels::QkvTailArgs a;
-      const bool fused = n.op == Op::kQkvTail;
-      a.q = act(fused ? n.dst : Buf::kQ).f32;
-      a.k = act(fused ? n.src : n.src).f32;
-      a.v = act(n.src2).f32;
-      a.bq = dv(n.bq);
-      a.bk = dv(n.bk);
-      a.bv = dv(n.bv);
-      a.q_norm = dv(n.q_norm);
-      a.k_norm = dv(n.k_norm);
-      a.eps = c.rms_eps;
-      a.n_tokens = act(n.src).rows;
-      a.n_heads = c.n_heads;
-      a.n_kv_heads = c.n_kv_heads;
-      a.rope = rope_args();
-      a.positions = d_positions_;
-      a.kv_cells = d_kv_cells_;
-      a.k_cache = k_cache_[static_cast<size_t>(n.layer)];
-      a.v_cache = v_cache_[static_cast<size_t>(n.layer)];
-      a.cache_f16 = options_.kv_type == DType::kF16;
-      a.cell_pos = cell_pos_;
-      return launched(fused ? kernels::launch_qkv_tail(a, stream_) : kernels::launch_kv_store(a, stream_), n);
+      const kernels::QkvTailArgs a = qkv_tail_args(n);
+      return launched(n.op == Op::kQkvTail ? kernels::launch_qkv_tail(a, stream_) : kernels::launch_kv_store(a, stream_), n);
     }
     case Op::kAttention: {
       Act& q = act(n.src);

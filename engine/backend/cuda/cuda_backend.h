@@ -77,8 +77,14 @@ class CudaBackend final : public Backend {
   Status ensure_logits(const Graph& g, int n_tokens);
   Status run_node(const Graph& g, size_t& i, int n_tokens);
   Status matmul(const Node& n, const Node* residual_add, float* dst_override);
+  // qkv_tail: the kQkvTail node after q, k and v, folded into their launch
+  // where the kernels take it (kernels::MatvecInput::tail); *tail_folded
+  // says whether it was.
   Status matvec_group(const std::vector<const Node*>& nodes, const Node* residual_add,
-                      unsigned long long* argmax = nullptr, const Node* tail_norm = nullptr);
+                      unsigned long long* argmax = nullptr, const Node* tail_norm = nullptr,
+                      const Node* qkv_tail = nullptr, bool* tail_folded = nullptr);
+  // The arguments of a kQkvTail or kKvStore node's launch.
+  kernels::QkvTailArgs qkv_tail_args(const Node& n);
   Status gemm(const Weight& w, const Act& src, int first_row, int rows, float* y, int ldy, bool accumulate);
   // The seam at g.nodes[i] (a one-row product, its residual add, the
   // deferrable norm of the stream, the products of the norm) in one bridge
@@ -174,9 +180,11 @@ class CudaBackend final : public Backend {
     bool deferred = false;  // the deferred prologue (kernels::MatvecInput::norm_deferred)
   } pending_norm_;
   bool norm_tail_ = false;       // MINFER_NORM_TAIL=1 (see prepare())
+  bool fold_qkv_tail_ = true;    // MINFER_QKV_TAIL_IN_PRODUCT=0 turns it off (see prepare())
   int* tail_counter_ = nullptr;  // the tail norm's count of finished blocks (zero between launches)
   unsigned int* bridge_barrier_ = nullptr;  // the bridge's barrier words (kernels::BridgeArgs::barrier)
   int fuse_norm_max_width_ = 0;  // norms of rows up to this wide fold into the next matvec (see prepare())
+  bool fuse_norm_qkv_only_ = false;  // MINFER_FUSE_NORM=qkv: fold into q/k/v only (see prepare())
   // Fills in.norm_* when src's norm is pending (and clears it).
   void take_pending_norm(Buf src, kernels::MatvecInput& in);
   // A one-row RMS norm whose scale its consumers apply (the deferred-scale
