@@ -364,7 +364,8 @@ TEST(CudaQkvTailFold, InProductIsBitIdentical) {
     }
     ::unsetenv("MINFER_QKV_TAIL_IN_PRODUCT");
     EXPECT_EQ(folded[0], 0u) << "MINFER_QKV_TAIL_IN_PRODUCT=0 folded a tail";
-    EXPECT_GE(folded[1], static_cast<uint64_t>(cont.size()) * m.config.n_layers) << "every decode step's tails folded";
+    // (Launches, not steps: the decode steps replay the graph captured once.)
+    EXPECT_GE(folded[1], static_cast<uint64_t>(m.config.n_layers)) << "no tail folded by default";
     EXPECT_EQ(launches[0] - launches[1], m.config.n_layers)
         << "launches a decode step: " << launches[0] << " apart, " << launches[1] << " folded";
     test::expect_same_bits(logits[1], logits[0], std::string(type) + " logits, tail folded vs apart");

@@ -168,7 +168,12 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // normalise the row once an SM — 7B Q4_K_M tg128 447 vs 464 tok/s, Q8_0
   // 385 vs 404: without the one-block norm launch before it, gate/up's
   // blocks can no longer become resident while it runs, and start late
-  // (bench/results/2026-12-01-h200-session12).
+  // (bench/results/2026-12-01-h200-session12). Nor (H200, 2026-12-03, not
+  // kept) the norm folded at every width into q/k/v alone, the deferred
+  // prologue in each of 7B's 1,152 q/k/v blocks: q/k/v 4.8-5.2 → 19.7-20.1
+  // µs a layer, the norm launch it saved 4.7; CUPTI step 7B Q4_K_M 1,680.1
+  // → 2,032.3 µs, Q8_0 2,236.8 → 2,516.7, 0.5B Q8_0 (its gate/up's norm then
+  // a launch) 446.4 → 462.6 (bench/results/2026-12-03-h200-session25).
   // Matvec load schedule (kernels.h): picked per launch unless
   // MINFER_MATVEC_SCHEDULE=0|1|2 forces one (A/B runs).
   const char* schedule = std::getenv("MINFER_MATVEC_SCHEDULE");
@@ -269,6 +274,12 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // product's launch where its kernel takes it (kernels::MatvecInput::tail;
   // not the pipelined products): one launch a layer fewer, the same bits.
   // MINFER_QKV_TAIL_IN_PRODUCT=0 launches the tail on its own (A/B runs).
+  // On the H200 (2026-12-03, same build and run, CUPTI): a greedy decode
+  // step 7B Q4_K_M 1,722.4 → 1,680.1 µs (the tail's 1.50 µs a layer gone,
+  // q/k/v 4.45-5.79 → 4.75-5.20, attention 4.41 → 4.06), 0.5B Q8_0 469.9 →
+  // 446.4 (tail 0.98, q/k/v 3.20 → 3.50); tg128 7B Q4_K_M 571 → 590 tok/s,
+  // 1.5B Q4_K_M 1,084 → 1,105, 0.5B Q8_0 2,019 → 2,116, 0.5B Q4_K_M 1,822
+  // → 1,847 (bench/results/2026-12-03-h200-session25).
   const char* fold_tail = std::getenv("MINFER_QKV_TAIL_IN_PRODUCT");
   fold_qkv_tail_ = fold_tail == nullptr || *fold_tail == '\0' || std::string_view(fold_tail) != "0";
   const char* norm_tail = std::getenv("MINFER_NORM_TAIL");
@@ -284,11 +295,9 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   const char* defer_norm = std::getenv("MINFER_DEFER_NORM");
   defer_norm_ = defer_norm == nullptr || *defer_norm == '\0' || std::string_view(defer_norm) != "0";
   const char* fuse_norm = std::getenv("MINFER_FUSE_NORM");
-  // MINFER_FUSE_NORM=qkv: at every width, but only into q/k/v (not gate/up).
   fuse_norm_max_width_ = fuse_norm == nullptr || *fuse_norm == '\0' ? kFuseNormMaxWidth
                         : std::string_view(fuse_norm) != "0"     ? INT_MAX
                                                                  : 0;
-  fuse_norm_qkv_only_ = fuse_norm != nullptr && std::string_view(fuse_norm) == "qkv";
   CUDA_TRY(cudaSetDevice(facts_.device));
   CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUDA_TRY(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
@@ -860,7 +869,7 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       // tracing, which reads every node's output.
       const bool defer = rows == 1 && can_defer_norm(g, i);
       if (rows == 1 && src.width <= fuse_norm_max_width_ && n.layer >= 0 && trace_ == nullptr && next != nullptr &&
-          next->src == n.dst && (next->op == Op::kMatmul || (next->op == Op::kGateUpSwiglu && !fuse_norm_qkv_only_)) &&
+          next->src == n.dst && (next->op == Op::kMatmul || next->op == Op::kGateUpSwiglu) &&
           kernels::matvec_norm_fits(src.width)) {
         pending_norm_ = PendingNorm{n.dst, src.f32 + static_cast<size_t>(first) * src.width, dv(n.w), defer};
         dst.q8_ok = dst.f16_ok = false;

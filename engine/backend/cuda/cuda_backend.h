@@ -184,7 +184,6 @@ class CudaBackend final : public Backend {
   int* tail_counter_ = nullptr;  // the tail norm's count of finished blocks (zero between launches)
   unsigned int* bridge_barrier_ = nullptr;  // the bridge's barrier words (kernels::BridgeArgs::barrier)
   int fuse_norm_max_width_ = 0;  // norms of rows up to this wide fold into the next matvec (see prepare())
-  bool fuse_norm_qkv_only_ = false;  // MINFER_FUSE_NORM=qkv: fold into q/k/v only (see prepare())
   // Fills in.norm_* when src's norm is pending (and clears it).
   void take_pending_norm(Buf src, kernels::MatvecInput& in);
   // A one-row RMS norm whose scale its consumers apply (the deferred-scale
