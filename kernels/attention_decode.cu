@@ -333,7 +333,13 @@ __global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quanti
 // until the loads landed (attn_output started 3.5 µs after attention instead
 // of 1.4): tg128 7B Q4_K_M 502, or 518 with the tail triggering at its start,
 // against 526-529 for this code on other machines
-// (bench/results/2026-12-02-h200-session18).
+// (bench/results/2026-12-02-h200-session18). Nor (H200, 2026-12-03, same
+// build and run, not kept), with the q/k/v tail folded into q/k/v so that
+// the blocks start 1.4-3.1 µs before their predecessor ends, every cell's K
+// and V pieces but the fresh cell's staged in shared memory (cp.async)
+// before the wait: a layer's attention 4.50 → 4.84 µs on 7B Q4_K_M, 3.22 →
+// 3.17 on 0.5B Q8_0; tg128 within the noise (bench/results/
+// 2026-12-03-h200-session26).
 //
 // kThreads: 256 (two blocks an SM by the launch bounds: 128 registers, no
 // spills; 139 unbounded) or 512 (one, the same registers): twice the cell

@@ -174,6 +174,17 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // µs a layer, the norm launch it saved 4.7; CUPTI step 7B Q4_K_M 1,680.1
   // → 2,032.3 µs, Q8_0 2,236.8 → 2,516.7, 0.5B Q8_0 (its gate/up's norm then
   // a launch) 446.4 → 462.6 (bench/results/2026-12-03-h200-session25).
+  // Nor (H200, 2026-12-03, same build and run, not kept) the one-block norm
+  // split into blocks of 8-32 of the row's 32-element groups, each writing
+  // its Q8 groups and sums of squares, every product working the scale out
+  // from the sums (the same bits): the norm's share fell 4.62 → 1.37 µs and
+  // gate/up's rose 20.69 → 25.71, its duration unmoved — the products after a
+  // norm launch when it passes its wait and take as long from their start, so
+  // a shorter norm only takes away the time they load weights in before their
+  // own wait; tg128 7B Q4_K_M 580 vs 567-569 tok/s, Q8_0 435 vs 423-430, 1.5B
+  // Q4_K_M 1,092 vs 1,072-1,076. Nor the norm (either form) triggering its
+  // readers' launch before its wait: 7B Q4_K_M 580 → 585-589, Q8_0 438 →
+  // 438-441, 1.5B 1,101 → 1,075-1,079 (bench/results/2026-12-03-h200-session26).
   // Matvec load schedule (kernels.h): picked per launch unless
   // MINFER_MATVEC_SCHEDULE=0|1|2 forces one (A/B runs).
   const char* schedule = std::getenv("MINFER_MATVEC_SCHEDULE");
