@@ -65,6 +65,20 @@ __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
+// Two warp sums at once, each the same bits as warp_sum's: the first
+// round's shuffle carries a's value from the high half and b's from the low
+// half, so that lanes 0-15 go on with a's sum and lanes 16-31 with b's (a +
+// a' in one half is a' + a in the other: the same float); the rounds within
+// a half are warp_sum's; a last shuffle gives every lane the other half's.
+// 6 shuffles and 5 adds instead of 10 and 10.
+__device__ __forceinline__ float2 warp_sum_pair(float a, float b, int lane) {
+  const bool low = lane < 16;
+  float v = (low ? a : b) + __shfl_xor_sync(0xffffffffu, low ? b : a, 16);
+#pragma unroll
+  for (int o = 8; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const float other = __shfl_xor_sync(0xffffffffu, v, 16);
+  return low ? make_float2(v, other) : make_float2(other, v);
+}
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));

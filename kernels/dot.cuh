@@ -463,7 +463,12 @@ __device__ __forceinline__ ActsQK45 acts_qk45(int u, const DotInput& in, A acts)
 // Each sub-block's integer sum is multiplied by its 6-bit scale before the
 // conversion (exact: |scale × sum| ≤ 63 × 32 × 31 × 127 < 2^24), one
 // conversion and one float multiply fewer a sub-block than scaling in floats.
-template <bool kFive>
+// kWhole (Q4_K): the high nibbles' sum from whole bytes (below), the
+// pipelined products' form. The plain kernels keep the mask: the other form
+// moved 37 of their register counts (ptxas, CUDA 13.0; tests/gpu/
+// register_diff.sh), 7B Q4_K_M's q/k/v kernel among them (56 → 64, the
+// change that once put its blocks into a second wave: session 21).
+template <bool kFive, bool kWhole = false>
 __device__ __forceinline__ float dot_qk45(const RawQK45& raw, const ActsQK45& x, int u) {
   const int p = static_cast<int>(static_cast<unsigned>(u) % 4);
   const int4 meta4 = raw.meta;
@@ -477,7 +482,7 @@ __device__ __forceinline__ float dot_qk45(const RawQK45& raw, const ActsQK45& x,
   int lo0 = w0.x & kLo, lo1 = w0.y & kLo, lo2 = w0.z & kLo, lo3 = w0.w & kLo;
   int lo4 = w1.x & kLo, lo5 = w1.y & kLo, lo6 = w1.z & kLo, lo7 = w1.w & kLo;
   int shi;
-  if constexpr (!kFive) {
+  if constexpr (!kFive && !kWhole) {
     // The high nibbles where they are, bytes of 16 × nibble (one mask a
     // word, not a shift and a mask): their dot product is 16 times the
     // nibbles' (exact, |Σ| < 2^19), so a shift by 4 gives the same integer.
@@ -486,6 +491,29 @@ __device__ __forceinline__ float dot_qk45(const RawQK45& raw, const ActsQK45& x,
     shi = dp4a_us(w0.y & kHi, xc.y, shi); shi = dp4a_us(w0.z & kHi, xc.z, shi); shi = dp4a_us(w0.w & kHi, xc.w, shi);
     shi = dp4a_us(w1.x & kHi, xd.x, shi); shi = dp4a_us(w1.y & kHi, xd.y, shi); shi = dp4a_us(w1.z & kHi, xd.z, shi);
     shi = dp4a_us(w1.w & kHi, xd.w, shi) >> 4;
+  } else if constexpr (!kFive) {
+    // The high nibbles without a mask: the whole bytes (low + 16 × high)
+    // against the high half's activations, less the low nibbles (masked
+    // once, for the low half) against them, is 16 times the high nibbles'
+    // sum (exact, |Σ| < 2^20), so a shift by 4 gives the same integer as
+    // masking the high nibbles would. One logic op a word fewer, one dp4a
+    // more: in the pipelined gate/up Nsight Compute had the ALU pipe (the
+    // logic ops) at 44% of its peak, the heavy FMA pipe at 31% (H200,
+    // 2026-12-03). Same run, with the paired warp sums and SwiGLU after the
+    // rows (pipe.cuh, matvec_piped.cu) against none of the three: kernel
+    // bench 7B gate/up Q4_K 20.5 → 19.8 µs, Q8_0 34.7 → 34.4; in a decode
+    // step (CUPTI) gate/up's share 21.28 → 20.99 µs a layer and the step
+    // 1,694.6 → 1,693.0 µs; tg128 7B Q4_K_M 577 → 583 and 586 tok/s, Q8_0
+    // 439 → 436 and 436 (bench/results/2026-12-03-h200-session27, run 3).
+    int whole = dp4a_us(w0.x, xc.x, 0), low = __dp4a(lo0, xc.x, 0);
+    whole = dp4a_us(w0.y, xc.y, whole); low = __dp4a(lo1, xc.y, low);
+    whole = dp4a_us(w0.z, xc.z, whole); low = __dp4a(lo2, xc.z, low);
+    whole = dp4a_us(w0.w, xc.w, whole); low = __dp4a(lo3, xc.w, low);
+    whole = dp4a_us(w1.x, xd.x, whole); low = __dp4a(lo4, xd.x, low);
+    whole = dp4a_us(w1.y, xd.y, whole); low = __dp4a(lo5, xd.y, low);
+    whole = dp4a_us(w1.z, xd.z, whole); low = __dp4a(lo6, xd.z, low);
+    whole = dp4a_us(w1.w, xd.w, whole); low = __dp4a(lo7, xd.w, low);
+    shi = (whole - low) >> 4;
   } else {
     int hi0 = (w0.x >> 4) & kLo, hi1 = (w0.y >> 4) & kLo, hi2 = (w0.z >> 4) & kLo, hi3 = (w0.w >> 4) & kLo;
     int hi4 = (w1.x >> 4) & kLo, hi5 = (w1.y >> 4) & kLo, hi6 = (w1.z >> 4) & kLo, hi7 = (w1.w >> 4) & kLo;

@@ -379,12 +379,16 @@ cudaError_t set_bridge_probe(unsigned long long* buf);
 // block of decode attention's one-launch kernel over one chunk (kind 0:
 // before the wait, the wait, the scores, their max, the sum of exp, the
 // weighted V sum, the cell groups' sum, the output) and of the deferred norm
-// (kind 1: before the wait, the wait, the pass over x, the scale) adds 1 to
+// (kind 1: before the wait, the wait, the pass over x, the scale) and of the
+// pipelined gate/up (kind 2: the first stages out and the wait, the
+// activations staged, the rows, the Q8 blocks of h; then the slowest
+// block's rows (a maximum), and the rows and count of the blocks with a
+// group of 32 rows more than the fewest) adds 1 to
 // its kind's word 0 and each phase's SM clock cycles to the words after it
 // (tests/gpu/decode_timeline.cpp, MINFER_PHASE_PROBE=1, prints their means).
 // Null (the default): off. Compiled in only with -DMINFER_PHASE_PROBES=ON
 // (cudaErrorNotSupported otherwise): the kernels' code is then unchanged.
-constexpr int kPhaseProbeKinds = 2;
+constexpr int kPhaseProbeKinds = 3;
 constexpr int kPhaseProbeFields = 9;
 cudaError_t set_phase_probe(unsigned long long* buf);
 

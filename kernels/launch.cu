@@ -47,7 +47,9 @@ cudaError_t set_phase_probe(unsigned long long* buf) {
   if (!kPhaseProbes) return cudaErrorNotSupported;
   const cudaError_t st = set_attention_probe(buf);
   if (st != cudaSuccess) return st;
-  return set_norm_probe(buf != nullptr ? buf + kPhaseProbeFields : nullptr);
+  const cudaError_t st2 = set_norm_probe(buf != nullptr ? buf + kPhaseProbeFields : nullptr);
+  if (st2 != cudaSuccess) return st2;
+  return set_gate_up_probe(buf != nullptr ? buf + 2 * kPhaseProbeFields : nullptr);
 }
 
 DeviceLimits device_limits() {

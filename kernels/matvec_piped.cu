@@ -43,6 +43,7 @@ std::atomic<int> g_piped_stages_cap{0};
 std::atomic<int> g_piped_early{0};
 std::atomic<int> g_last_piped_stages{0};
 std::atomic<uint64_t> g_piped_launches{0};
+__device__ unsigned long long* g_gate_up_probe = nullptr;  // set_gate_up_probe (kernels.h set_phase_probe)
 
 // The least weight bytes a launch pipelines by default (mode -1). A block of
 // 32 warps and most of the shared memory cannot start on an SM until the
@@ -75,12 +76,19 @@ constexpr size_t kPipedMinBytes = size_t{16} << 20;
 // groups of 32 rows, so it quantizes its own, and SMs differ by at most one
 // group; warp w the block's rows w, w + 32, ... kDefer: the deferred norm's
 // scale, applied as the plain kernel applies it. Shared memory: the slots,
-// the staged activations, then the block's h. (Tried on the H200,
-// 2026-12-01, not kept: rows shared out in halves of groups, a group split
-// between two SMs quantized by the second to finish (an atomic count a
-// group), so that 7B's 592 groups make 8-9 halves an SM instead of 4-5
-// groups: tg128 7B Q4_K_M 496 vs 495 tok/s, Q8_0 409 vs 408, same run — the
-// SMs with a fifth group do not set gate/up's pace.)
+// the staged activations, the block's rows' gate and up sums, then its h.
+// (Tried on the H200, 2026-12-01, not kept: rows shared out in halves of
+// groups, a group split between two SMs quantized by the second to finish
+// (an atomic count a group), so that 7B's 592 groups make 8-9 halves an SM
+// instead of 4-5 groups: tg128 7B Q4_K_M 496 vs 495 tok/s, Q8_0 409 vs 408,
+// same run. Tried again there on 2026-12-03, when the phase probe showed
+// that inside a decode step an SM's rows take as long as it has groups —
+// 14.3 µs on the SMs with five, 11.3 on those with four: the halves evened
+// them out (12.7 and 11.3 µs, 9 halves or 8) and yet gate/up's share of the
+// step grew, 22.1 → 23.4 µs a layer; tg128 7B Q4_K_M 569 vs 581, Q8_0 444 vs
+// 442 (bench/results/2026-12-03-h200-session27, run2-tree.patch). Why is
+// not established: the products after it kept their shares (ffn_down Q6_K
+// 23.50 vs 23.44 µs, Q4_K 9.42 vs 9.40).)
 template <int kType, bool kDefer>
 __global__ void __launch_bounds__(kPipedWarps * kWarp, 1)
     gate_up_piped_kernel(DeviceWeight gate, DeviceWeight up, DotInput in, const float* defer_scale, float* h, int8_t* hq,
@@ -92,35 +100,68 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1)
   const int n_groups = gate.n_rows / 32;
   const int g0 = static_cast<int>(static_cast<long long>(blockIdx.x) * n_groups / gridDim.x);
   const int g1 = static_cast<int>(static_cast<long long>(blockIdx.x + 1) * n_groups / gridDim.x);
+  const int r0 = 32 * g0, n_rows = 32 * (g1 - g0);  // the block's rows
   const int ring_bytes = stages * StageLayout<kType, 2>::kBytes;  // a warp's
   unsigned char* acts = piped_smem + kPipedWarps * ring_bytes;
-  float* out = reinterpret_cast<float*>(acts + staged_bytes(gate.k));  // the block's h, for its Q8 blocks
-  const int my_rows = (32 * (g1 - g0) - warp + kPipedWarps - 1) / kPipedWarps;
+  float2* sums = reinterpret_cast<float2*>(acts + staged_bytes(gate.k));  // the block's rows' gate and up
+  float* out = reinterpret_cast<float*>(sums + n_rows);                   // the block's h, for its Q8 blocks
+  const int my_rows = (n_rows - warp + kPipedWarps - 1) / kPipedWarps;
   float scale = 0.0f;
+  unsigned long long* probe = kPhaseProbes ? g_gate_up_probe : nullptr;
+  const bool probing = probe != nullptr && threadIdx.x == 0;
+  // Thread 0's clock, 32 bits (one register through the rows; each phase
+  // added as it ends; no static shared memory: resident_shape sizes the
+  // dynamic part).
+  unsigned stamp = probing ? static_cast<unsigned>(clock()) : 0u;
+  auto lap = [&](int field, bool rows = false) {
+    const unsigned now = static_cast<unsigned>(clock());
+    atomicAdd(probe + field, static_cast<unsigned long long>(now - stamp));
+    if (rows) {  // the slowest block's rows; the rows of blocks with more groups than the fewest
+      atomicMax(probe + 5, static_cast<unsigned long long>(now - stamp));
+      if (g1 - g0 > n_groups / static_cast<int>(gridDim.x)) {
+        atomicAdd(probe + 6, static_cast<unsigned long long>(now - stamp));
+        atomicAdd(probe + 7, 1ull);
+      }
+    }
+    stamp = now;
+  };
   const auto phase = make_phase<T, 2>(
-      my_rows, gate.k / Unit<T>::kElems, [&](int j) { return RowAt{0, 32 * g0 + warp + kPipedWarps * j}; },
+      my_rows, gate.k / Unit<T>::kElems, [&](int j) { return RowAt{0, r0 + warp + kPipedWarps * j}; },
       [&](int, int wi) -> const DeviceWeight& { return wi == 0 ? gate : up; });
   pipe_rows(
       phase, piped_smem + warp * ring_bytes, stages, early, lane,
       [&] {
+        if (probing) lap(1);
         if (kDefer) scale = *defer_scale;
-        return stage_acts(in, gate.k, acts);
+        const DotInput staged = stage_acts(in, gate.k, acts);
+        if (probing) lap(2);
+        return staged;
       },
-      [&](int j, RowAt at, const float (&sums)[2]) {
-        float g = sums[0], v = sums[1];
-        if constexpr (kDefer) {
-          g = __fmul_rn(g, scale);
-          v = __fmul_rn(v, scale);
-        }
-        if (lane == 0) {
-          const float hv = silu(g) * v;
-          out[warp + kPipedWarps * j] = hv;
-          h[at.r] = hv;
-        }
+      [&](int j, RowAt, const float (&gv)[2]) {
+        if (lane == 0) sums[warp + kPipedWarps * j] = make_float2(gv[0], gv[1]);
       });
+  if (probing) lap(3, true);
+  __syncthreads();
+  // SwiGLU once the rows are done, a row a thread, rather than by lane 0 of
+  // each row's warp between its steps: its expf and division (~30 SASS
+  // instructions) were issued for the whole warp once a row of two steps.
+  for (int i = static_cast<int>(threadIdx.x); i < n_rows; i += kPipedWarps * kWarp) {
+    float g = sums[i].x, v = sums[i].y;
+    if constexpr (kDefer) {
+      g = __fmul_rn(g, scale);
+      v = __fmul_rn(v, scale);
+    }
+    const float hv = silu(g) * v;
+    out[i] = hv;
+    h[r0 + i] = hv;
+  }
   __syncthreads();
   if (hq != nullptr) {
     for (int g = warp; g < g1 - g0; g += kPipedWarps) quantize_block_q8(out[32 * g + lane], lane, g0 + g, hq, hds);
+  }
+  if (probing) {
+    lap(4);
+    atomicAdd(probe, 1ull);
   }
 #else
   __trap();  // launched only on sm_80 and later (device_limits().cc_major)
@@ -274,7 +315,7 @@ cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& u
       const int n_groups = gate.n_rows / 32;
       auto kernel = defer_scale != nullptr ? gate_up_piped_kernel<T, true> : gate_up_piped_kernel<T, false>;
       const ResidentShape sh = resident_shape(reinterpret_cast<const void*>(kernel), kPipedWarps * StageLayout<T, 2>::kBytes,
-                                              staged_bytes(gate.k), n_groups, n_groups, 32 * sizeof(float));
+                                              staged_bytes(gate.k), n_groups, n_groups, 32 * (sizeof(float2) + sizeof(float)));
       return launch_shaped(kernel, sh, stream, gate, up, in, defer_scale, h, hq, hds, sh.stages, sh.early);
     }
   });
@@ -314,6 +355,10 @@ cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotI
       return launch_shaped(kernel, sh, stream, b);
     }
   });
+}
+
+cudaError_t set_gate_up_probe(unsigned long long* fields) {
+  return cudaMemcpyToSymbol(g_gate_up_probe, &fields, sizeof(fields));
 }
 
 }  // namespace minfer::kernels

@@ -262,7 +262,11 @@ struct Phase {
       // index: `own` (its low bits are the lane's, the same at every step),
       // the value dropped past the row's end.
       f.high = w.high[wi];
-      part[wi] = U::dot(U::fetch(typename U::Places{}, f), x, own);
+      if constexpr (T == WType::kQ4_K) {
+        part[wi] = dot_qk45<false, true>(U::fetch(typename U::Places{}, f), x, own);  // (dot_qk45's kWhole)
+      } else {
+        part[wi] = U::dot(U::fetch(typename U::Places{}, f), x, own);
+      }
     }
     if (own < n_units) {
 #pragma unroll
@@ -298,10 +302,17 @@ __device__ __forceinline__ void run_phase(const P& p, const unsigned char* ring,
     if (++st == stages) st = 0;
     if (++it == p.n_iter) {
       float sums[kW];
+      if constexpr (kW == 2) {
+        const float2 both = warp_sum_pair(acc[0], acc[1], lane);
+        sums[0] = both.x;
+        sums[1] = both.y;
+        acc[0] = acc[1] = 0.0f;
+      } else {
 #pragma unroll
-      for (int wi = 0; wi < kW; ++wi) {
-        sums[wi] = warp_sum(acc[wi]);
-        acc[wi] = 0.0f;
+        for (int wi = 0; wi < kW; ++wi) {
+          sums[wi] = warp_sum(acc[wi]);
+          acc[wi] = 0.0f;
+        }
       }
       done(j, row.at, sums);
       it = 0;
@@ -314,6 +325,23 @@ __device__ __forceinline__ void run_phase(const P& p, const unsigned char* ring,
 // `early` steps are out, issues the rest of the first `stages`, then calls
 // start() for the input (every thread of the block calls it there: it may
 // hold a barrier). `ring`: the warp's stages, one after the other.
+//
+// start()'s loads queue behind the SM's weight loads still in flight: 7B's
+// gate/up took 3.3 µs a block to stage its 4 KB of activations inside a
+// decode step (H200, 2026-12-03, phase probe, kernels.h set_phase_probe).
+// Tried there (not kept): the stages not issued before the wait sent after
+// start() rather than before it, with all but one (MINFER_PIPED_EARLY=-1)
+// or two before the wait — the staging took 2.3 µs, the rows 1.5 µs longer
+// (less was in flight at the wait); tg128 7B Q4_K_M 581 / 582 / 572 tok/s
+// (all / all but one / two), Q8_0 442 / 448 / 447, and ptxas spilled 12
+// bytes in the Q6_K matvec. Nor (same day, run 4) the activations staged by
+// the copy engine (two cp.async.bulk on an mbarrier, then moved to their
+// swizzled places) instead of the threads' loads: the same bits, gate/up's
+// share 21.22 vs 21.39 µs a layer with it, the step 1,716.9 vs 1,721.5 µs;
+// tg128 7B Q4_K_M 580 / 579 vs 577 / 578, Q8_0 444 / 443 vs 446 / 446; and
+// the run-time switch took the Q4_K matvec from 60 to 64 registers and
+// spilled in Q5_K's (bench/results/2026-12-03-h200-session27,
+// run4-tree.patch).
 template <int kStages, class P, class Start, class Done>
 __device__ __forceinline__ void pipe_rows_n(const P& p, unsigned char* ring, int stages, int early, int lane, Start start,
                                             Done done) {

@@ -275,17 +275,27 @@ int main(int argc, char** argv) {
     // where it launches these kernels), SM cycles at the maximum clock as us.
     const char* names[kernels::kPhaseProbeKinds][kernels::kPhaseProbeFields - 1] = {
         {"before the wait", "wait", "scores", "max", "sum of exp", "V sum", "groups' sum", "output"},
-        {"before the wait", "wait", "pass over x", "scale", "", "", "", ""}};
-    const char* kinds[kernels::kPhaseProbeKinds] = {"attention (one chunk)", "deferred norm"};
+        {"before the wait", "wait", "pass over x", "scale", "", "", "", ""},
+        {"first stages and the wait", "activations staged", "rows", "Q8 of h", "*slowest rows", "", "", ""}};
+    const char* kinds[kernels::kPhaseProbeKinds] = {"attention (one chunk)", "deferred norm", "pipelined gate/up"};
     fmt::print("phase probe (thread 0 of each block, SM cycles at {} MHz as us, mean over blocks and launches)\n", khz / 1000);
     for (int k = 0; k < kernels::kPhaseProbeKinds; ++k) {
       const unsigned long long* r = h.data() + static_cast<size_t>(k) * kernels::kPhaseProbeFields;
       if (r[0] == 0) continue;
       fmt::print("{}: {} blocks |", kinds[k], r[0]);
       for (int f = 1; f < kernels::kPhaseProbeFields && names[k][f - 1][0] != '\0'; ++f) {
-        fmt::print(" {} {:.2f} |", names[k][f - 1], static_cast<double>(r[f]) / static_cast<double>(r[0]) / (khz / 1e3));
+        // A name starting with '*' is a maximum over blocks, not a sum.
+        const bool max = names[k][f - 1][0] == '*';
+        fmt::print(" {} {:.2f} |", names[k][f - 1] + (max ? 1 : 0),
+                   static_cast<double>(r[f]) / (max ? 1.0 : static_cast<double>(r[0])) / (khz / 1e3));
       }
       fmt::print("\n");
+      if (k == 2 && r[7] != 0 && r[0] > r[7]) {  // the blocks with a group of rows more than the fewest, and the others
+        const double us = khz / 1e3;
+        fmt::print("pipelined gate/up: rows of the {} blocks with a group more {:.2f} us, of the other {} {:.2f} us\n", r[7],
+                   static_cast<double>(r[6]) / static_cast<double>(r[7]) / us, r[0] - r[7],
+                   static_cast<double>(r[3] - r[6]) / static_cast<double>(r[0] - r[7]) / us);
+      }
     }
   }
   if (!csv.empty()) {

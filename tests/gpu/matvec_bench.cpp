@@ -9,13 +9,16 @@
 //
 // Each case cycles through enough copies of its weights (at least 4x the L2)
 // that every launch reads them from DRAM, as a decode step does (every
-// layer's weights are different). Launches go back to back on one stream with
+// layer's weights are different). MATVEC_BENCH_L2=1 launches one copy
+// again and again instead: weights that fit the L2 then come from there, so
+// a kernel's rate is its own (issue, latency), not DRAM's. Launches go back to back on one stream with
 // programmatic dependent launch, as in the engine; a case's figure is the
 // median over 7 batches of 50 launches.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -55,6 +58,8 @@ const Case kCases[] = {
     // 528 blocks of 32 rows: two whole waves of the 264 resident blocks
     // (18,944 rows make 2.24): how much the partial third wave costs.
     {"7b gate_up q4_k 2 waves", true, {WType::kQ4_K, WType::kQ4_K}, {16896}, 3584},
+    // 33 MB: fits the H200's L2 (60 MB; MATVEC_BENCH_L2=1), 1-2 groups of 32 rows an SM.
+    {"7b gate_up q4_k 8192 rows", true, {WType::kQ4_K, WType::kQ4_K}, {8192}, 3584},
     {"7b down q6_k", false, {WType::kQ6_K}, {3584}, 18944},
     {"7b down q4_k", false, {WType::kQ4_K}, {3584}, 18944},
     {"7b o q4_k", false, {WType::kQ4_K}, {3584}, 3584},
@@ -173,7 +178,9 @@ Result run_case(const Case& c, const Variant& variant, size_t l2_bytes, cudaStre
     const minfer::kernels::PlaneSizes ps = minfer::kernels::plane_sizes(c.type[i], c.k);
     copy_bytes += (ps.q_row + ps.qh_row + ps.meta_row + ps.d_row) * static_cast<size_t>(c.gate_up ? c.rows[0] : c.rows[i]);
   }
-  const int copies = static_cast<int>(std::max<size_t>(2, (4 * l2_bytes + copy_bytes - 1) / copy_bytes));
+  const char* l2_env = std::getenv("MATVEC_BENCH_L2");
+  const bool from_l2 = l2_env != nullptr && std::strcmp(l2_env, "1") == 0;
+  const int copies = from_l2 ? 1 : static_cast<int>(std::max<size_t>(2, (4 * l2_bytes + copy_bytes - 1) / copy_bytes));
   std::vector<std::vector<Planes>> w(copies);
   for (auto& set : w) {
     for (int i = 0; i < n_tasks; ++i) set.push_back(make_weight(c.type[i], c.gate_up ? c.rows[0] : c.rows[i], c.k, rng));

@@ -43,8 +43,8 @@
 #     profile-large  7B Q4_K_M pp512 / tg128 time per op kind (minfer bench --profile)
 #     timeline     each decode kernel's share of a replayed step (CUPTI), 0.5B Q8_0 and 7B Q4_K_M
 #                  (TIMELINE_MODELS="preset:type ..."; TIMELINE_ENVS="- NAME=VALUE ...": one a setting;
-#                  MINFER_PHASE_PROBE=1 with a build of PHASE_PROBES=ON: attention's and the deferred
-#                  norm's phases inside their blocks)
+#                  MINFER_PHASE_PROBE=1 with a build of PHASE_PROBES=ON: attention's, the deferred
+#                  norm's and the pipelined gate/up's phases inside their blocks)
 #     daemon       minferd on the GPU in a sandbox like the unit's, queried over its socket
 #   default: build test bench-small
 #   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
