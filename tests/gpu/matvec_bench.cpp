@@ -11,9 +11,9 @@
 // that every launch reads them from DRAM, as a decode step does (every
 // layer's weights are different). MATVEC_BENCH_L2=1 launches one copy
 // again and again instead: weights that fit the L2 then come from there, so
-// a kernel's rate is its own (issue, latency), not DRAM's. Launches go back to back on one stream with
-// programmatic dependent launch, as in the engine; a case's figure is the
-// median over 7 batches of 50 launches.
+// a kernel's rate is its own (issue, latency), not DRAM's. Launches go back
+// to back on one stream with programmatic dependent launch, as in the
+// engine; a case's figure is the median over 7 batches of 50 launches.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
