@@ -174,6 +174,14 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1)
 // over every SM. Each row is written as the plain kernels write it (the deferred
 // norm's scale, bias, residual, argmax). Shared memory: the slots, then the
 // staged activations.
+// (Tried on the H200, 2026-12-03, not kept: blocks of 28 warps, which 7B's
+// 3,584 ffn_down rows fill (27-28 an SM, one a warp, where 32 leave 4-5
+// idle) and which leave ptxas up to 72 registers (Q6_K 64 → 68). Kernel
+// bench 7B ffn_down Q6_K 18.4 → 18.6 µs, Q4_K 12.1 → 11.9, output head
+// 117.2 → 117.8, Q8_0 q/k/v 8.0 → 7.3; a decode step (CUPTI) 7B Q4_K_M
+// 1,695.0 → 1,690.1 µs; tg128 7B Q4_K_M 585 / 586 vs 586 / 584 tok/s, Q8_0
+// 441 / 437 vs 439 / 436 (bench/results/2026-12-03-h200-session28,
+// run2-tree.patch).)
 struct PipedBatch {
   MatvecTask t[kMaxMatvecTasks];
   int begin[kMaxMatvecTasks + 1];  // first row of each task; begin[n_tasks]: all rows

@@ -181,6 +181,19 @@ __device__ __forceinline__ void cp_async_wait(int pending) {
 // 1,894.8-1,896.9; tg128 7B Q8_0 403-405 → 419-420 tok/s, Q4_K_M 522-524 →
 // 525-528.
 //
+// Tried on the H200 (2026-12-03, not kept): a warp's rows taken as one
+// sequence of units, lane l unit 32 s + l of it in step s, so that a row of
+// 56 units (7B's gate/up and output head) takes 1.75 steps, not 2 with 8
+// lanes redoing a unit in the second; the same bits (a row's lane sums are
+// the plain kernels' rotated across the lanes, and warp_sum's butterfly adds
+// a rotation the same way). The loop grew from ~274 to ~293 SASS
+// instructions a step; kernel bench 7B gate/up Q4_K 19.5 → 19.7 µs, output
+// head Q6_K 116.3 → 112.2, ffn_down Q4_K 12.1 → 12.5 (one row a warp: only
+// the longer step); a greedy decode step (CUPTI) 7B Q4_K_M 1,683.5 → 1,695.0
+// µs, gate/up's share 20.60 → 20.82 µs a layer; tg128 7B Q4_K_M 592 → 587 /
+// 581 tok/s (bench/results/2026-12-03-h200-session28, run1-tree.patch).
+// Inside a step gate/up's rows are bound by DRAM, not by its lanes' work.
+//
 // kSums: the activations were staged with their chunk sums (stage_acts<true>).
 template <WType T, int kW_, bool kSums_, class RowOf, class WeightOf>
 struct Phase {
