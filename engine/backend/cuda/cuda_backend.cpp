@@ -185,6 +185,15 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // Q4_K_M 1,092 vs 1,072-1,076. Nor the norm (either form) triggering its
   // readers' launch before its wait: 7B Q4_K_M 580 → 585-589, Q8_0 438 →
   // 438-441, 1.5B 1,101 → 1,075-1,079 (bench/results/2026-12-03-h200-session26).
+  // Nor (H200, 2026-12-03, same build and run, not kept) the norm before
+  // gate/up worked out by each pipelined gate/up block from the stream (its
+  // staged activations written by the deferred norm's code, the scale from
+  // its own block sums; the same bits, no norm launch): the norm's 4.51 µs
+  // went and gate/up's share grew 21.23 → 25.62 µs, attn_output's 3.87 →
+  // 5.22 (gate/up now the launch behind it); CUPTI step
+  // 7B Q4_K_M 1,693.4 → 1,706.0 µs, Q8_0 2,259.9 → 2,294.2; tg128 7B Q4_K_M
+  // 584 / 588 vs 577 / 573 tok/s, Q8_0 437 / 439 vs 428 / 426
+  // (bench/results/2026-12-03-h200-session28, run3-tree.patch).
   // Matvec load schedule (kernels.h): picked per launch unless
   // MINFER_MATVEC_SCHEDULE=0|1|2 forces one (A/B runs).
   const char* schedule = std::getenv("MINFER_MATVEC_SCHEDULE");
