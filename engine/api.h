@@ -45,6 +45,13 @@ struct EngineConfig {
   double step_timeout_ms = 10000.0;          // CUDA bounded wait per step: base ...
   double step_timeout_per_token_ms = 20.0;   // ... plus this per token of the step
   bool prefix_cache = true;  // reuse the KV of the previous request's common prefix
+  // Decode steps submitted before the host has handled the token before them
+  // (the device evaluates token t while the host streams token t - 1; greedy
+  // requests also queue step t + 1, fed with t's argmax on the device): -1
+  // where the backend runs steps asynchronously (CUDA), 0 never
+  // (MINFER_NO_LOOKAHEAD=1), 1 on every backend (tests: the CPU backend runs
+  // the same order synchronously). Tokens are the same either way.
+  int lookahead = -1;
   bool warmup = true;        // run a short generation at load (captures the CUDA decode graphs)
   std::string trace_path;    // MINFER_TRACE: Chrome trace of every node of every step (debugging; slow)
   // Fault injection for tests; the service never sets it. The CUDA backend
@@ -54,7 +61,7 @@ struct EngineConfig {
   int debug_gpu_stall_at_step = -1;
 
   // Applies the MINFER_* environment switches (MINFER_NO_FUSE_QKV,
-  // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_CUDA_GRAPH,
+  // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_CUDA_GRAPH, MINFER_NO_LOOKAHEAD,
   // MINFER_CACHE_TYPE, MINFER_TRACE) on top of the configured values.
   void apply_environment();
 };

@@ -84,6 +84,7 @@ void EngineConfig::apply_environment() {
   if (flag("MINFER_NO_FUSE_FFN")) fuse_ffn = false;
   if (flag("MINFER_NO_FA_PREFILL")) fa_prefill = false;
   if (flag("MINFER_NO_CUDA_GRAPH")) cuda_graphs = false;
+  if (flag("MINFER_NO_LOOKAHEAD")) lookahead = 0;
   if (const char* v = std::getenv("MINFER_CACHE_TYPE"); v != nullptr && *v != '\0') kv_type = v;
   if (const char* v = std::getenv("MINFER_TRACE"); v != nullptr && *v != '\0') trace_path = v;
 }
@@ -152,6 +153,16 @@ class EngineImpl {
   GenerationResult generate(const GenerationRequest& req, const TokenCallback& on_token,
                             const std::atomic<bool>* cancel);
   Status validate(const GenerationRequest& req) const;
+
+  // Decode steps a request keeps ahead of the host (EngineConfig::lookahead):
+  // 0, each step submitted once its token is handled; 1, before (the step
+  // runs while the host streams the token); 2, greedy, the step after it
+  // too, fed with the argmax on the device.
+  int decode_ahead(bool device_argmax) const {
+    const bool overlap = config.lookahead > 0 || (config.lookahead < 0 && backend->overlaps_steps());
+    if (!overlap) return 0;
+    return std::min(device_argmax ? 2 : 1, backend->max_in_flight());
+  }
 };
 
 Status EngineImpl::validate(const GenerationRequest& req) const {
@@ -181,6 +192,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   auto fail = [&](Error e) {
     r.finish = FinishReason::kError;
     r.error = std::move(e);
+    (void)runner->drain(seq);          // steps still in flight: wait, and keep nothing of them
     runner->cells().truncate(seq, 0);  // the cache may be half-written: forget it
     check_wedged();
     return r;
@@ -228,10 +240,27 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   std::vector<int32_t> history(req.prompt.begin(), req.prompt.end());
   StreamDecoder decoder(*tokenizer);
   StopMatcher stops(req.stop);
+  const int ahead = decode_ahead(device_argmax);
+  // The step that evaluates the k-th generated token runs only if that token
+  // is not the last one the request may have.
+  const auto can_step = [&](int k) {
+    return k < req.max_tokens && static_cast<int>(seq.cells.size()) + 1 < runner->n_ctx();
+  };
   const auto t_decode = Clock::now();
+  int32_t token = device_argmax ? out.argmax.at(0) : sampler.sample(out.logits.data(), history);
   for (;;) {
-    const int32_t token = device_argmax ? out.argmax.at(0) : sampler.sample(out.logits.data(), history);
-    if (!req.ignore_eos && tokenizer->is_end_of_generation(token)) {
+    const bool eos = !req.ignore_eos && tokenizer->is_end_of_generation(token);
+    if (!eos && ahead > 0) {
+      // The device takes the next steps before the host hands this token
+      // out; a request that ends early drops them (drain, below).
+      if (runner->in_flight() == 0 && can_step(r.n_generated + 1)) {
+        if (Status st = runner->submit_decode(seq, token, device_argmax); !st) return fail(st.error());
+      }
+      if (ahead > 1 && runner->in_flight() == 1 && can_step(r.n_generated + 2)) {
+        if (Status st = runner->submit_decode(seq, std::nullopt, true); !st) return fail(st.error());
+      }
+    }
+    if (eos) {
       r.finish = FinishReason::kEos;
       break;
     }
@@ -256,15 +285,19 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
       r.finish = FinishReason::kDeadline;
       break;
     }
-    if (r.n_generated >= req.max_tokens || seq.n_past() + 1 >= runner->n_ctx()) {
+    if (ahead == 0 && can_step(r.n_generated)) {
+      if (Status st = runner->submit_decode(seq, token, device_argmax); !st) return fail(st.error());
+    }
+    if (runner->in_flight() == 0) {  // no step evaluates this token: it was the last
       r.finish = FinishReason::kLength;
       break;
     }
-    const int32_t next[1] = {token};
-    if (Status st = runner->eval(seq, next, Logits::kLast, device_argmax, &out); !st) return fail(st.error());
+    if (Status st = runner->collect_decode(seq, &out); !st) return fail(st.error());
     record_step();
+    token = device_argmax ? out.argmax.at(0) : sampler.sample(out.logits.data(), history);
   }
   r.decode_ms = ms_since(t_decode);
+  if (Status st = runner->drain(seq); !st) return fail(st.error());
   // Text still held back (a partial character, a partial stop string) belongs
   // to the output when generation ended for another reason.
   if (r.finish != FinishReason::kStop) {

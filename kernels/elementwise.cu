@@ -1,5 +1,6 @@
 // Small element-wise kernels: SwiGLU, residual and bias adds, embedding
-// gather, whole-matrix dequantization to f16, argmax.
+// gather, whole-matrix dequantization to f16, argmax, a decode step's first
+// kernel (the fed token and the argmax key).
 #include "kernels/common.cuh"
 #include "kernels/dequant.cuh"
 #include "kernels/kernels.h"
@@ -35,6 +36,14 @@ __global__ void add_bias_kernel(float* y, const float* b, int rows, int n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     y[i] += b[i % n];
   }
+}
+
+__global__ void step_start_kernel(int32_t* token, const int32_t* feed, unsigned long long* key, const int32_t* argmax) {
+  pdl_begin();
+  const int32_t mode = *feed;
+  if (mode == 1) *token = argmax_unpack(*key);
+  if (mode == 2) *token = argmax[0];
+  *key = 0;
 }
 
 __global__ void embed_kernel(DeviceWeight table, const int32_t* tokens, float* x) {
@@ -138,6 +147,11 @@ cudaError_t launch_add_bias(float* y, const float* b, int rows, int n, cudaStrea
 cudaError_t launch_argmax(const float* x, int rows, int n, int32_t* out, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   return launch_kernel(argmax_kernel, dim3(rows), dim3(1024), 0, stream, x, n, out);
+}
+
+cudaError_t launch_step_start(int32_t* token, const int32_t* feed, unsigned long long* key, const int32_t* argmax,
+                              cudaStream_t stream) {
+  return launch_kernel(step_start_kernel, dim3(1), dim3(1), 0, stream, token, feed, key, argmax);
 }
 
 cudaError_t launch_embed(const DeviceWeight& table, const int32_t* tokens, int n_tokens, float* x, cudaStream_t stream) {

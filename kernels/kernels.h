@@ -49,7 +49,7 @@ struct MatvecTask {
   // wins, the lowest row on ties, NaN never. Decode with argmax_unpack.
   unsigned long long* argmax = nullptr;
 };
-inline int32_t argmax_unpack(unsigned long long key) { return static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(key & 0xFFFFFFFFu)); }
+constexpr int32_t argmax_unpack(unsigned long long key) { return static_cast<int32_t>(0xFFFFFFFFu - static_cast<uint32_t>(key & 0xFFFFFFFFu)); }
 struct QkvTailArgs;  // the q/k/v tail (attention, below)
 struct MatvecInput {
   const float* x = nullptr;     // [k] f32, for float weights
@@ -120,6 +120,13 @@ cudaError_t launch_add(float* y, const float* x, int64_t n, cudaStream_t stream)
 cudaError_t launch_add_bias(float* y, const float* b, int rows, int n, cudaStream_t stream);
 // Logits argmax: out[r] = argmax over row r (first index on ties), rows of width n.
 cudaError_t launch_argmax(const float* x, int rows, int n, int32_t* out, cudaStream_t stream);
+// A greedy decode step's first kernel: zeroes *key (the step's fused argmax)
+// after, when *feed asks for it, setting *token to the argmax of the step
+// before — *feed 1: argmax_unpack(*key), 2: argmax[0] (an unfused head), 0:
+// the token stays as uploaded. So a step can be enqueued before the host has
+// seen the token it evaluates.
+cudaError_t launch_step_start(int32_t* token, const int32_t* feed, unsigned long long* key, const int32_t* argmax,
+                              cudaStream_t stream);
 // x[t] = dequantized row tokens[t] of the embedding table.
 cudaError_t launch_embed(const DeviceWeight& table, const int32_t* tokens, int n_tokens, float* x, cudaStream_t stream);
 // The whole matrix as f16 [n_rows][k] (prefill GEMM operand).

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -60,7 +61,23 @@ class Backend {
   // Uploads or maps the weights, allocates the KV cache and the activation
   // buffers. Called once.
   virtual Status prepare(const ModelConfig& config, const ModelWeights& weights, const BackendOptions& options) = 0;
+  // One step, waited for. Nothing else may be in flight (see submit()).
   virtual Status run(const Graph& graph, const StepInput& input, StepOutput* output) = 0;
+
+  // Steps in flight, for decode that keeps the device busy while the host
+  // handles the last token: submit() enqueues a step and returns, collect()
+  // waits for the oldest submitted step and hands back its output. A step
+  // with StepInput::token_from_previous evaluates the argmax of the step
+  // submitted before it. At most max_in_flight() steps are submitted and not
+  // collected. By default a step runs inside submit() (run()) and its output
+  // waits in a queue: the same results, without the overlap.
+  virtual Status submit(const Graph& graph, const StepInput& input);
+  virtual Status collect(StepOutput* output);
+  virtual int max_in_flight() const { return 2; }
+  int in_flight() const { return static_cast<int>(queued_.size()) + submitted_; }
+  // Whether submit() returns before the step has run (CUDA): where it does
+  // not, submitting ahead only delays the host's handling of a token.
+  virtual bool overlaps_steps() const { return false; }
 
   // Set once the backend can no longer run steps (a GPU wait missed its
   // deadline, or a sticky CUDA error): why. Empty while healthy.
@@ -82,10 +99,16 @@ class Backend {
   void reset_profile() { profile_ = OpProfile{}; }
 
  protected:
+  // Device backends that override submit()/collect() count their steps here.
+  int submitted_ = 0;
   bool profiling_ = false;
   OpProfile profile_;
   TraceWriter* trace_ = nullptr;
   int trace_step_ = 0;
+
+ private:
+  std::deque<std::pair<Status, StepOutput>> queued_;  // the default submit()'s outputs, oldest first
+  int32_t last_argmax_ = -1;                          // the last submitted step's argmax (-1: none)
 };
 
 }  // namespace minfer

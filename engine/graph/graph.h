@@ -101,6 +101,10 @@ struct StepInput {
   const int32_t* kv_cells = nullptr;   // [n_tokens] cache cell receiving each token's K/V
   const int32_t* seq_cells = nullptr;  // [n_seq_cells] cells the sequence attends to (incl. this step's)
   int n_seq_cells = 0;
+  // Greedy decode ahead (Backend::submit): the step's one token is the argmax
+  // of the step submitted just before it, which may not have reached the host
+  // yet; `tokens` is not read.
+  bool token_from_previous = false;
 };
 
 }  // namespace minfer

@@ -27,6 +27,9 @@ const Graph& Runner::graph(Logits logits, bool argmax) {
 Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out,
                     const std::function<Status()>& after_step) {
   if (tokens.empty()) return unexpected(ErrorCode::kInvalidArgument, "eval of zero tokens");
+  if (!in_flight_.empty()) {
+    return unexpected(ErrorCode::kInternal, fmt::format("eval with {} decode steps in flight", in_flight_.size()));
+  }
   const size_t n_total = seq.tokens.size() + tokens.size();
   if (n_total > static_cast<size_t>(cells_.n_ctx())) {
     return unexpected(ErrorCode::kOutOfRange,
@@ -59,7 +62,58 @@ Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logit
     done += n;
     if (after_step) MINFER_TRY(after_step());
   }
+  last_argmax_ = argmax && out->argmax.size() == 1 ? out->argmax[0] : -1;
   return ok_status();
+}
+
+Status Runner::submit_decode(Sequence& seq, std::optional<int32_t> token, bool argmax) {
+  if (!token && (!argmax || (in_flight_.empty() && last_argmax_ < 0))) {
+    return unexpected(ErrorCode::kInvalidArgument, "a decode step fed from a step that gives no argmax");
+  }
+  const size_t cell = seq.cells.size();
+  if (cell + 1 > static_cast<size_t>(cells_.n_ctx())) {
+    return unexpected(ErrorCode::kOutOfRange, fmt::format("sequence would hold {} tokens but the context has {}",
+                                                          cell + 1, cells_.n_ctx()));
+  }
+  MINFER_TRY(cells_.allocate(seq, 1));
+  positions_.assign(1, static_cast<int32_t>(cell));  // token i sits at position i
+  const int32_t host_token = token.value_or(0);
+  StepInput in;
+  in.n_tokens = 1;
+  in.tokens = &host_token;
+  in.token_from_previous = !token.has_value();
+  in.positions = positions_.data();
+  in.kv_cells = seq.cells.data() + cell;
+  in.seq_cells = seq.cells.data();
+  in.n_seq_cells = static_cast<int>(seq.cells.size());
+  if (Status st = backend_.submit(graph(Logits::kLast, argmax), in); !st) {
+    cells_.truncate(seq, static_cast<int>(cell));  // the step did not happen
+    return st;
+  }
+  in_flight_.push_back(token);
+  return ok_status();
+}
+
+Status Runner::collect_decode(Sequence& seq, StepOutput* out) {
+  if (in_flight_.empty()) return unexpected(ErrorCode::kInternal, "collect with no decode step in flight");
+  const std::optional<int32_t> token = in_flight_.front();
+  in_flight_.pop_front();
+  MINFER_TRY(backend_.collect(out));
+  seq.tokens.push_back(token.value_or(last_argmax_));
+  last_argmax_ = out->argmax.size() == 1 ? out->argmax[0] : -1;
+  return ok_status();
+}
+
+Status Runner::drain(Sequence& seq) {
+  Status first = ok_status();
+  StepOutput out;
+  while (!in_flight_.empty()) {
+    in_flight_.pop_front();
+    Status st = backend_.collect(&out);
+    if (!st && first) first = st;
+  }
+  cells_.truncate(seq, static_cast<int>(seq.tokens.size()));
+  return first;
 }
 
 }  // namespace minfer

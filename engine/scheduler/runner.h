@@ -3,8 +3,10 @@
 // graphs it has built, one per output kind.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <tuple>
 
@@ -30,8 +32,21 @@ class Runner {
   // rows pass at most max_tokens tokens.
   // `after_step` (may be empty) runs after every forward step; an error it
   // returns stops the evaluation there (the steps done stay in the sequence).
+  // Nothing may be in flight (see submit_decode()).
   Status eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out,
               const std::function<Status()>& after_step = {});
+
+  // Decode with steps in flight (Backend::submit/collect), so that the
+  // device evaluates a token while the host hands out the one before.
+  // submit_decode() enqueues the step that evaluates `token` after the
+  // sequence — with no token, the argmax of the step submitted before it
+  // (greedy) — taking its cell now; collect_decode() waits for the oldest
+  // step, and its token joins seq.tokens. drain() waits for every step in
+  // flight and gives their cells back: what they computed is dropped.
+  Status submit_decode(Sequence& seq, std::optional<int32_t> token, bool argmax);
+  Status collect_decode(Sequence& seq, StepOutput* out);
+  Status drain(Sequence& seq);
+  int in_flight() const { return static_cast<int>(in_flight_.size()); }
 
   KvCells& cells() { return cells_; }
   int n_ctx() const { return cells_.n_ctx(); }
@@ -49,6 +64,8 @@ class Runner {
   FusionOptions fusion_;
   std::map<std::pair<Logits, bool>, Graph> graphs_;
   std::vector<int32_t> positions_, step_cells_;
+  std::deque<std::optional<int32_t>> in_flight_;  // the tokens the submitted steps evaluate, oldest first
+  int32_t last_argmax_ = -1;                      // the last collected step's argmax: a fed step's token
 };
 
 }  // namespace minfer

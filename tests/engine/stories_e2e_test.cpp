@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "engine/api.h"
@@ -22,6 +23,23 @@ std::vector<int32_t> reference_ids() {
   return j.at("stories260K.gguf").at("greedy_ids_including_bos").get<std::vector<int32_t>>();
 }
 
+GenerationRequest greedy(std::vector<int32_t> prompt, int n) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = n;
+  r.sampling.temperature = 0.0f;
+  return r;
+}
+
+// Every test below runs in both decode orders (EngineConfig::lookahead): a
+// step submitted once the host has handled the token before it, and steps
+// submitted ahead (greedy: two, the second fed with the first's argmax).
+template <int N>
+struct Lookahead {
+  static constexpr int value = N;
+};
+
+template <class Order>
 class Stories : public testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -29,6 +47,7 @@ class Stories : public testing::Test {
     c.model_path = test::stories_path();
     c.backend = BackendChoice::kCpu;
     c.n_ctx = 256;
+    c.lookahead = Order::value;
     auto e = Engine::load(c);
     ASSERT_TRUE(e.has_value()) << e.error().message;
     engine_ = std::move(*e).release();
@@ -37,19 +56,15 @@ class Stories : public testing::Test {
     delete engine_;
     engine_ = nullptr;
   }
-  static GenerationRequest greedy(std::vector<int32_t> prompt, int n) {
-    GenerationRequest r;
-    r.prompt = std::move(prompt);
-    r.max_tokens = n;
-    r.sampling.temperature = 0.0f;
-    return r;
-  }
   static Engine* engine_;
 };
-Engine* Stories::engine_ = nullptr;
+template <class Order>
+Engine* Stories<Order>::engine_ = nullptr;
+using Orders = testing::Types<Lookahead<0>, Lookahead<1>>;
+TYPED_TEST_SUITE(Stories, Orders);
 
-TEST_F(Stories, ModelInfo) {
-  const ModelInfo& i = engine_->info();
+TYPED_TEST(Stories, ModelInfo) {
+  const ModelInfo& i = this->engine_->info();
   EXPECT_EQ(i.arch, "llama");
   EXPECT_EQ(i.n_layers, 5);
   EXPECT_EQ(i.d_model, 64);
@@ -59,23 +74,23 @@ TEST_F(Stories, ModelInfo) {
   EXPECT_EQ(i.backend, "cpu");
 }
 
-TEST_F(Stories, TokenizesThePrompt) {
-  EXPECT_EQ(engine_->tokenize("Once upon a time", true, false), (std::vector<int32_t>{1, 403, 407, 261, 378}));
+TYPED_TEST(Stories, TokenizesThePrompt) {
+  EXPECT_EQ(this->engine_->tokenize("Once upon a time", true, false), (std::vector<int32_t>{1, 403, 407, 261, 378}));
 }
 
-TEST_F(Stories, GreedyFromBosMatchesReference80Tokens) {
+TYPED_TEST(Stories, GreedyFromBosMatchesReference80Tokens) {
   const std::vector<int32_t> ref = reference_ids();
   ASSERT_EQ(ref.size(), 81u);
-  GenerationResult r = engine_->generate(greedy({1}, 80), nullptr, nullptr);
+  GenerationResult r = this->engine_->generate(greedy({1}, 80), nullptr, nullptr);
   ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
   EXPECT_EQ(r.tokens, std::vector<int32_t>(ref.begin() + 1, ref.end()));
 }
 
-TEST_F(Stories, OnceUponATimeContinuesTheReference48Tokens) {
+TYPED_TEST(Stories, OnceUponATimeContinuesTheReference48Tokens) {
   const std::vector<int32_t> ref = reference_ids();
-  const std::vector<int32_t> prompt = engine_->tokenize("Once upon a time", true, false);
+  const std::vector<int32_t> prompt = this->engine_->tokenize("Once upon a time", true, false);
   ASSERT_EQ(prompt, std::vector<int32_t>(ref.begin(), ref.begin() + 5));
-  GenerationResult r = engine_->generate(greedy(prompt, 48), nullptr, nullptr);
+  GenerationResult r = this->engine_->generate(greedy(prompt, 48), nullptr, nullptr);
   ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
   EXPECT_EQ(r.tokens, std::vector<int32_t>(ref.begin() + 5, ref.begin() + 53));
   EXPECT_EQ(r.finish, FinishReason::kLength);
@@ -84,48 +99,48 @@ TEST_F(Stories, OnceUponATimeContinuesTheReference48Tokens) {
   EXPECT_EQ(r.text.rfind(", there was a little girl named Lily. She loved to play outside in the park.", 0), 0u) << r.text;
 }
 
-TEST_F(Stories, StreamedPiecesJoinToTheText) {
+TYPED_TEST(Stories, StreamedPiecesJoinToTheText) {
   std::string streamed;
   int token_events = 0;
   GenerationRequest req = greedy({1}, 40);
   req.stop = {"zzz"};  // never completes; a trailing "z" would be held back and flushed as a tail
-  GenerationResult r = engine_->generate(req, [&](const TokenEvent& e) {
+  GenerationResult r = this->engine_->generate(req, [&](const TokenEvent& e) {
     streamed += e.text;
     token_events += e.tail ? 0 : 1;
     return true;
   }, nullptr);
   EXPECT_EQ(streamed, r.text);
   EXPECT_EQ(token_events, r.n_generated);  // one event per token, plus at most one tail
-  EXPECT_EQ(*engine_->detokenize(r.tokens), r.text);
+  EXPECT_EQ(*this->engine_->detokenize(r.tokens), r.text);
 }
 
-TEST_F(Stories, SameSeedSameOutputOtherSeedOtherOutput) {
+TYPED_TEST(Stories, SameSeedSameOutputOtherSeedOtherOutput) {
   GenerationRequest req = greedy({1, 403, 407}, 40);
   req.sampling.temperature = 1.0f;
   req.sampling.top_k = 0;
   req.sampling.top_p = 1.0f;
   req.sampling.min_p = 0.0f;
   req.sampling.seed = 42;
-  const GenerationResult a = engine_->generate(req, nullptr, nullptr);
-  const GenerationResult b = engine_->generate(req, nullptr, nullptr);
+  const GenerationResult a = this->engine_->generate(req, nullptr, nullptr);
+  const GenerationResult b = this->engine_->generate(req, nullptr, nullptr);
   EXPECT_EQ(a.tokens, b.tokens);
   req.sampling.seed = 43;
-  const GenerationResult c = engine_->generate(req, nullptr, nullptr);
+  const GenerationResult c = this->engine_->generate(req, nullptr, nullptr);
   EXPECT_NE(a.tokens, c.tokens);
 }
 
-TEST_F(Stories, CallbackCancelStopsWithinOneStep) {
+TYPED_TEST(Stories, CallbackCancelStopsWithinOneStep) {
   int calls = 0;
-  GenerationResult r = engine_->generate(greedy({1}, 40), [&](const TokenEvent&) { return ++calls < 3; }, nullptr);
+  GenerationResult r = this->engine_->generate(greedy({1}, 40), [&](const TokenEvent&) { return ++calls < 3; }, nullptr);
   EXPECT_EQ(r.finish, FinishReason::kCancelled);
   EXPECT_EQ(r.n_generated, 3);
   EXPECT_EQ(calls, 3);
 }
 
-TEST_F(Stories, CancelFlagStopsWithinOneStep) {
+TYPED_TEST(Stories, CancelFlagStopsWithinOneStep) {
   std::atomic<bool> cancel{false};
   int calls = 0;
-  GenerationResult r = engine_->generate(greedy({1}, 40), [&](const TokenEvent&) {
+  GenerationResult r = this->engine_->generate(greedy({1}, 40), [&](const TokenEvent&) {
     if (++calls == 5) cancel = true;
     return true;
   }, &cancel);
@@ -133,21 +148,79 @@ TEST_F(Stories, CancelFlagStopsWithinOneStep) {
   EXPECT_EQ(r.n_generated, 5);
 }
 
-TEST_F(Stories, StopStringEndsTheTextBeforeIt) {
-  GenerationResult r = engine_->generate(greedy({1}, 80), nullptr, nullptr);
+TYPED_TEST(Stories, StopStringEndsTheTextBeforeIt) {
+  GenerationResult r = this->engine_->generate(greedy({1}, 80), nullptr, nullptr);
   GenerationRequest req = greedy({1}, 80);
   req.stop = {"girl"};
-  GenerationResult s = engine_->generate(req, nullptr, nullptr);
+  GenerationResult s = this->engine_->generate(req, nullptr, nullptr);
   EXPECT_EQ(s.finish, FinishReason::kStop);
   EXPECT_EQ(s.text, r.text.substr(0, r.text.find("girl")));
 }
 
-TEST_F(Stories, PrefixCacheReusesTheCommonPrefixAndChangesNothing) {
-  const std::vector<int32_t> prompt = engine_->tokenize("Once upon a time there was a dog", true, false);
-  const GenerationResult a = engine_->generate(greedy(prompt, 20), nullptr, nullptr);
-  const GenerationResult b = engine_->generate(greedy(prompt, 20), nullptr, nullptr);
+TYPED_TEST(Stories, PrefixCacheReusesTheCommonPrefixAndChangesNothing) {
+  const std::vector<int32_t> prompt = this->engine_->tokenize("Once upon a time there was a dog", true, false);
+  const GenerationResult a = this->engine_->generate(greedy(prompt, 20), nullptr, nullptr);
+  const GenerationResult b = this->engine_->generate(greedy(prompt, 20), nullptr, nullptr);
   EXPECT_EQ(b.n_cached, static_cast<int>(prompt.size()) - 1);
   EXPECT_EQ(a.tokens, b.tokens);
+}
+
+// The two decode orders side by side over one series of requests — each
+// reusing the previous one's prefix — that ends at the end-of-text token, a
+// stop string, a cancelling callback, the length, and a sampled request:
+// the same tokens, text, ends, reused prefixes and counted steps.
+TEST(EngineLookahead, BothOrdersGiveTheSameResults) {
+  std::unique_ptr<Engine> engines[2];
+  for (int order = 0; order < 2; ++order) {
+    EngineConfig c;
+    c.model_path = test::stories_path();
+    c.backend = BackendChoice::kCpu;
+    c.n_ctx = 256;
+    c.lookahead = order;
+    auto e = Engine::load(c);
+    ASSERT_TRUE(e.has_value()) << e.error().message;
+    engines[order] = std::move(*e);
+  }
+  std::vector<GenerationRequest> requests;
+  // Into the end-of-text token (the model never picks it unaided): greedy
+  // with a bias, so the host picks the tokens and one step is submitted ahead.
+  GenerationRequest eos = greedy({1}, 200);
+  eos.sampling.logit_bias = {{2, 21.0f}};
+  requests.push_back(eos);
+  GenerationRequest stop = greedy({1, 403, 407}, 80);
+  stop.stop = {"girl"};
+  requests.push_back(stop);
+  requests.push_back(greedy({1, 403, 407, 261}, 40));  // cancelled by its callback at the 3rd token
+  requests.push_back(greedy({1, 403, 407, 261, 378}, 7));
+  GenerationRequest sampled = greedy({1, 403, 407, 261, 378, 432}, 30);
+  sampled.sampling.temperature = 1.0f;
+  sampled.sampling.seed = 7;
+  requests.push_back(sampled);
+  requests.push_back(greedy({1}, 12));
+  std::vector<FinishReason> ends;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    GenerationResult r[2];
+    uint64_t steps[2];
+    for (int order = 0; order < 2; ++order) {
+      int calls = 0;
+      const uint64_t before = engines[order]->health().steps;
+      r[order] = engines[order]->generate(requests[i], [&](const TokenEvent&) { return i != 2 || ++calls < 3; }, nullptr);
+      steps[order] = engines[order]->health().steps - before;
+      ASSERT_NE(r[order].finish, FinishReason::kError) << r[order].error->message;
+    }
+    SCOPED_TRACE(testing::Message() << "request " << i);
+    EXPECT_EQ(r[0].tokens, r[1].tokens);
+    EXPECT_EQ(r[0].text, r[1].text);
+    EXPECT_EQ(r[0].finish, r[1].finish);
+    EXPECT_EQ(r[0].n_cached, r[1].n_cached);
+    EXPECT_EQ(steps[0], steps[1]);
+    ends.push_back(r[1].finish);
+    if (i == 0) {
+      EXPECT_GE(r[1].n_generated, 3) << "the end-of-text token comes too early to test much";
+    }
+  }
+  EXPECT_EQ(ends, (std::vector<FinishReason>{FinishReason::kEos, FinishReason::kStop, FinishReason::kCancelled,
+                                             FinishReason::kLength, FinishReason::kLength, FinishReason::kLength}));
 }
 
 TEST(EnginePrefill, DeadlineStopsBetweenChunksAndKeepsWhatWasDone) {
@@ -176,21 +249,21 @@ TEST(EnginePrefill, DeadlineStopsBetweenChunksAndKeepsWhatWasDone) {
   EXPECT_EQ(r.n_cached, 4);  // the chunk done before the deadline was kept
 }
 
-TEST_F(Stories, BadRequestsAreErrorsAndTheEngineKeepsWorking) {
-  GenerationResult r = engine_->generate(greedy({1, 9999}, 4), nullptr, nullptr);
+TYPED_TEST(Stories, BadRequestsAreErrorsAndTheEngineKeepsWorking) {
+  GenerationResult r = this->engine_->generate(greedy({1, 9999}, 4), nullptr, nullptr);
   ASSERT_EQ(r.finish, FinishReason::kError);
   EXPECT_EQ(r.error->code, ErrorCode::kInvalidArgument);
   EXPECT_NE(r.error->message.find("9999"), std::string::npos) << r.error->message;
-  r = engine_->generate(greedy(std::vector<int32_t>(300, 1), 4), nullptr, nullptr);
+  r = this->engine_->generate(greedy(std::vector<int32_t>(300, 1), 4), nullptr, nullptr);
   ASSERT_EQ(r.finish, FinishReason::kError);
   EXPECT_NE(r.error->message.find("300"), std::string::npos) << r.error->message;
   GenerationRequest bad = greedy({1}, 4);
   bad.sampling.top_p = 1.5f;
-  r = engine_->generate(bad, nullptr, nullptr);
+  r = this->engine_->generate(bad, nullptr, nullptr);
   ASSERT_EQ(r.finish, FinishReason::kError);
   EXPECT_NE(r.error->message.find("top_p"), std::string::npos);
   const std::vector<int32_t> ref = reference_ids();
-  r = engine_->generate(greedy({1}, 10), nullptr, nullptr);
+  r = this->engine_->generate(greedy({1}, 10), nullptr, nullptr);
   EXPECT_EQ(r.tokens, std::vector<int32_t>(ref.begin() + 1, ref.begin() + 11));
 }
 

@@ -507,6 +507,134 @@ TEST(CudaGraphs, ReplayIsBitIdenticalToEagerFor64GreedySteps) {
   EXPECT_EQ(0, std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)));
 }
 
+// Decode ahead (Backend::submit/collect): a step fed on the device with the
+// argmax of the step before it, submitted before that step has ended, gives
+// the tokens that steps fed from the host give — with graphs and eagerly,
+// across both attention variants — and the graphs are not captured again.
+TEST(CudaLookahead, FedStepsGiveTheTokensOfHostFedSteps) {
+  MINFER_REQUIRE_GPU();
+  Loaded m(test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512));
+  ::setenv("MINFER_ATTN_SPLIT_CELLS", "40", 1);
+  const std::vector<int32_t> prompt = some_tokens(8, m.config.vocab_size, 9);
+  std::vector<std::vector<int32_t>> tokens;
+  for (int graphs = 0; graphs < 2; ++graphs) {
+    for (int ahead = 0; ahead < 2; ++ahead) {
+      BackendOptions o;
+      o.cuda_graphs = graphs == 1;
+      auto b = make_backend(true, m, o);
+      Runner r(m.config, *m.weights, *b, kCtx, kMaxTokens, FusionOptions{});
+      Sequence seq;
+      StepOutput out;
+      ASSERT_TRUE(r.eval(seq, prompt, Logits::kLast, true, &out).has_value());
+      std::vector<int32_t> got{out.argmax.at(0)};
+      if (ahead == 0) {
+        for (int step = 0; step < 64; ++step) {
+          const int32_t next = got.back();
+          ASSERT_TRUE(r.eval(seq, std::span(&next, 1), Logits::kLast, true, &out).has_value());
+          got.push_back(out.argmax.at(0));
+        }
+      } else {
+        ASSERT_TRUE(r.submit_decode(seq, got.back(), true).has_value());
+        for (int step = 0; step < 64; ++step) {
+          if (step + 1 < 64) {
+            ASSERT_TRUE(r.submit_decode(seq, std::nullopt, true).has_value());
+            EXPECT_EQ(b->in_flight(), 2);
+          }
+          ASSERT_TRUE(r.collect_decode(seq, &out).has_value());
+          got.push_back(out.argmax.at(0));
+        }
+        EXPECT_EQ(r.in_flight(), 0);
+        // The sequence holds every evaluated token, the fed ones too.
+        EXPECT_EQ(seq.tokens.size(), prompt.size() + 64);
+        EXPECT_EQ(std::vector<int32_t>(seq.tokens.begin() + static_cast<ptrdiff_t>(prompt.size()), seq.tokens.end()),
+                  std::vector<int32_t>(got.begin(), got.end() - 1));
+      }
+      if (graphs == 1) {
+        auto* cb = static_cast<CudaBackend*>(b.get());
+        EXPECT_TRUE(cb->graphs_enabled());
+        EXPECT_EQ(cb->graph_captures(), 2) << "both attention variants at the first step, then replays";
+      }
+      tokens.push_back(got);
+    }
+  }
+  ::unsetenv("MINFER_ATTN_SPLIT_CELLS");
+  for (size_t i = 1; i < tokens.size(); ++i) EXPECT_EQ(tokens[i], tokens[0]) << "arm " << i;
+}
+
+// The engine's decode order (EngineConfig::lookahead) on the GPU: greedy and
+// sampled requests, one after another (the prefix cache between them), give
+// the same tokens with steps submitted ahead (the default here) and without.
+TEST(CudaLookahead, EngineOrdersGiveTheSameTokens) {
+  MINFER_REQUIRE_GPU();
+  const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
+  std::vector<GenerationResult> results[2];
+  for (int order = 0; order < 2; ++order) {
+    EngineConfig c;
+    c.model_path = path;
+    c.backend = BackendChoice::kCuda;
+    c.n_ctx = 256;
+    c.lookahead = order == 0 ? 0 : -1;
+    auto e = Engine::load(c);
+    ASSERT_TRUE(e.has_value()) << e.error().message;
+    for (int i = 0; i < 4; ++i) {
+      GenerationRequest req;
+      req.prompt = some_tokens(6 + i, 512, 11);  // each a prefix of the next
+      req.max_tokens = 40;
+      req.ignore_eos = true;
+      req.sampling.temperature = i == 2 ? 0.9f : 0.0f;
+      req.sampling.seed = 3;
+      int calls = 0;
+      // The last one cancelled by its callback at the 10th token.
+      GenerationResult r = (*e)->generate(req, [&](const TokenEvent&) { return i != 3 || ++calls < 10; }, nullptr);
+      ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+      results[order].push_back(r);
+    }
+  }
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    SCOPED_TRACE(testing::Message() << "request " << i);
+    EXPECT_EQ(results[0][i].tokens, results[1][i].tokens);
+    EXPECT_EQ(results[0][i].finish, results[1][i].finish);
+    EXPECT_EQ(results[0][i].n_cached, results[1][i].n_cached);
+  }
+  EXPECT_EQ(results[1][3].finish, FinishReason::kCancelled);
+  EXPECT_EQ(results[1][3].n_generated, 10);
+}
+
+// MINFER_TRACE on the GPU: each node eagerly, its output read back — and a
+// greedy request's tokens those of the replayed steps (the traced step clears
+// the fused argmax's key as the others do; before session 29 it did not, so a
+// step whose best logit fell below an earlier step's would have taken that
+// step's token).
+TEST(CudaTrace, TracedGreedyStepsGiveTheTokensOfReplayedOnes) {
+  MINFER_REQUIRE_GPU();
+  const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
+  const std::string trace = ::testing::TempDir() + "minfer-cuda-trace.json";
+  std::vector<int32_t> tokens[2];
+  for (int traced = 0; traced < 2; ++traced) {
+    EngineConfig c;
+    c.model_path = path;
+    c.backend = BackendChoice::kCuda;
+    c.n_ctx = 128;
+    if (traced == 1) c.trace_path = trace;
+    auto e = Engine::load(c);
+    ASSERT_TRUE(e.has_value()) << e.error().message;
+    GenerationRequest req;
+    req.prompt = some_tokens(5, 512, 13);
+    req.max_tokens = 24;
+    req.ignore_eos = true;
+    req.sampling.temperature = 0.0f;
+    const GenerationResult r = (*e)->generate(req, nullptr, nullptr);
+    ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+    tokens[traced] = r.tokens;
+  }
+  EXPECT_EQ(tokens[1], tokens[0]);
+  std::ifstream in(trace);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "the trace is not JSON";
+  const nlohmann::json& events = j.is_array() ? j : j.at("traceEvents");
+  EXPECT_GT(events.size(), 24u) << "a node event at least per step";
+}
+
 TEST(CudaGraphs, DeviceArgmaxEqualsHostArgmax) {
   MINFER_REQUIRE_GPU();
   Loaded m(test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512));

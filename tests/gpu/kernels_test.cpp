@@ -1945,6 +1945,26 @@ TEST(GpuArgmax, FirstIndexOnTiesAndLargeRows) {
   EXPECT_EQ(ref::argmax_ref(x.data() + 151936, 151936), 7);
 }
 
+// A decode step's first kernel: the key cleared in every mode; the token
+// left as uploaded (feed 0), or the previous step's argmax from the fused
+// key (1) or from the unfused head's row (2).
+TEST(GpuStepStart, FeedsTheTokenAndClearsTheKey) {
+  MINFER_REQUIRE_GPU();
+  const unsigned long long key = (0x42a00000ull << 32) | (0xFFFFFFFFull - 1234u);  // row 1234
+  ASSERT_EQ(kernels::argmax_unpack(key), 1234);
+  for (int feed = 0; feed < 3; ++feed) {
+    DeviceArray<int32_t> token, mode, argmax;
+    DeviceArray<unsigned long long> dkey;
+    token.upload(std::vector<int32_t>{77});
+    mode.upload(std::vector<int32_t>{feed});
+    argmax.upload(std::vector<int32_t>{4321});
+    dkey.upload(std::vector<unsigned long long>{key});
+    CUDA_ASSERT(kernels::launch_step_start(token.get(), mode.get(), dkey.get(), argmax.get(), nullptr));
+    EXPECT_EQ(token.download(), (std::vector<int32_t>{feed == 0 ? 77 : feed == 1 ? 1234 : 4321})) << "feed " << feed;
+    EXPECT_EQ(dkey.download(), (std::vector<unsigned long long>{0})) << "feed " << feed;
+  }
+}
+
 TEST(GpuElementwise, AddBiasSwigluToF16) {
   MINFER_REQUIRE_GPU();
   const int n = 1000;

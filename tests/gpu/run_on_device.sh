@@ -31,6 +31,8 @@
 #        shape at run time, not the ones compiled for head dims 64 and 128; 0.5B Q8_0, 7B),
 #        tailfold (MINFER_QKV_TAIL_IN_PRODUCT=0: the q/k/v tail as its own launch, not folded into
 #        the q/k/v product's; 0.5B, 1.5B, 7B Q4_K_M — 7B Q8_0's pipelined q/k/v keeps its tail launch),
+#        nolookahead (MINFER_NO_LOOKAHEAD=1: each decode step submitted once the host has its token,
+#        none ahead; every model, 0.5B Q8_0 also without graphs),
 #        piped (7B with nothing pipelined, MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0, and with
 #        every eligible launch pipelined, =1; the smaller models' launches are under the default's 16 MiB)
 #     ncu          per-kernel time, DRAM throughput, occupancy of 0.5B decode steps (Nsight Compute)
@@ -204,6 +206,9 @@ stage_bench_small() {
                bench "$c" 1.5b-q4_k_m-quarter MINFER_MATVEC_LANES=8 ;;
       warp) bench "$a" 0.5b-q8_0-warp MINFER_MATVEC_LANES=32; bench "$b" 0.5b-q4_k_m-warp MINFER_MATVEC_LANES=32
             bench "$c" 1.5b-q4_k_m-warp MINFER_MATVEC_LANES=32 ;;
+      nolookahead) bench "$a" 0.5b-q8_0-nolookahead MINFER_NO_LOOKAHEAD=1
+                   bench "$a" 0.5b-q8_0-nographs-nolookahead MINFER_NO_CUDA_GRAPH=1 MINFER_NO_LOOKAHEAD=1
+                   bench "$b" 0.5b-q4_k_m-nolookahead MINFER_NO_LOOKAHEAD=1; bench "$c" 1.5b-q4_k_m-nolookahead MINFER_NO_LOOKAHEAD=1 ;;
     esac
   done
   bench "$b" 0.5b-q4_k_m
@@ -460,6 +465,7 @@ stage_bench_large() {
       fitbatch) bench "$a" 7b-q4_k_m-nofitbatch MINFER_ATTN_FIT_BATCH=0; bench "$b" 7b-q8_0-nofitbatch MINFER_ATTN_FIT_BATCH=0 ;;
       fixedshape) bench "$a" 7b-q4_k_m-nofixedshape MINFER_ATTN_FIXED_SHAPE=0; bench "$b" 7b-q8_0-nofixedshape MINFER_ATTN_FIXED_SHAPE=0 ;;
       tailfold) bench "$a" 7b-q4_k_m-notailfold MINFER_QKV_TAIL_IN_PRODUCT=0 ;;
+      nolookahead) bench "$a" 7b-q4_k_m-nolookahead MINFER_NO_LOOKAHEAD=1; bench "$b" 7b-q8_0-nolookahead MINFER_NO_LOOKAHEAD=1 ;;
       piped) bench "$a" 7b-q4_k_m-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
              bench "$b" 7b-q8_0-plain MINFER_MATVEC_PIPED=0 MINFER_GATE_UP_PIPED=0
              bench "$a" 7b-q4_k_m-allpiped MINFER_MATVEC_PIPED=1 MINFER_GATE_UP_PIPED=1

@@ -13,8 +13,12 @@ constexpr std::chrono::milliseconds kYield{20};
 }  // namespace
 
 Status wait_bounded(cudaStream_t stream, cudaEvent_t event, std::chrono::steady_clock::time_point deadline) {
-  using Clock = std::chrono::steady_clock;
   CUDA_TRY(cudaEventRecord(event, stream));
+  return wait_recorded(event, deadline);
+}
+
+Status wait_recorded(cudaEvent_t event, std::chrono::steady_clock::time_point deadline) {
+  using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   for (;;) {
     const cudaError_t st = cudaEventQuery(event);

@@ -16,4 +16,8 @@ namespace minfer::cuda {
 // kDevice with the CUDA error if the stream failed.
 Status wait_bounded(cudaStream_t stream, cudaEvent_t event, std::chrono::steady_clock::time_point deadline);
 
+// Waits for `event`, recorded already (a step's end, with later steps
+// queued behind it): the polling that wait_bounded does after its record.
+Status wait_recorded(cudaEvent_t event, std::chrono::steady_clock::time_point deadline);
+
 }  // namespace minfer::cuda

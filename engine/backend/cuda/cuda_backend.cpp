@@ -43,11 +43,14 @@ CudaBackend::~CudaBackend() {
   }
   if (cublas_ && blas_) blas_->destroy(static_cast<cublasHandle_t>(cublas_));
   for (void* p : weight_mem_) cudaFree(p);
-  if (h_header_) cudaFreeHost(h_header_);
-  if (h_seq_cells_) cudaFreeHost(h_seq_cells_);
+  for (Slot& slot : slots_) {
+    if (slot.h_header) cudaFreeHost(slot.h_header);
+    if (slot.h_seq_cells) cudaFreeHost(slot.h_seq_cells);
+    if (slot.h_argmax_key) cudaFreeHost(slot.h_argmax_key);
+    if (slot.h_argmax) cudaFreeHost(slot.h_argmax);
+    if (slot.done) cudaEventDestroy(slot.done);
+  }
   if (h_logits_) cudaFreeHost(h_logits_);
-  if (h_argmax_) cudaFreeHost(h_argmax_);
-  if (h_argmax_key_) cudaFreeHost(h_argmax_key_);
   // A stall left unreleased would keep the device busy for its 30 s.
   debug_release_stall();
   if (done_) cudaEventDestroy(done_);
@@ -510,11 +513,13 @@ Status CudaBackend::alloc_buffers() {
   cell_pos_ = static_cast<int32_t*>(cp);
   // Empty cells are never visible: their position is INT_MAX (0x7f7f7f7f by memset: large enough).
   CUDA_TRY(cudaMemsetAsync(cell_pos_, 0x7f, sizeof(int32_t) * options_.n_ctx, stream_));
-  MINFER_ASSIGN_OR_RETURN(void* in, pool_.acquire(sizeof(int32_t) * (1 + 3 * static_cast<size_t>(max_t))));
+  const size_t header_words = 2 + 3 * static_cast<size_t>(max_t);
+  MINFER_ASSIGN_OR_RETURN(void* in, pool_.acquire(sizeof(int32_t) * header_words));
   d_n_seq_ = static_cast<int32_t*>(in);
   d_tokens_ = d_n_seq_ + 1;
   d_positions_ = d_tokens_ + max_t;
   d_kv_cells_ = d_positions_ + max_t;
+  d_feed_ = d_kv_cells_ + max_t;
   MINFER_ASSIGN_OR_RETURN(void* sc, pool_.acquire(sizeof(int32_t) * options_.n_ctx));
   d_seq_cells_ = static_cast<int32_t*>(sc);
   MINFER_ASSIGN_OR_RETURN(void* am, pool_.acquire(sizeof(int32_t) * max_t));
@@ -527,14 +532,17 @@ Status CudaBackend::alloc_buffers() {
   MINFER_ASSIGN_OR_RETURN(void* bb, pool_.acquire(2 * sizeof(unsigned int)));
   bridge_barrier_ = static_cast<unsigned int*>(bb);
   CUDA_TRY(cudaMemsetAsync(bridge_barrier_, 0, 2 * sizeof(unsigned int), stream_));
-  CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_argmax_key_), sizeof(unsigned long long)));
   const size_t partial_floats = kernels::attention_partials_floats(config_.n_heads, config_.head_dim, options_.n_ctx);
   MINFER_ASSIGN_OR_RETURN(void* pp, pool_.acquire(sizeof(float) * partial_floats));
   partials_ = static_cast<float*>(pp);
   CUDA_TRY(cudaMemsetAsync(partials_, 0, sizeof(float) * partial_floats, stream_));  // the decode counters start at zero
-  CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_header_), sizeof(int32_t) * (1 + 3 * static_cast<size_t>(max_t))));
-  CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_seq_cells_), sizeof(int32_t) * options_.n_ctx));
-  CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_argmax_), sizeof(int32_t) * max_t));
+  for (Slot& slot : slots_) {
+    CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&slot.h_header), sizeof(int32_t) * header_words));
+    CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&slot.h_seq_cells), sizeof(int32_t) * options_.n_ctx));
+    CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&slot.h_argmax_key), sizeof(unsigned long long)));
+    CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&slot.h_argmax), sizeof(int32_t) * max_t));
+    CUDA_TRY(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
+  }
   return ok_status();
 }
 
@@ -547,12 +555,18 @@ Status CudaBackend::check_input(const StepInput& in) const {
     return unexpected(ErrorCode::kInvalidArgument,
                       fmt::format("cuda backend: sequence has {} cells; allowed 1..{}", in.n_seq_cells, options_.n_ctx));
   }
+  if (in.token_from_previous && (in.n_tokens != 1 || feed_next_ == 0)) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("cuda backend: a step of {} tokens fed from the previous step's argmax (which {})",
+                                  in.n_tokens, feed_next_ == 0 ? "gave none" : "gave one"));
+  }
   for (int t = 0; t < in.n_tokens; ++t) {
-    if (in.tokens[t] < 0 || in.tokens[t] >= config_.vocab_size || in.kv_cells[t] < 0 ||
+    const int32_t token = in.token_from_previous ? 0 : in.tokens[t];
+    if (token < 0 || token >= config_.vocab_size || in.kv_cells[t] < 0 ||
         in.kv_cells[t] >= options_.n_ctx || in.positions[t] < 0) {
       return unexpected(ErrorCode::kInvalidArgument,
                         fmt::format("cuda backend: token {} = {} (vocab {}), cell {} (n_ctx {}), position {}", t,
-                                    in.tokens[t], config_.vocab_size, in.kv_cells[t], options_.n_ctx, in.positions[t]));
+                                    token, config_.vocab_size, in.kv_cells[t], options_.n_ctx, in.positions[t]));
     }
   }
   for (int j = 0; j < in.n_seq_cells; ++j) {
@@ -565,14 +579,21 @@ Status CudaBackend::check_input(const StepInput& in) const {
   return ok_status();
 }
 
-Status CudaBackend::upload_inputs(const StepInput& in) {
+Status CudaBackend::upload_inputs(const StepInput& in, Slot& slot) {
   const int n = in.n_tokens;
   const int max_t = options_.max_tokens;
-  h_header_[0] = in.n_seq_cells;
-  std::memcpy(h_header_ + 1, in.tokens, sizeof(int32_t) * n);
-  std::memcpy(h_header_ + 1 + max_t, in.positions, sizeof(int32_t) * n);
-  std::memcpy(h_header_ + 1 + 2 * max_t, in.kv_cells, sizeof(int32_t) * n);
-  CUDA_TRY(cudaMemcpyAsync(d_n_seq_, h_header_, sizeof(int32_t) * (1 + 3 * static_cast<size_t>(max_t)),
+  int32_t* header = slot.h_header;
+  header[0] = in.n_seq_cells;
+  if (in.token_from_previous) {
+    header[1] = -1;  // launch_step_start writes it
+  } else {
+    std::memcpy(header + 1, in.tokens, sizeof(int32_t) * n);
+  }
+  std::memcpy(header + 1 + max_t, in.positions, sizeof(int32_t) * n);
+  std::memcpy(header + 1 + 2 * max_t, in.kv_cells, sizeof(int32_t) * n);
+  header[1 + 3 * max_t] = in.token_from_previous ? feed_next_ : 0;
+  // The slot's own staging: the other slot's copy may not have run yet.
+  CUDA_TRY(cudaMemcpyAsync(d_n_seq_, header, sizeof(int32_t) * (2 + 3 * static_cast<size_t>(max_t)),
                            cudaMemcpyHostToDevice, stream_));
   // The sequence's cells change only at the end from one step to the next:
   // copy from the first difference on.
@@ -580,8 +601,8 @@ Status CudaBackend::upload_inputs(const StepInput& in) {
   const size_t n_cells = static_cast<size_t>(in.n_seq_cells);
   while (first < std::min(n_cells, uploaded_cells_.size()) && uploaded_cells_[first] == in.seq_cells[first]) ++first;
   if (first < n_cells) {
-    std::memcpy(h_seq_cells_ + first, in.seq_cells + first, sizeof(int32_t) * (n_cells - first));
-    CUDA_TRY(cudaMemcpyAsync(d_seq_cells_ + first, h_seq_cells_ + first, sizeof(int32_t) * (n_cells - first),
+    std::memcpy(slot.h_seq_cells + first, in.seq_cells + first, sizeof(int32_t) * (n_cells - first));
+    CUDA_TRY(cudaMemcpyAsync(d_seq_cells_ + first, slot.h_seq_cells + first, sizeof(int32_t) * (n_cells - first),
                              cudaMemcpyHostToDevice, stream_));
   }
   uploaded_cells_.assign(in.seq_cells, in.seq_cells + n_cells);
@@ -1150,18 +1171,26 @@ void CudaBackend::accumulate_profile() {
   }
 }
 
+Status CudaBackend::enqueue_step_start(const Graph& g) {
+  // The fused argmax's key (run_node, the output head) cleared by the step's
+  // first kernel, not right before the head: a memset between the output
+  // norm and the head kept the head from launching while the norm ran
+  // (programmatic dependent launch needs kernel after kernel), and a CUDA
+  // graph replays it wherever it was captured. The same kernel takes a fed
+  // step's token from the key (or d_argmax_) before clearing it.
+  if (!g.options.argmax) return ok_status();
+  ++launches_;
+  CUDA_TRY(kernels::launch_step_start(d_tokens_, d_feed_, d_argmax_key_, d_argmax_, stream_));
+  return ok_status();
+}
+
 Status CudaBackend::enqueue(const Graph& g, int n_tokens) {
   launches_ = 0;
   argmax_fused_ = false;
   pending_norm_ = PendingNorm{};
   deferred_ = DeferredNorm{};
   if (profiling_) profile_ops_.clear();
-  // The fused argmax's key (run_node, the output head) cleared before the
-  // step's first kernel, not right before the head: a memset between the
-  // output norm and the head kept the head from launching while the norm
-  // ran (programmatic dependent launch needs kernel after kernel), and a
-  // CUDA graph replays the memset wherever it was captured.
-  if (g.options.argmax) CUDA_TRY(cudaMemsetAsync(d_argmax_key_, 0, sizeof(unsigned long long), stream_));
+  MINFER_TRY(enqueue_step_start(g));
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (profiling_) {
       MINFER_TRY(record_profile_event(profile_ops_.size()));
@@ -1174,16 +1203,17 @@ Status CudaBackend::enqueue(const Graph& g, int n_tokens) {
   return ok_status();
 }
 
-Status CudaBackend::enqueue_output_copy(const Graph& g) {
+Status CudaBackend::enqueue_output_copy(const Graph& g, int n_tokens, Slot& slot) {
   out_rows_ = 0;
   if (g.options.logits == Logits::kNone) return ok_status();
   const Act& logits = act(Buf::kLogits);
-  out_rows_ = g.options.logits == Logits::kAll ? act(Buf::kX).rows : 1;
+  out_rows_ = g.options.logits == Logits::kAll ? n_tokens : 1;
   if (g.options.argmax) {
     if (argmax_fused_) {
-      CUDA_TRY(cudaMemcpyAsync(h_argmax_key_, d_argmax_key_, sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream_));
+      CUDA_TRY(cudaMemcpyAsync(slot.h_argmax_key, d_argmax_key_, sizeof(unsigned long long), cudaMemcpyDeviceToHost,
+                               stream_));
     } else {
-      CUDA_TRY(cudaMemcpyAsync(h_argmax_, d_argmax_, sizeof(int32_t) * out_rows_, cudaMemcpyDeviceToHost, stream_));
+      CUDA_TRY(cudaMemcpyAsync(slot.h_argmax, d_argmax_, sizeof(int32_t) * out_rows_, cudaMemcpyDeviceToHost, stream_));
     }
     return ok_status();
   }
@@ -1208,8 +1238,8 @@ Expected<CudaBackend::Captured*> CudaBackend::captured(const Graph& g) {
   cudaGraph_t graph = nullptr;
   const auto t_capture = Clock::now();
   CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  // The output copy stays outside: its host buffer is the submitting slot's.
   Status st = enqueue(g, 1);
-  if (st) st = enqueue_output_copy(g);
   const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
   if (!st || end != cudaSuccess || pool_.generation() != gen_before) {
     if (graph) cudaGraphDestroy(graph);
@@ -1235,7 +1265,6 @@ Expected<CudaBackend::Captured*> CudaBackend::captured(const Graph& g) {
   cap.generation = pool_.generation();
   cap.launches = launches_;
   cap.argmax_fused = argmax_fused_;
-  cap.out_rows = out_rows_;
   cap.profile_ops = profile_ops_;
   ++captures_;
   capture_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - t_capture).count();
@@ -1253,15 +1282,11 @@ Status CudaBackend::step_graph(const Graph& g) {
     MINFER_TRY(other);
   }
   MINFER_ASSIGN_OR_RETURN(Captured * cap, captured(g));
-  if (cap == nullptr) {  // graphs are off now: this step runs eagerly
-    MINFER_TRY(enqueue(g, 1));
-    return enqueue_output_copy(g);
-  }
+  if (cap == nullptr) return enqueue(g, 1);  // graphs are off now: this step runs eagerly
   // What the captured enqueue decided, as if it had just run.
   launches_ = cap->launches;
   decode_launches_ = cap->launches;
   argmax_fused_ = cap->argmax_fused;
-  out_rows_ = cap->out_rows;
   if (profiling_) profile_ops_ = cap->profile_ops;
   CUDA_TRY(cudaGraphLaunch(cap->exec, stream_));
   return ok_status();
@@ -1276,6 +1301,7 @@ Status CudaBackend::run_traced(const Graph& g, int n_tokens) {
   argmax_fused_ = false;
   MINFER_TRY(record_profile_event(0));
   MINFER_TRY(record_profile_event(1));
+  MINFER_TRY(enqueue_step_start(g));
   std::vector<float> host;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
@@ -1303,27 +1329,37 @@ Status CudaBackend::run_traced(const Graph& g, int n_tokens) {
     trace_->node(n.name, op_name(n.op), "cuda", trace_step_, rows, width, t0, 1000.0 * ms, stats);
   }
   ++trace_step_;
-  return enqueue_output_copy(g);
-}
-
-Status CudaBackend::finish_step(int n_tokens) {
-  const auto deadline = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(
-                                           1000.0 * (options_.step_timeout_ms + options_.step_timeout_per_token_ms * n_tokens)));
-  Status st = cuda::wait_bounded(stream_, done_, deadline);
-  if (!st) {
-    // A missed deadline, or an error that poisons the context: no more steps.
-    if (st.error().code == ErrorCode::kTimeout || cuda::is_sticky(cudaEventQuery(done_))) wedge(st.error().message);
-  }
-  return st;
+  return ok_status();
 }
 
 Status CudaBackend::run(const Graph& graph, const StepInput& in, StepOutput* out) {
+  if (submitted_ > 0) {
+    return unexpected(ErrorCode::kInternal, fmt::format("cuda backend: run() with {} steps in flight", submitted_));
+  }
+  MINFER_TRY(submit(graph, in));
+  return collect(out);
+}
+
+Status CudaBackend::submit(const Graph& graph, const StepInput& in) {
   if (!wedged_.empty()) {
     return unexpected(ErrorCode::kDevice, fmt::format("cuda backend is wedged ({}); restart the service", wedged_));
   }
-  if (weights_ == nullptr) return unexpected(ErrorCode::kInternal, "cuda backend: run() before prepare()");
+  if (weights_ == nullptr) return unexpected(ErrorCode::kInternal, "cuda backend: submit() before prepare()");
+  if (submitted_ >= max_in_flight()) {
+    return unexpected(ErrorCode::kInternal, fmt::format("cuda backend: a step submitted with {} in flight (at most {})",
+                                                        submitted_, max_in_flight()));
+  }
+  // Behind another step only a decode step of an argmax graph: nothing may
+  // grow (the logits buffer) or be copied into the one logits staging while
+  // a step in flight uses them.
+  if (submitted_ > 0 && (in.n_tokens != 1 || !graph.options.argmax)) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("cuda backend: a step of {} tokens{} submitted behind another", in.n_tokens,
+                                  graph.options.argmax ? "" : " with logits"));
+  }
   MINFER_TRY(check_input(in));
-  MINFER_TRY(upload_inputs(in));
+  Slot& slot = slots_[static_cast<size_t>(next_slot_)];
+  MINFER_TRY(upload_inputs(in, slot));
   MINFER_TRY(ensure_logits(graph, in.n_tokens));
   if (steps_++ == options_.debug_gpu_stall_at_step) {
     // Fault injection (tests only): the step's work queues behind a kernel
@@ -1341,29 +1377,57 @@ Status CudaBackend::run(const Graph& graph, const StepInput& in, StepOutput* out
     st = step_graph(graph);
   } else {
     st = enqueue(graph, in.n_tokens);
-    if (st) st = enqueue_output_copy(graph);
   }
+  if (st) st = enqueue_output_copy(graph, in.n_tokens, slot);
+  const auto budget = std::chrono::microseconds(static_cast<int64_t>(
+      1000.0 * (options_.step_timeout_ms + options_.step_timeout_per_token_ms * in.n_tokens)));
+  // A step behind another gets its own budget after the other's deadline.
+  const Slot& before = slots_[static_cast<size_t>((next_slot_ + kSlots - 1) % kSlots)];
+  slot.deadline = (submitted_ > 0 ? std::max(Clock::now(), before.deadline) : Clock::now()) + budget;
+  CUDA_TRY(cudaEventRecord(slot.done, stream_));
   if (!st) {
     // Drain what was enqueued before reporting; the error names the node.
-    Status w = finish_step(in.n_tokens);
-    (void)w;
+    (void)cuda::wait_recorded(slot.done, slot.deadline);
     return st;
   }
-  MINFER_TRY(finish_step(in.n_tokens));
+  slot.logits = graph.options.logits;
+  slot.argmax = graph.options.argmax;
+  slot.argmax_fused = argmax_fused_;
+  slot.out_rows = out_rows_;
+  feed_next_ = graph.options.argmax && out_rows_ == 1 ? (argmax_fused_ ? 1 : 2) : 0;
+  next_slot_ = (next_slot_ + 1) % kSlots;
+  ++submitted_;
+  return ok_status();
+}
+
+Status CudaBackend::collect(StepOutput* out) {
+  if (submitted_ == 0) return unexpected(ErrorCode::kInternal, "cuda backend: collect() with no step in flight");
+  const Slot& slot = slots_[static_cast<size_t>((next_slot_ + kSlots - submitted_) % kSlots)];
+  --submitted_;
+  // Behind a step that wedged the engine: no second wait for its deadline.
+  if (!wedged_.empty()) {
+    return unexpected(ErrorCode::kDevice, fmt::format("cuda backend is wedged ({}); restart the service", wedged_));
+  }
+  Status st = cuda::wait_recorded(slot.done, slot.deadline);
+  if (!st) {
+    // A missed deadline, or an error that poisons the context: no more steps.
+    if (st.error().code == ErrorCode::kTimeout || cuda::is_sticky(cudaEventQuery(slot.done))) wedge(st.error().message);
+    return st;
+  }
   if (profiling_) accumulate_profile();
-  out->rows = out_rows_;
-  if (graph.options.logits == Logits::kNone) {
+  out->rows = slot.out_rows;
+  if (slot.logits == Logits::kNone) {
     out->logits.clear();
     out->argmax.clear();
-  } else if (graph.options.argmax) {
-    if (argmax_fused_) {
-      out->argmax.assign(1, kernels::argmax_unpack(*h_argmax_key_));
+  } else if (slot.argmax) {
+    if (slot.argmax_fused) {
+      out->argmax.assign(1, kernels::argmax_unpack(*slot.h_argmax_key));
     } else {
-      out->argmax.assign(h_argmax_, h_argmax_ + out_rows_);
+      out->argmax.assign(slot.h_argmax, slot.h_argmax + slot.out_rows);
     }
     out->logits.clear();
   } else {
-    out->logits.assign(h_logits_, h_logits_ + static_cast<size_t>(out_rows_) * act(Buf::kLogits).width);
+    out->logits.assign(h_logits_, h_logits_ + static_cast<size_t>(slot.out_rows) * act(Buf::kLogits).width);
   }
   return ok_status();
 }

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <chrono>
 #include <map>
 #include <tuple>
 #include <memory>
@@ -34,6 +35,14 @@ class CudaBackend final : public Backend {
   bool supports_weight_type(DType type) const override;
   Status prepare(const ModelConfig& config, const ModelWeights& weights, const BackendOptions& options) override;
   Status run(const Graph& graph, const StepInput& input, StepOutput* output) override;
+  // Two steps in flight, each with its own pinned staging and its own event;
+  // a step fed from the previous one's argmax takes it on the device (the
+  // step's first kernel, kernels::launch_step_start). One when profiling or
+  // tracing: their events and read-backs belong to one step at a time.
+  Status submit(const Graph& graph, const StepInput& input) override;
+  Status collect(StepOutput* output) override;
+  int max_in_flight() const override { return profiling_ || trace_ != nullptr ? 1 : kSlots; }
+  bool overlaps_steps() const override { return true; }
   std::string wedged_reason() const override { return wedged_; }
   double capture_ms() const override { return capture_ms_; }
   int decode_launches() const override { return decode_launches_; }
@@ -63,17 +72,34 @@ class CudaBackend final : public Backend {
     uint64_t generation = 0;
     int launches = 0;
     bool argmax_fused = false;
-    int out_rows = 0;
     std::vector<Op> profile_ops;  // node kinds between the captured profile events
   };
 
   Status upload_weights();
   Status alloc_buffers();
   Status check_input(const StepInput& in) const;
-  Status upload_inputs(const StepInput& in);
+  // A submitted step's host side: what it uploads from and copies back into,
+  // the event that ends it, and what collect() needs to read its output.
+  struct Slot {
+    int32_t* h_header = nullptr;     // pinned, as d_n_seq_'s header
+    int32_t* h_seq_cells = nullptr;  // pinned, [n_ctx]: the cells this step uploads
+    unsigned long long* h_argmax_key = nullptr;  // pinned
+    int32_t* h_argmax = nullptr;     // pinned, [max_tokens]
+    cudaEvent_t done = nullptr;
+    std::chrono::steady_clock::time_point deadline{};
+    Logits logits = Logits::kNone;
+    bool argmax = false;
+    bool argmax_fused = false;
+    int out_rows = 0;
+  };
+  static constexpr int kSlots = 2;
+
+  Status upload_inputs(const StepInput& in, Slot& slot);
+  // A step of an argmax graph begins with kernels::launch_step_start.
+  Status enqueue_step_start(const Graph& g);
   // Enqueues every node of the graph for n_tokens rows; counts launches.
   Status enqueue(const Graph& g, int n_tokens);
-  Status enqueue_output_copy(const Graph& g);
+  Status enqueue_output_copy(const Graph& g, int n_tokens, Slot& slot);
   Status ensure_logits(const Graph& g, int n_tokens);
   Status run_node(const Graph& g, size_t& i, int n_tokens);
   Status matmul(const Node& n, const Node* residual_add, float* dst_override);
@@ -101,7 +127,6 @@ class CudaBackend final : public Backend {
   Expected<Captured*> captured(const Graph& g);
   // Eager, one node at a time, each waited for and its output read back.
   Status run_traced(const Graph& g, int n_tokens);
-  Status finish_step(int n_tokens);
   void wedge(const std::string& why);
   kernels::DeviceWeight dw(const Weight& w) const;
   const float* dv(const Weight* w) const;
@@ -134,20 +159,22 @@ class CudaBackend final : public Backend {
   int32_t* d_kv_cells_ = nullptr;
   int32_t* d_seq_cells_ = nullptr;
   int32_t* d_n_seq_ = nullptr;
+  int32_t* d_feed_ = nullptr;  // kernels::launch_step_start's *feed: the header's last word
   int32_t* d_argmax_ = nullptr;
   unsigned long long* d_argmax_key_ = nullptr;  // the fused argmax of a one-row output head
-  unsigned long long* h_argmax_key_ = nullptr;
   bool argmax_fused_ = false;                   // this step's argmax came from the output matvec
   float* partials_ = nullptr;
   void* gemm_w16_ = nullptr;
   size_t gemm_w16_bytes_ = 0;
-  // Pinned host staging: [n_seq, tokens.., positions.., kv_cells..] and the sequence's cells.
-  int32_t* h_header_ = nullptr;
-  int32_t* h_seq_cells_ = nullptr;
+  // Pinned host staging a step in flight (header: [n_seq, tokens..,
+  // positions.., kv_cells.., feed]); the oldest in flight is submitted_
+  // slots before next_slot_.
+  std::array<Slot, kSlots> slots_{};
+  int next_slot_ = 0;
+  int feed_next_ = 0;  // launch_step_start's feed for a step fed from the last one submitted (0: none)
   std::vector<int32_t> uploaded_cells_;  // what d_seq_cells_ holds
-  float* h_logits_ = nullptr;
+  float* h_logits_ = nullptr;  // one step's logits: a step that copies them back is never behind another
   size_t h_logits_floats_ = 0;
-  int32_t* h_argmax_ = nullptr;
   int out_rows_ = 0;
   int logits_capacity_rows_ = 0;
 

@@ -1,0 +1,41 @@
+#include "engine/backend/backend.h"
+
+#include <fmt/format.h>
+
+namespace minfer {
+
+Status Backend::submit(const Graph& graph, const StepInput& input) {
+  if (in_flight() >= max_in_flight()) {
+    return unexpected(ErrorCode::kInternal, fmt::format("{} backend: a step submitted with {} in flight (at most {})",
+                                                        name(), in_flight(), max_in_flight()));
+  }
+  StepInput in = input;
+  int32_t token = 0;
+  if (input.token_from_previous) {
+    if (input.n_tokens != 1 || last_argmax_ < 0) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("{} backend: a step of {} tokens fed from the previous step's argmax (which {})",
+                                    name(), input.n_tokens, last_argmax_ < 0 ? "gave none" : "gave one"));
+    }
+    token = last_argmax_;
+    in.tokens = &token;
+    in.token_from_previous = false;
+  }
+  StepOutput out;
+  Status st = run(graph, in, &out);
+  last_argmax_ = st && out.argmax.size() == 1 ? out.argmax[0] : -1;
+  // A failed step is reported by the collect() that reaches it, in order.
+  queued_.emplace_back(std::move(st), std::move(out));
+  return ok_status();
+}
+
+Status Backend::collect(StepOutput* output) {
+  if (queued_.empty()) return unexpected(ErrorCode::kInternal, fmt::format("{} backend: collect() with no step in flight", name()));
+  auto [st, out] = std::move(queued_.front());
+  queued_.pop_front();
+  if (!st) return st;
+  *output = std::move(out);
+  return ok_status();
+}
+
+}  // namespace minfer
