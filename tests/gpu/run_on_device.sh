@@ -48,6 +48,9 @@
 #                  MINFER_PHASE_PROBE=1 with a build of PHASE_PROBES=ON: attention's, the deferred
 #                  norm's and the pipelined gate/up's phases inside their blocks)
 #     daemon       minferd on the GPU in a sandbox like the unit's, queried over its socket
+#     serve        minferd on the GPU streaming greedy completions of synth 0.5B Q8_0 and 7B Q4_K_M:
+#                  the decode rate a client sees (events a second) and the daemon's own gauge,
+#                  decode steps ahead of the host (the default) and not (MINFER_NO_LOOKAHEAD=1)
 #   default: build test bench-small
 #   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
 #   PHASE_PROBES=ON builds the kernels' phase probes in (-DMINFER_PHASE_PROBES; diagnostics only)
@@ -431,6 +434,66 @@ stage_daemon() {
   [ ${#ns[@]} -gt 0 ] && [ -n "$drop" ] && DAEMON_RO="$ro" DAEMON_DROP="$drop" daemon_run all "${ns[@]}"
 }
 
+# The decode rate a streaming client sees from minferd on the GPU, with the
+# engine's steps ahead of the host and without: per model and arm, 5
+# streamed greedy completions of 256 tokens; the rate is the events after the
+# first over the time from the first to the last, median of the 5, next to
+# the daemon's minfer_decode_tokens_per_second gauge (its own decode rate).
+stage_serve() {
+  local m f env dir=/tmp/minfer-serve sock pid i
+  for m in ${SERVE_MODELS:-qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m}; do
+    f=$(synth "${m%%:*}" "${m##*:}")
+    for env in - MINFER_NO_LOOKAHEAD=1; do
+      rm -rf "$dir" && mkdir -p "$dir"
+      sock=$dir/minferd.sock
+      # shellcheck disable=SC2046
+      env $([ "$env" = - ] || echo "$env") "$build/daemon/minferd/minferd" --model "$f" --socket "$sock" \
+        --backend "${MINFERD_BACKEND:-cuda}" --ctx-size 2048 >"$out/serve-${m/:/-}-${env%%=*}.log" 2>&1 &
+      pid=$!
+      for i in $(seq 1 300); do [ -S "$sock" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+      python3 - "$sock" "${m/:/-} ${env}" "${SERVE_TOKENS:-256}" <<'PY' 2>&1 | tee -a "$summary"
+import http.client, json, socket, statistics, sys, time
+class UnixConn(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=120); self.path_ = path
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); self.sock.connect(self.path_)
+def get(url):
+    c = UnixConn(sys.argv[1]); c.request("GET", url); r = c.getresponse(); return r.status, r.read().decode()
+try:
+    for _ in range(300):
+        try:
+            st, _ = get("/health")
+            if st == 200: break
+        except OSError:
+            pass
+        time.sleep(0.2)
+    rates, gauges, events = [], [], []
+    for _ in range(5):
+        c = UnixConn(sys.argv[1])
+        c.request("POST", "/v1/completions", json.dumps({"prompt": "Once upon a time", "max_tokens": int(sys.argv[3]),
+                  "temperature": 0, "stream": True}), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        times = []
+        while True:
+            line = r.readline()
+            if not line: break
+            if line.startswith(b"data: ") and not line.startswith(b"data: [DONE]"): times.append(time.perf_counter())
+        events.append(len(times))
+        if len(times) > 2: rates.append((len(times) - 1) / (times[-1] - times[0]))
+        _, metrics = get("/metrics")
+        for l in metrics.splitlines():
+            if l.startswith("minfer_decode_tokens_per_second "): gauges.append(float(l.split()[1]))
+    print(f"serve {sys.argv[2]}: client {statistics.median(rates):.0f} events/s (of {events}), "
+          f"daemon gauge {statistics.median(gauges):.0f} tok/s")
+except Exception as e:
+    print(f"serve {sys.argv[2]}: failed ({type(e).__name__}: {e})")
+PY
+      kill -TERM "$pid" 2>/dev/null; wait "$pid"
+    done
+  done
+}
+
 stage_bench_large() {
   local a b
   a=$(synth qwen2.5-7b q4_k_m); b=$(synth qwen2.5-7b q8_0)
@@ -490,6 +553,7 @@ for s in "${stages[@]}"; do
     profile-large) stage_profile_large || status=1 ;;
     timeline) stage_timeline || status=1 ;;
     daemon) stage_daemon || status=1 ;;
+    serve) stage_serve || status=1 ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac
 done
