@@ -109,6 +109,52 @@ TEST(Sampler, TopKTopPMinPCutTheTail) {
   EXPECT_GT(hm[1], 0);
 }
 
+// llama.cpp's chain: top-p renormalizes over what top-k kept. The top two
+// hold 0.6 of the mass; over them the first has 0.5 / 0.6 = 0.83 ≥ 0.7, so
+// top-k 2 then top-p 0.7 keeps one token (measured against the whole
+// vocabulary, 0.5 < 0.7 would have kept two).
+TEST(Sampler, TopPRenormalizesOverWhatTopKKept) {
+  const std::vector<float> logits{std::log(0.5f), std::log(0.1f), std::log(0.1f), std::log(0.1f), std::log(0.1f),
+                                  std::log(0.1f)};
+  SamplingParams p = plain(1.0f);
+  p.top_k = 2;
+  p.top_p = 0.7f;
+  EXPECT_EQ(histogram(p, logits, 500)[0], 500);
+  p.top_p = 0.9f;  // 0.83 < 0.9: both
+  const auto both = histogram(p, logits, 3000);
+  EXPECT_NEAR(both[0] / 3000.0, 0.8333, 0.03);
+  EXPECT_NEAR(both[1] / 3000.0, 0.1667, 0.03);
+  EXPECT_EQ(both[2] + both[3] + both[4] + both[5], 0);
+}
+
+// Without top-k and top-p only the first 256 candidates are put in order:
+// the draw over a vocabulary of 3000 still follows the softmax, and min-p
+// finds its cut among the unordered rest. 1000 tokens at logit 0 and 2000
+// at log(1/2): each of the first carries 1/2000 of the mass, each of the
+// others 1/4000; min-p 0.6 drops the others.
+TEST(Sampler, DrawsBeyondTheOrderedCandidatesFollowTheSoftmax) {
+  std::vector<float> logits(3000, std::log(0.5f));
+  for (int i = 0; i < 3000; i += 3) logits[static_cast<size_t>(i)] = 0.0f;
+  const int draws = 40000;
+  const auto counts = histogram(plain(1.0f), logits, draws);
+  long high = 0, low = 0;
+  for (size_t i = 0; i < counts.size(); ++i) (i % 3 == 0 ? high : low) += counts[i];
+  EXPECT_NEAR(static_cast<double>(high) / draws, 0.5, 0.015);
+  int beyond = 0;  // the tokens past the first 256 of each kind
+  for (size_t i = 3 * 256; i < counts.size(); ++i) beyond += counts[i] > 0;
+  EXPECT_GT(beyond, 1000);
+  SamplingParams m = plain(1.0f);
+  m.min_p = 0.6f;
+  const auto cut = histogram(m, logits, 4000);
+  long dropped = 0, kept_far = 0;
+  for (size_t i = 0; i < cut.size(); ++i) {
+    if (i % 3 != 0) dropped += cut[i];
+    if (i % 3 == 0 && i > 3 * 256) kept_far += cut[i] > 0;
+  }
+  EXPECT_EQ(dropped, 0);
+  EXPECT_GT(kept_far, 300);
+}
+
 TEST(Sampler, TopPOverALargeVocabularyGrowsItsSortedPrefix) {
   // 5000 equal logits: top_p 0.9 must keep 4500 of them, more than the first
   // sorted prefix of 256.

@@ -48,9 +48,10 @@
 #                  MINFER_PHASE_PROBE=1 with a build of PHASE_PROBES=ON: attention's, the deferred
 #                  norm's and the pipelined gate/up's phases inside their blocks)
 #     daemon       minferd on the GPU in a sandbox like the unit's, queried over its socket
-#     serve        minferd on the GPU streaming greedy completions of synth 0.5B Q8_0 and 7B Q4_K_M:
-#                  the decode rate a client sees (events a second) and the daemon's own gauge,
-#                  decode steps ahead of the host (the default) and not (MINFER_NO_LOOKAHEAD=1)
+#     serve        minferd on the GPU streaming completions of synth 0.5B Q8_0 and 7B Q4_K_M, greedy
+#                  and sampled (the daemon's default sampling, temperature 0.8): the decode rate a
+#                  client sees (events a second) and the daemon's own gauge, decode steps ahead of
+#                  the host (the default) and not (MINFER_NO_LOOKAHEAD=1)
 #   default: build test bench-small
 #   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
 #   PHASE_PROBES=ON builds the kernels' phase probes in (-DMINFER_PHASE_PROBES; diagnostics only)
@@ -436,9 +437,11 @@ stage_daemon() {
 
 # The decode rate a streaming client sees from minferd on the GPU, with the
 # engine's steps ahead of the host and without: per model and arm, 5
-# streamed greedy completions of 256 tokens; the rate is the events after the
-# first over the time from the first to the last, median of the 5, next to
-# the daemon's minfer_decode_tokens_per_second gauge (its own decode rate).
+# streamed completions of 256 tokens greedy and 5 sampled (temperature 0.8,
+# the rest the daemon's defaults: the host samples between steps); the rate
+# is the events after the first over the time from the first to the last,
+# median of the 5, next to the daemon's minfer_decode_tokens_per_second
+# gauge (its own decode rate).
 stage_serve() {
   local m f env dir=/tmp/minfer-serve sock pid i
   for m in ${SERVE_MODELS:-qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m}; do
@@ -468,24 +471,25 @@ try:
         except OSError:
             pass
         time.sleep(0.2)
-    rates, gauges, events = [], [], []
-    for _ in range(5):
-        c = UnixConn(sys.argv[1])
-        c.request("POST", "/v1/completions", json.dumps({"prompt": "Once upon a time", "max_tokens": int(sys.argv[3]),
-                  "temperature": 0, "stream": True}), headers={"Content-Type": "application/json"})
-        r = c.getresponse()
-        times = []
-        while True:
-            line = r.readline()
-            if not line: break
-            if line.startswith(b"data: ") and not line.startswith(b"data: [DONE]"): times.append(time.perf_counter())
-        events.append(len(times))
-        if len(times) > 2: rates.append((len(times) - 1) / (times[-1] - times[0]))
-        _, metrics = get("/metrics")
-        for l in metrics.splitlines():
-            if l.startswith("minfer_decode_tokens_per_second "): gauges.append(float(l.split()[1]))
-    print(f"serve {sys.argv[2]}: client {statistics.median(rates):.0f} events/s (of {events}), "
-          f"daemon gauge {statistics.median(gauges):.0f} tok/s")
+    for temperature in (0.0, 0.8):
+        rates, gauges, events = [], [], []
+        for i in range(5):
+            c = UnixConn(sys.argv[1])
+            c.request("POST", "/v1/completions", json.dumps({"prompt": "Once upon a time", "max_tokens": int(sys.argv[3]),
+                      "temperature": temperature, "seed": i, "stream": True}), headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            times = []
+            while True:
+                line = r.readline()
+                if not line: break
+                if line.startswith(b"data: ") and not line.startswith(b"data: [DONE]"): times.append(time.perf_counter())
+            events.append(len(times))
+            if len(times) > 2: rates.append((len(times) - 1) / (times[-1] - times[0]))
+            _, metrics = get("/metrics")
+            for l in metrics.splitlines():
+                if l.startswith("minfer_decode_tokens_per_second "): gauges.append(float(l.split()[1]))
+        print(f"serve {sys.argv[2]} {'greedy' if temperature == 0 else f'T {temperature}'}: client "
+              f"{statistics.median(rates):.0f} events/s (of {events}), daemon gauge {statistics.median(gauges):.0f} tok/s")
 except Exception as e:
     print(f"serve {sys.argv[2]}: failed ({type(e).__name__}: {e})")
 PY
