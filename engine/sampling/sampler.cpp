@@ -84,16 +84,17 @@ int32_t Sampler::sample(float* logits, const std::vector<int32_t>& history) {
     // for all 150k tokens, then a partial sort, cost several times more.)
     n = static_cast<size_t>(p.top_k);
     candidates_.clear();
-    for (int i = 0; i < vocab_size_; ++i) {
-      const std::pair<float, int32_t> c{logits[i], i};
-      if (candidates_.size() < n) {
-        candidates_.push_back(c);
-        std::push_heap(candidates_.begin(), candidates_.end(), by_logit);
-      } else if (by_logit(c, candidates_.front())) {
-        std::pop_heap(candidates_.begin(), candidates_.end(), by_logit);
-        candidates_.back() = c;
-        std::push_heap(candidates_.begin(), candidates_.end(), by_logit);
-      }
+    for (int i = 0; i < static_cast<int>(n); ++i) candidates_.push_back({logits[i], i});
+    std::make_heap(candidates_.begin(), candidates_.end(), by_logit);
+    // A later token beats the worst kept only with a larger logit (on a tie
+    // the lower id, kept already, wins): one float comparison a token.
+    float worst = candidates_.front().first;
+    for (int i = static_cast<int>(n); i < vocab_size_; ++i) {
+      if (!(logits[i] > worst)) continue;
+      std::pop_heap(candidates_.begin(), candidates_.end(), by_logit);
+      candidates_.back() = {logits[i], i};
+      std::push_heap(candidates_.begin(), candidates_.end(), by_logit);
+      worst = candidates_.front().first;
     }
     std::sort(candidates_.begin(), candidates_.end(), by_logit);
     sorted = n;
