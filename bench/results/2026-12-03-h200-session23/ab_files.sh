@@ -18,7 +18,6 @@ rm -rf "$base" && mkdir -p "$base"
 # The tree as it lies, not `git ls-files`: on the lent machines the index can
 # lack files the tree has (session 29's run 3 lost its base build so).
 tar --exclude=./build-gpu --exclude=./gpu-out --exclude=./.git -cf - . | tar -xf - -C "$base"
-[ -d .carry ] && cp -r .carry "$base/"
 for f in $AB_FILES; do git show "${AB_REV:-HEAD}:$f" >"$base/$f" || exit 1; done
 s() { bash "$root/tests/gpu/run_on_device.sh" "$@"; }
 b() { BUILD_DIR=$base/build bash "$base/tests/gpu/run_on_device.sh" "$@"; }
