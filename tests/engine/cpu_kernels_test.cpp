@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "engine/model/model_weights.h"
 #include "engine/backend/cpu/reference/reference.h"
 #include "engine/quant/quant.h"
+#include "engine/scheduler/runner.h"
 #include "tests/engine/test_models.h"
 
 namespace minfer {
@@ -243,6 +245,80 @@ TEST(CpuBackendErrors, UnsupportedOpNamesTheNode) {
   EXPECT_EQ(st.error().code, ErrorCode::kUnsupported);
   EXPECT_NE(st.error().message.find("blk.0.qkv_tail"), std::string::npos) << st.error().message;
   EXPECT_NE(st.error().message.find("cpu backend"), std::string::npos) << st.error().message;
+}
+
+}  // namespace
+}  // namespace minfer
+
+namespace minfer {
+namespace {
+
+// Steps in flight through the backend's default submit/collect (the CPU
+// runs each inside submit) and the runner's decode calls: a fed step gives
+// what the host-fed one gives, and misuse is a clear error that changes
+// nothing.
+TEST(BackendSteps, FedStepsAndMisuseAreClear) {
+  auto file = gguf::File::open(test::stories_path());
+  ASSERT_TRUE(file.has_value());
+  auto config = ModelConfig::from_gguf(**file);
+  ASSERT_TRUE(config.has_value());
+  auto weights = ModelWeights::from_gguf(**file, *config);
+  ASSERT_TRUE(weights.has_value());
+  CpuBackend backend;
+  BackendOptions o;
+  o.n_ctx = 32;
+  o.max_tokens = 8;
+  o.n_threads = 1;
+  ASSERT_TRUE(backend.prepare(*config, **weights, o).has_value());
+  Runner r(*config, **weights, backend, 32, 8, FusionOptions{false, false});
+  StepOutput out;
+  // Nothing in flight to collect; nothing submitted before to feed from.
+  Status st = backend.collect(&out);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("no step in flight"), std::string::npos) << st.error().message;
+  Sequence seq;
+  st = r.submit_decode(seq, std::nullopt, true);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(seq.cells.empty()) << "a refused step takes no cell";
+  st = r.submit_decode(seq, std::nullopt, false);  // fed steps are greedy
+  ASSERT_FALSE(st.has_value());
+  // Host-fed, then fed from the device argmax: the same tokens as eval.
+  const std::vector<int32_t> prompt{1, 403, 407};
+  ASSERT_TRUE(r.eval(seq, prompt, Logits::kLast, true, &out).has_value());
+  std::vector<int32_t> fed{out.argmax.at(0)};
+  ASSERT_TRUE(r.submit_decode(seq, fed.back(), true).has_value());
+  ASSERT_TRUE(r.submit_decode(seq, std::nullopt, true).has_value());
+  EXPECT_EQ(backend.in_flight(), 2);
+  // A third would pass the backend's two, and eval refuses to run behind them.
+  st = r.submit_decode(seq, std::nullopt, true);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("in flight"), std::string::npos) << st.error().message;
+  st = r.eval(seq, prompt, Logits::kLast, true, &out);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("in flight"), std::string::npos) << st.error().message;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(r.collect_decode(seq, &out).has_value());
+    fed.push_back(out.argmax.at(0));
+  }
+  EXPECT_EQ(seq.tokens, (std::vector<int32_t>{1, 403, 407, fed[0], fed[1]}));
+  EXPECT_EQ(seq.cells.size(), seq.tokens.size());
+  // The same three tokens host-fed, from scratch.
+  Sequence again;
+  ASSERT_TRUE(r.eval(again, prompt, Logits::kLast, true, &out).has_value());
+  std::vector<int32_t> host{out.argmax.at(0)};
+  for (int i = 0; i < 2; ++i) {
+    const int32_t t = host.back();
+    ASSERT_TRUE(r.eval(again, std::span(&t, 1), Logits::kLast, true, &out).has_value());
+    host.push_back(out.argmax.at(0));
+  }
+  EXPECT_EQ(fed, host);
+  // A drained step gives its cell back and leaves the tokens as they were.
+  ASSERT_TRUE(r.submit_decode(again, host.back(), true).has_value());
+  EXPECT_EQ(again.cells.size(), again.tokens.size() + 1);
+  ASSERT_TRUE(r.drain(again).has_value());
+  EXPECT_EQ(again.cells.size(), again.tokens.size());
+  EXPECT_EQ(r.in_flight(), 0);
 }
 
 }  // namespace
