@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -213,24 +214,41 @@ INSTANTIATE_TEST_SUITE_P(Types, CpuMatmul,
 namespace minfer {
 namespace {
 
+// The shipped model on a CPU backend of one thread (a test fails on error).
+struct StoriesOnCpu {
+  std::unique_ptr<gguf::File> file;
+  std::optional<ModelConfig> config;
+  std::unique_ptr<ModelWeights> weights;
+  CpuBackend backend;
+  void load(int n_ctx, int max_tokens) {
+    auto f = gguf::File::open(test::stories_path());
+    ASSERT_TRUE(f.has_value());
+    file = std::move(*f);
+    auto c = ModelConfig::from_gguf(*file);
+    ASSERT_TRUE(c.has_value());
+    config = *c;
+    auto w = ModelWeights::from_gguf(*file, *config);
+    ASSERT_TRUE(w.has_value());
+    weights = std::move(*w);
+    BackendOptions o;
+    o.n_ctx = n_ctx;
+    o.max_tokens = max_tokens;
+    o.n_threads = 1;
+    ASSERT_TRUE(backend.prepare(*config, *weights, o).has_value());
+  }
+};
+
 // The error contract: an op the backend does not implement is an error that
 // names the op, the node and the backend — never a silent detour.
 TEST(CpuBackendErrors, UnsupportedOpNamesTheNode) {
-  auto file = gguf::File::open(test::stories_path());
-  ASSERT_TRUE(file.has_value());
-  auto config = ModelConfig::from_gguf(**file);
-  ASSERT_TRUE(config.has_value());
-  auto weights = ModelWeights::from_gguf(**file, *config);
-  ASSERT_TRUE(weights.has_value());
-  CpuBackend backend;
-  BackendOptions o;
-  o.n_ctx = 16;
-  o.max_tokens = 4;
-  o.n_threads = 1;
-  ASSERT_TRUE(backend.prepare(*config, **weights, o).has_value());
+  StoriesOnCpu m;
+  ASSERT_NO_FATAL_FAILURE(m.load(16, 4));
+  const ModelConfig* config = &*m.config;
+  const ModelWeights* weights = m.weights.get();
+  CpuBackend& backend = m.backend;
   GraphOptions go;
   go.fuse_qkv = true;  // kQkvTail: the CPU runs the unfused chain only
-  const Graph g = build_decoder_graph(*config, **weights, go);
+  const Graph g = build_decoder_graph(*config, *weights, go);
   const int32_t token = 1, pos = 0, cell = 0;
   StepInput in;
   in.n_tokens = 1;
@@ -258,19 +276,10 @@ namespace {
 // what the host-fed one gives, and misuse is a clear error that changes
 // nothing.
 TEST(BackendSteps, FedStepsAndMisuseAreClear) {
-  auto file = gguf::File::open(test::stories_path());
-  ASSERT_TRUE(file.has_value());
-  auto config = ModelConfig::from_gguf(**file);
-  ASSERT_TRUE(config.has_value());
-  auto weights = ModelWeights::from_gguf(**file, *config);
-  ASSERT_TRUE(weights.has_value());
-  CpuBackend backend;
-  BackendOptions o;
-  o.n_ctx = 32;
-  o.max_tokens = 8;
-  o.n_threads = 1;
-  ASSERT_TRUE(backend.prepare(*config, **weights, o).has_value());
-  Runner r(*config, **weights, backend, 32, 8, FusionOptions{false, false});
+  StoriesOnCpu m;
+  ASSERT_NO_FATAL_FAILURE(m.load(32, 8));
+  CpuBackend& backend = m.backend;
+  Runner r(*m.config, *m.weights, backend, 32, 8, FusionOptions{false, false});
   StepOutput out;
   // Nothing in flight to collect; nothing submitted before to feed from.
   Status st = backend.collect(&out);
