@@ -52,6 +52,13 @@ struct EngineConfig {
   // (MINFER_NO_LOOKAHEAD=1), 1 on every backend (tests: the CPU backend runs
   // the same order synchronously). Tokens are the same either way.
   int lookahead = -1;
+  // Sampled decode steps draw their token themselves (Op::kSample, on the
+  // device with CUDA) where the request allows it (SamplingParams::
+  // drawn_in_step: top-k, no penalties) and the backend supports it, so that
+  // no logits travel to the host and the next step can be queued behind;
+  // false (MINFER_NO_DRAW_IN_STEP=1): the host sampler draws from the copied
+  // logits. Tokens are the same either way (kernels/draw.h).
+  bool draw_in_step = true;
   bool warmup = true;        // run a short generation at load (captures the CUDA decode graphs)
   std::string trace_path;    // MINFER_TRACE: Chrome trace of every node of every step (debugging; slow)
   // Fault injection for tests; the service never sets it. The CUDA backend
@@ -62,7 +69,7 @@ struct EngineConfig {
 
   // Applies the MINFER_* environment switches (MINFER_NO_FUSE_QKV,
   // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_CUDA_GRAPH, MINFER_NO_LOOKAHEAD,
-  // MINFER_CACHE_TYPE, MINFER_TRACE) on top of the configured values.
+  // MINFER_NO_DRAW_IN_STEP, MINFER_CACHE_TYPE, MINFER_TRACE) on top of the configured values.
   void apply_environment();
 };
 

@@ -85,6 +85,7 @@ void EngineConfig::apply_environment() {
   if (flag("MINFER_NO_FA_PREFILL")) fa_prefill = false;
   if (flag("MINFER_NO_CUDA_GRAPH")) cuda_graphs = false;
   if (flag("MINFER_NO_LOOKAHEAD")) lookahead = 0;
+  if (flag("MINFER_NO_DRAW_IN_STEP")) draw_in_step = false;
   if (const char* v = std::getenv("MINFER_CACHE_TYPE"); v != nullptr && *v != '\0') kv_type = v;
   if (const char* v = std::getenv("MINFER_TRACE"); v != nullptr && *v != '\0') trace_path = v;
 }
@@ -156,12 +157,13 @@ class EngineImpl {
 
   // Decode steps a request keeps ahead of the host (EngineConfig::lookahead):
   // 0, each step submitted once its token is handled; 1, before (the step
-  // runs while the host streams the token); 2, greedy, the step after it
-  // too, fed with the argmax on the device.
-  int decode_ahead(bool device_argmax) const {
+  // runs while the host streams the token); 2, where steps pick their tokens
+  // (greedy, or drawn in the step), the step after it too, fed with the
+  // token picked on the device.
+  int decode_ahead(bool picked_in_step) const {
     const bool overlap = config.lookahead > 0 || (config.lookahead < 0 && backend->overlaps_steps());
     if (!overlap) return 0;
-    return std::min(device_argmax ? 2 : 1, backend->max_in_flight());
+    return std::min(picked_in_step ? 2 : 1, backend->max_in_flight());
   }
 };
 
@@ -237,10 +239,21 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   r.prefill_ms = ms_since(t0);
 
   Sampler sampler(req.sampling, model.vocab_size);
+  // A sampled request's decode steps draw their tokens themselves where they
+  // can; the first token, from the prefill's logits, is the host's (the same
+  // draw: the generator's numbers are taken in token order either way).
+  const bool draw_in_step = !device_argmax && config.draw_in_step && backend->supports(Op::kSample) &&
+                            req.sampling.drawn_in_step(model.vocab_size);
+  const bool picked = device_argmax || draw_in_step;
+  kernels::DrawArgs draw;  // read by submit() only (a backend stages it with the step)
+  const auto submit = [&](std::optional<int32_t> t) {
+    if (draw_in_step) draw = sampler.step_draw();
+    return runner->submit_decode(seq, t, device_argmax, draw_in_step ? &draw : nullptr);
+  };
   std::vector<int32_t> history(req.prompt.begin(), req.prompt.end());
   StreamDecoder decoder(*tokenizer);
   StopMatcher stops(req.stop);
-  const int ahead = decode_ahead(device_argmax);
+  const int ahead = decode_ahead(picked);
   // The step that evaluates the k-th generated token runs only if that token
   // is not the last one the request may have.
   const auto can_step = [&](int k) {
@@ -254,10 +267,10 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
       // The device takes the next steps before the host hands this token
       // out; a request that ends early drops them (drain, below).
       if (runner->in_flight() == 0 && can_step(r.n_generated + 1)) {
-        if (Status st = runner->submit_decode(seq, token, device_argmax); !st) return fail(st.error());
+        if (Status st = submit(token); !st) return fail(st.error());
       }
       if (ahead > 1 && runner->in_flight() == 1 && can_step(r.n_generated + 2)) {
-        if (Status st = runner->submit_decode(seq, std::nullopt, true); !st) return fail(st.error());
+        if (Status st = submit(std::nullopt); !st) return fail(st.error());
       }
     }
     if (eos) {
@@ -286,7 +299,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
       break;
     }
     if (ahead == 0 && can_step(r.n_generated)) {
-      if (Status st = runner->submit_decode(seq, token, device_argmax); !st) return fail(st.error());
+      if (Status st = submit(token); !st) return fail(st.error());
     }
     if (runner->in_flight() == 0) {  // no step evaluates this token: it was the last
       r.finish = FinishReason::kLength;
@@ -294,7 +307,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     }
     if (Status st = runner->collect_decode(seq, &out); !st) return fail(st.error());
     record_step();
-    token = device_argmax ? out.argmax.at(0) : sampler.sample(out.logits.data(), history);
+    token = picked ? out.argmax.at(0) : sampler.sample(out.logits.data(), history);
   }
   r.decode_ms = ms_since(t_decode);
   if (Status st = runner->drain(seq); !st) return fail(st.error());
@@ -386,9 +399,10 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
     log::warn("tracing every node to {}: steps run eagerly (no CUDA graph replay) and read every output back",
               config.trace_path);
   }
-  // Warm-up: a short greedy and a short sampled generation, so that both
-  // decode graphs (device argmax, and logits for sampling) are captured
-  // before the engine reports ready.
+  // Warm-up: a short greedy generation, a sampled one whose steps draw their
+  // tokens and one the host samples (no top-k), so that the three decode
+  // graphs (device argmax, draw, logits) are captured before the engine
+  // reports ready.
   const auto t_warmup = Clock::now();
   if (config.warmup && !config.trace_path.empty()) {
     log::info("warm-up skipped while tracing");
@@ -398,12 +412,13 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
     w.max_tokens = std::min(4, n_ctx - 2);
     w.ignore_eos = true;
     w.sampling.temperature = 0.0f;
-    for (int pass = 0; pass < 2 && w.max_tokens > 0; ++pass) {
+    for (int pass = 0; pass < 3 && w.max_tokens > 0; ++pass) {
+      w.sampling.temperature = pass == 0 ? 0.0f : 0.8f;
+      w.sampling.top_k = pass == 2 ? 0 : 40;
       GenerationResult r = impl->generate(w, nullptr, nullptr);
       if (r.finish == FinishReason::kError) {
         return unexpected(r.error->code, "warm-up generation failed: " + r.error->message);
       }
-      w.sampling.temperature = 0.8f;  // the second pass takes the logits path
     }
     impl->runner->cells().truncate(impl->seq, 0);
   }

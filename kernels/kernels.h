@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/draw.h"
 #include "kernels/weight_layout.h"
 
 namespace minfer::kernels {
@@ -120,10 +121,10 @@ cudaError_t launch_add(float* y, const float* x, int64_t n, cudaStream_t stream)
 cudaError_t launch_add_bias(float* y, const float* b, int rows, int n, cudaStream_t stream);
 // Logits argmax: out[r] = argmax over row r (first index on ties), rows of width n.
 cudaError_t launch_argmax(const float* x, int rows, int n, int32_t* out, cudaStream_t stream);
-// A greedy decode step's first kernel: zeroes *key (the step's fused argmax)
-// after, when *feed asks for it, setting *token to the argmax of the step
-// before — *feed 1: argmax_unpack(*key), 2: argmax[0] (an unfused head), 0:
-// the token stays as uploaded. So a step can be enqueued before the host has
+// The first kernel of a decode step that picks its token: zeroes *key (the
+// step's fused argmax) after, when *feed asks for it, setting *token to the
+// token the step before picked — *feed 1: argmax_unpack(*key), 2: argmax[0]
+// (an unfused head, or launch_sample's draw), 0: the token stays as uploaded. So a step can be enqueued before the host has
 // seen the token it evaluates.
 cudaError_t launch_step_start(int32_t* token, const int32_t* feed, unsigned long long* key, const int32_t* argmax,
                               cudaStream_t stream);
@@ -131,6 +132,20 @@ cudaError_t launch_step_start(int32_t* token, const int32_t* feed, unsigned long
 cudaError_t launch_embed(const DeviceWeight& table, const int32_t* tokens, int n_tokens, float* x, cudaStream_t stream);
 // The whole matrix as f16 [n_rows][k] (prefill GEMM operand).
 cudaError_t launch_dequantize_f16(const DeviceWeight& w, void* out, cudaStream_t stream);
+
+// ---- sampling (decode) -----------------------------------------------------
+
+// The largest vocabulary launch_sample takes (64 blocks of 4,096 logits).
+inline constexpr int kSampleMaxVocab = 262144;
+// launch_sample's scratch for a vocabulary of `vocab`: each block's best keys.
+size_t sample_lists_bytes(int vocab);
+// A token drawn from logits[vocab] (f32, device) with *args (device memory,
+// draw.h: bias, the k best, top-p, min-p, temperature, args->u) into out[0]
+// — the token engine/sampling/top_k_draw.h's draw_in_step() gives on the host.
+// *count must be zero at the first launch; each launch leaves it zero.
+// cudaErrorInvalidValue past kSampleMaxVocab.
+cudaError_t launch_sample(const float* logits, int vocab, const DrawArgs* args, unsigned long long* lists,
+                          unsigned int* count, int32_t* out, cudaStream_t stream);
 
 // ---- attention -------------------------------------------------------------
 

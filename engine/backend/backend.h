@@ -35,7 +35,8 @@ struct BackendOptions {
 };
 
 // What a step hands back: logits rows (rows × vocab_size, row-major) or, for a
-// graph with kArgmax, one token id per row.
+// graph that picks its tokens (Graph::picks_token), one token id per row
+// (kArgmax) or the one drawn (kSample).
 struct StepOutput {
   int rows = 0;
   std::vector<float> logits;
@@ -67,7 +68,7 @@ class Backend {
   // Steps in flight, for decode that keeps the device busy while the host
   // handles the last token: submit() enqueues a step and returns, collect()
   // waits for the oldest submitted step and hands back its output. A step
-  // with StepInput::token_from_previous evaluates the argmax of the step
+  // with StepInput::token_from_previous evaluates the token picked by the step
   // submitted before it. At most max_in_flight() steps are submitted and not
   // collected. By default a step runs inside submit() (run()) and its output
   // waits in a queue: the same results, without the overlap.

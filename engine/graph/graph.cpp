@@ -27,6 +27,7 @@ const char* op_name(Op op) {
     case Op::kAdd: return "add";
     case Op::kSwiglu: return "swiglu";
     case Op::kArgmax: return "argmax";
+    case Op::kSample: return "sample";
     case Op::kQkvTail: return "qkv_tail";
     case Op::kGateUpSwiglu: return "gate_up_swiglu";
     case Op::kCount: break;
@@ -154,6 +155,7 @@ Graph build_decoder_graph(const ModelConfig& c, const ModelWeights& mw, const Gr
   // After output_norm with Rows::kLast, xnorm holds one row: the head reads row 0.
   b.add(Op::kMatmul, "output", Buf::kLogits, Buf::kXNorm, &mw.output).rows = rows;
   if (options.argmax) b.add(Op::kArgmax, "argmax", Buf::kNone, Buf::kLogits).rows = rows;
+  if (options.sample && !options.argmax) b.add(Op::kSample, "sample", Buf::kNone, Buf::kLogits).rows = Rows::kLast;
   return g;
 }
 

@@ -18,6 +18,7 @@
 
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
+#include "kernels/draw.h"
 
 namespace minfer {
 
@@ -32,6 +33,7 @@ enum class Op : uint8_t {
   kAdd,           // dst += src
   kSwiglu,        // dst = silu(dst) * src
   kArgmax,        // argmax of each logits row (greedy decoding copies back one id)
+  kSample,        // a token drawn from the last logits row with StepInput::draw (sampled decoding, one id back)
   // Fused forms, used only where the backend supports them:
   kQkvTail,       // biases + head norms + RoPE on q/k + K/V store, for one layer
   kGateUpSwiglu,  // dst = silu(W_gate · src) * (W_up · src)
@@ -80,6 +82,7 @@ enum class Logits : uint8_t { kNone, kLast, kAll };
 struct GraphOptions {
   Logits logits = Logits::kLast;
   bool argmax = false;      // append kArgmax on the logits
+  bool sample = false;      // append kSample instead (Logits::kLast)
   bool fuse_qkv = false;    // use kQkvTail
   bool fuse_ffn = false;    // use kGateUpSwiglu
 };
@@ -87,6 +90,8 @@ struct GraphOptions {
 struct Graph {
   std::vector<Node> nodes;
   GraphOptions options;
+  // The step picks its token itself (kArgmax or kSample): StepOutput::argmax.
+  bool picks_token() const { return options.argmax || options.sample; }
 };
 
 // The decoder forward pass for llama / qwen2 / qwen3.
@@ -101,10 +106,13 @@ struct StepInput {
   const int32_t* kv_cells = nullptr;   // [n_tokens] cache cell receiving each token's K/V
   const int32_t* seq_cells = nullptr;  // [n_seq_cells] cells the sequence attends to (incl. this step's)
   int n_seq_cells = 0;
-  // Greedy decode ahead (Backend::submit): the step's one token is the argmax
-  // of the step submitted just before it, which may not have reached the host
+  // Decode ahead (Backend::submit): the step's one token is the one the step
+  // submitted just before it picked (its argmax or its draw), which may not have reached the host
   // yet; `tokens` is not read.
   bool token_from_previous = false;
+  // kSample's draw (a graph with options.sample), read during submit()/run()
+  // only; null otherwise.
+  const kernels::DrawArgs* draw = nullptr;
 };
 
 }  // namespace minfer

@@ -13,6 +13,12 @@ bool SamplingParams::plain_greedy() const {
          frequency_penalty == 0.0f;
 }
 
+bool SamplingParams::drawn_in_step(int vocab_size) const {
+  return !greedy() && top_k >= 1 && top_k <= kernels::kDrawMaxTopK && top_k < vocab_size && repeat_penalty == 1.0f &&
+         presence_penalty == 0.0f && frequency_penalty == 0.0f &&
+         logit_bias.size() <= static_cast<size_t>(kernels::kDrawMaxBias);
+}
+
 Status SamplingParams::validate(int vocab_size) const {
   auto bad = [](const char* name, double v, const char* range) {
     return unexpected(ErrorCode::kInvalidArgument, fmt::format("{} is {}; allowed {}", name, v, range));
@@ -48,6 +54,26 @@ double Sampler::uniform() {
   return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
 }
 
+float Sampler::uniform24() {
+  // 24 random bits → [0, 1), exact in a float: the top-k draw's, on either side.
+  return static_cast<float>(rng_() >> 40) * 0x1.0p-24f;
+}
+
+kernels::DrawArgs Sampler::step_draw() {
+  kernels::DrawArgs a;
+  a.top_k = params_.top_k;
+  a.inv_temperature = 1.0f / params_.temperature;
+  a.top_p = params_.top_p;
+  a.min_p = params_.min_p;
+  a.u = uniform24();
+  a.n_bias = static_cast<int32_t>(std::min(params_.logit_bias.size(), static_cast<size_t>(kernels::kDrawMaxBias)));
+  for (int b = 0; b < a.n_bias; ++b) {
+    a.bias_token[b] = params_.logit_bias[static_cast<size_t>(b)].first;
+    a.bias[b] = params_.logit_bias[static_cast<size_t>(b)].second;
+  }
+  return a;
+}
+
 void Sampler::apply_penalties(float* logits, const std::vector<int32_t>& history) const {
   const SamplingParams& p = params_;
   if (p.repeat_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f) return;
@@ -72,40 +98,26 @@ int32_t Sampler::sample(float* logits, const std::vector<int32_t>& history) {
     return static_cast<int32_t>(std::max_element(logits, logits + vocab_size_) - logits);
   }
 
-  // Candidates sorted by logit, descending (the lower id first on ties), as
-  // far as the filters need.
-  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
   const size_t vocab = static_cast<size_t>(vocab_size_);
-  size_t n = vocab;
-  size_t sorted = 0;
   if (p.top_k > 0 && static_cast<size_t>(p.top_k) < vocab) {
-    // The k best in one pass over the logits: a heap of k with the worst on
-    // top, which nearly every token fails to beat in one comparison. (Pairs
-    // for all 150k tokens, then a partial sort, cost several times more.)
-    n = static_cast<size_t>(p.top_k);
-    candidates_.clear();
-    for (int i = 0; i < static_cast<int>(n); ++i) candidates_.push_back({logits[i], i});
-    std::make_heap(candidates_.begin(), candidates_.end(), by_logit);
-    // A later token beats the worst kept only with a larger logit (on a tie
-    // the lower id, kept already, wins): one float comparison a token.
-    float worst = candidates_.front().first;
-    for (int i = static_cast<int>(n); i < vocab_size_; ++i) {
-      if (!(logits[i] > worst)) continue;
-      std::pop_heap(candidates_.begin(), candidates_.end(), by_logit);
-      candidates_.back() = {logits[i], i};
-      std::push_heap(candidates_.begin(), candidates_.end(), by_logit);
-      worst = candidates_.front().first;
-    }
-    std::sort(candidates_.begin(), candidates_.end(), by_logit);
-    sorted = n;
-  } else {
-    candidates_.resize(vocab);
-    for (int i = 0; i < vocab_size_; ++i) candidates_[static_cast<size_t>(i)] = {logits[i], i};
-    // Sort a prefix, growing it until top-p's mass is covered: a full sort
-    // of a 150k vocabulary per token costs milliseconds.
-    sorted = std::min<size_t>(n, 256);
-    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<ptrdiff_t>(sorted), candidates_.end(), by_logit);
+    // The top-k chain a step can also run on the device (top_k_draw.h).
+    const float u = uniform24();
+    top_k_candidates(logits, vocab_size_, p.top_k, &candidates_);
+    const int i = draw_candidate(candidates_, 1.0f / p.temperature, p.top_p, p.min_p, u, &terms_);
+    return candidates_[static_cast<size_t>(i)].second;
   }
+
+  // Without top-k: candidates sorted by logit, descending (the lower id
+  // first on ties), as far as the filters need. A prefix is sorted, growing
+  // until top-p's mass is covered: a full sort of a 150k vocabulary per token
+  // costs milliseconds.
+  const double u = uniform();
+  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  size_t n = vocab;
+  candidates_.resize(vocab);
+  for (int i = 0; i < vocab_size_; ++i) candidates_[static_cast<size_t>(i)] = {logits[i], i};
+  size_t sorted = std::min<size_t>(n, 256);
+  std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<ptrdiff_t>(sorted), candidates_.end(), by_logit);
   // Candidates [from, to) in order, given [0, from) are: to the end, a sort
   // (the same order: ids make it total), far faster than a partial sort's
   // heap over 150k.
@@ -121,8 +133,7 @@ int32_t Sampler::sample(float* logits, const std::vector<int32_t>& history) {
   if (!std::isfinite(max_logit)) return candidates_[0].second;  // every logit -inf but one, or all: take the top
 
   if (p.top_p < 1.0f) {
-    // The mass of the candidates top-k left (llama.cpp's chain: top-p
-    // renormalizes over them), every token's without a top-k.
+    // The mass of every token.
     double total = 0.0;
     for (size_t i = 0; i < n; ++i) total += std::exp(static_cast<double>(candidates_[i].first) - max_logit);
     for (;;) {
@@ -144,8 +155,8 @@ int32_t Sampler::sample(float* logits, const std::vector<int32_t>& history) {
       sorted = grow;
     }
   }
-  // Now [0, sorted) is in order; so is everything up to n after a top-k or a
-  // top-p, and without either the rest stays as it lies (the draw below
+  // Now [0, sorted) is in order; so is everything up to n after a top-p,
+  // and without it the rest stays as it lies (the draw below
   // needs no order: sorting 150k candidates took 10 ms a token).
   if (p.min_p > 0.0f) {
     // Keep tokens whose probability is at least min_p times the top one's.
@@ -167,7 +178,7 @@ int32_t Sampler::sample(float* logits, const std::vector<int32_t>& history) {
     weights[i] = std::exp((static_cast<double>(candidates_[i].first) - max_logit) / p.temperature);
     total += weights[i];
   }
-  double r = uniform() * total;
+  double r = u * total;
   for (size_t i = 0; i < n; ++i) {
     r -= weights[i];
     if (r < 0.0) return candidates_[i].second;

@@ -4,7 +4,11 @@
 // draw, no std distributions whose output differs between libraries).
 //
 // Order, as llama.cpp's default chain: logit bias → penalties → top-k →
-// top-p → min-p → temperature → draw. Temperature 0 is greedy.
+// top-p → min-p → temperature → draw. Temperature 0 is greedy. With top-k,
+// what follows it is kernels/draw.h's arithmetic (top_k_draw.h), which a
+// decode step can run on the device with the same bits (Op::kSample).
+// Each sampled token takes one number from the generator, whichever side
+// draws it.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +17,7 @@
 #include <vector>
 
 #include "engine/common/expected.h"
+#include "engine/sampling/top_k_draw.h"
 
 namespace minfer {
 
@@ -31,6 +36,11 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0.0f; }
   // True when greedy with nothing that changes the argmax (the device can pick).
   bool plain_greedy() const;
+  // True when a decode step can draw the token itself (Op::kSample,
+  // kernels::DrawArgs): sampled from the k best (k up to kDrawMaxTopK), with
+  // no penalties (they look at tokens the host may not have yet) and at most
+  // kDrawMaxBias bias entries.
+  bool drawn_in_step(int vocab_size) const;
   // Errors name the bad parameter and its allowed range.
   Status validate(int vocab_size) const;
 };
@@ -42,15 +52,20 @@ class Sampler {
   // Picks the next token from `logits` (modified in place). `history` holds
   // the prompt and the tokens generated so far.
   int32_t sample(float* logits, const std::vector<int32_t>& history);
+  // The next token's draw for a step that draws it (params.drawn_in_step()):
+  // what sample() would use, taking the generator's next number as it would.
+  kernels::DrawArgs step_draw();
 
  private:
   void apply_penalties(float* logits, const std::vector<int32_t>& history) const;
   double uniform();
+  float uniform24();
 
   SamplingParams params_;
   int vocab_size_;
   std::mt19937_64 rng_;
-  std::vector<std::pair<float, int32_t>> candidates_;
+  Candidates candidates_;
+  std::vector<float> terms_;
 };
 
 }  // namespace minfer

@@ -10,13 +10,14 @@ Runner::Runner(const ModelConfig& config, const ModelWeights& weights, Backend& 
                FusionOptions fusion)
     : config_(config), weights_(weights), backend_(backend), cells_(n_ctx), max_tokens_(max_tokens), fusion_(fusion) {}
 
-const Graph& Runner::graph(Logits logits, bool argmax) {
-  auto key = std::make_pair(logits, argmax);
+const Graph& Runner::graph(Logits logits, bool argmax, bool sample) {
+  auto key = std::make_tuple(logits, argmax, sample);
   auto it = graphs_.find(key);
   if (it != graphs_.end()) return it->second;
   GraphOptions o;
   o.logits = logits;
   o.argmax = argmax;
+  o.sample = sample;
   // Fuse only where the backend implements the fused op (the one rule the
   // builder and the backend share).
   o.fuse_qkv = fusion_.fuse_qkv && backend_.supports(Op::kQkvTail);
@@ -66,9 +67,13 @@ Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logit
   return ok_status();
 }
 
-Status Runner::submit_decode(Sequence& seq, std::optional<int32_t> token, bool argmax) {
-  if (!token && (!argmax || (in_flight_.empty() && last_argmax_ < 0))) {
-    return unexpected(ErrorCode::kInvalidArgument, "a decode step fed from a step that gives no argmax");
+Status Runner::submit_decode(Sequence& seq, std::optional<int32_t> token, bool argmax,
+                             const kernels::DrawArgs* draw) {
+  if (argmax && draw != nullptr) {
+    return unexpected(ErrorCode::kInvalidArgument, "a decode step that both takes the argmax and draws");
+  }
+  if (!token && ((!argmax && draw == nullptr) || (in_flight_.empty() && last_argmax_ < 0))) {
+    return unexpected(ErrorCode::kInvalidArgument, "a decode step fed from a step that picks no token");
   }
   const size_t cell = seq.cells.size();
   if (cell + 1 > static_cast<size_t>(cells_.n_ctx())) {
@@ -86,7 +91,8 @@ Status Runner::submit_decode(Sequence& seq, std::optional<int32_t> token, bool a
   in.kv_cells = seq.cells.data() + cell;
   in.seq_cells = seq.cells.data();
   in.n_seq_cells = static_cast<int>(seq.cells.size());
-  if (Status st = backend_.submit(graph(Logits::kLast, argmax), in); !st) {
+  in.draw = draw;
+  if (Status st = backend_.submit(graph(Logits::kLast, argmax, draw != nullptr), in); !st) {
     cells_.truncate(seq, static_cast<int>(cell));  // the step did not happen
     return st;
   }

@@ -39,11 +39,14 @@ class Runner {
   // Decode with steps in flight (Backend::submit/collect), so that the
   // device evaluates a token while the host hands out the one before.
   // submit_decode() enqueues the step that evaluates `token` after the
-  // sequence — with no token, the argmax of the step submitted before it
-  // (greedy) — taking its cell now; collect_decode() waits for the oldest
+  // sequence — with no token, the one the step submitted before it picked
+  // (its argmax, or its draw) — taking its cell now; the step's own token is
+  // its argmax (argmax), its draw (draw: a kSample graph) or left to the host
+  // (the logits); collect_decode() waits for the oldest
   // step, and its token joins seq.tokens. drain() waits for every step in
   // flight and gives their cells back: what they computed is dropped.
-  Status submit_decode(Sequence& seq, std::optional<int32_t> token, bool argmax);
+  Status submit_decode(Sequence& seq, std::optional<int32_t> token, bool argmax,
+                       const kernels::DrawArgs* draw = nullptr);
   Status collect_decode(Sequence& seq, StepOutput* out);
   Status drain(Sequence& seq);
   int in_flight() const { return static_cast<int>(in_flight_.size()); }
@@ -54,7 +57,7 @@ class Runner {
   Backend& backend() { return backend_; }
 
  private:
-  const Graph& graph(Logits logits, bool argmax);
+  const Graph& graph(Logits logits, bool argmax, bool sample = false);
 
   const ModelConfig& config_;
   const ModelWeights& weights_;
@@ -62,10 +65,10 @@ class Runner {
   KvCells cells_;
   int max_tokens_;
   FusionOptions fusion_;
-  std::map<std::pair<Logits, bool>, Graph> graphs_;
+  std::map<std::tuple<Logits, bool, bool>, Graph> graphs_;  // (logits, argmax, sample)
   std::vector<int32_t> positions_, step_cells_;
   std::deque<std::optional<int32_t>> in_flight_;  // the tokens the submitted steps evaluate, oldest first
-  int32_t last_argmax_ = -1;                      // the last collected step's argmax: a fed step's token
+  int32_t last_argmax_ = -1;                      // the last collected step's pick: a fed step's token
 };
 
 }  // namespace minfer

@@ -223,6 +223,83 @@ TEST(EngineLookahead, BothOrdersGiveTheSameResults) {
                                              FinishReason::kLength, FinishReason::kLength, FinishReason::kLength}));
 }
 
+// Sampled requests whose steps draw their tokens (Op::kSample; with steps
+// queued ahead, fed with the draw) against the host sampler drawing from the
+// copied logits: the same tokens, text and ends — the defaults, a bias that
+// bans the top token, a stop string, k = 1 — and the requests a step cannot
+// draw (penalties, no top-k) on the host in both.
+TEST(EngineDraw, StepsThatDrawGiveTheHostSamplersTokens) {
+  struct Arm {
+    bool draw_in_step;
+    int lookahead;
+  };
+  const Arm arms[3] = {{false, 0}, {true, 1}, {true, 0}};
+  std::unique_ptr<Engine> engines[3];
+  for (int a = 0; a < 3; ++a) {
+    EngineConfig c;
+    c.model_path = test::stories_path();
+    c.backend = BackendChoice::kCpu;
+    c.n_ctx = 256;
+    c.draw_in_step = arms[a].draw_in_step;
+    c.lookahead = arms[a].lookahead;
+    auto e = Engine::load(c);
+    ASSERT_TRUE(e.has_value()) << e.error().message;
+    engines[a] = std::move(*e);
+  }
+  auto sampled = [](std::vector<int32_t> prompt, int n, uint64_t seed) {
+    GenerationRequest r = greedy(std::move(prompt), n);
+    r.sampling = SamplingParams{};  // T 0.8, top-k 40, top-p 0.95, min-p 0.05
+    r.sampling.seed = seed;
+    return r;
+  };
+  std::vector<GenerationRequest> requests;
+  requests.push_back(sampled({1}, 60, 1));
+  GenerationRequest banned = sampled({1, 403}, 40, 2);
+  banned.sampling.temperature = 1.5f;
+  banned.sampling.logit_bias = {{407, -INFINITY}, {261, 2.0f}, {261, 0.5f}};
+  requests.push_back(banned);
+  GenerationRequest stop = sampled({1, 403, 407}, 120, 3);
+  stop.stop = {"."};
+  requests.push_back(stop);
+  GenerationRequest one = sampled({1, 403, 407}, 20, 4);
+  one.sampling.top_k = 1;
+  requests.push_back(one);
+  GenerationRequest penalized = sampled({1, 378}, 30, 5);
+  penalized.sampling.repeat_penalty = 1.3f;
+  requests.push_back(penalized);
+  GenerationRequest no_top_k = sampled({1, 378}, 30, 6);
+  no_top_k.sampling.top_k = 0;
+  requests.push_back(no_top_k);
+  const bool step_draws[] = {true, true, true, true, false, false};
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << "request " << i);
+    GenerationResult r[3];
+    int64_t draws[3] = {};
+    for (int a = 0; a < 3; ++a) {
+      engines[a]->set_profiling(true);
+      r[a] = engines[a]->generate(requests[i], nullptr, nullptr);
+      ASSERT_NE(r[a].finish, FinishReason::kError) << r[a].error->message;
+      for (const auto& [op, ms, calls] : engines[a]->profile()) {
+        if (op == "sample") draws[a] = calls;
+      }
+      engines[a]->set_profiling(false);
+    }
+    for (int a = 1; a < 3; ++a) {
+      EXPECT_EQ(r[0].tokens, r[a].tokens);
+      EXPECT_EQ(r[0].text, r[a].text);
+      EXPECT_EQ(r[0].finish, r[a].finish);
+    }
+    // Every decode step drew its token (the first token is the prefill's);
+    // with steps ahead, up to two more were drawn and dropped at the end.
+    const int64_t steps = r[0].n_generated - 1;
+    EXPECT_EQ(draws[0], 0);
+    EXPECT_EQ(draws[2], step_draws[i] ? steps : 0);
+    EXPECT_GE(draws[1], step_draws[i] ? steps : 0);
+    EXPECT_LE(draws[1], step_draws[i] ? steps + 2 : 0);
+    EXPECT_GE(r[0].n_generated, 3);
+  }
+}
+
 TEST(EnginePrefill, DeadlineStopsBetweenChunksAndKeepsWhatWasDone) {
   EngineConfig c;
   c.model_path = test::stories_path();

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <string_view>
 #include <nlohmann/json.hpp>
 
@@ -598,6 +599,78 @@ TEST(CudaLookahead, EngineOrdersGiveTheSameTokens) {
   }
   EXPECT_EQ(results[1][3].finish, FinishReason::kCancelled);
   EXPECT_EQ(results[1][3].n_generated, 10);
+}
+
+// Sampled requests on the GPU whose steps draw their tokens on the device
+// (kernels::launch_sample, captured in the step's graph, with a second step
+// fed from the draw) against the host sampler drawing from copied logits:
+// the same tokens — the logits are the device's either way and the draw's
+// arithmetic is the host's (kernels/draw.h). A vocabulary of 5,000: two
+// blocks' lists merged. Graphs and eager launches.
+TEST(CudaDraw, StepsThatDrawGiveTheHostSamplersTokens) {
+  MINFER_REQUIRE_GPU();
+  const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 5000);
+  for (int graphs = 0; graphs < 2; ++graphs) {
+    SCOPED_TRACE(graphs ? "graphs" : "eager");
+    std::vector<GenerationResult> results[3];
+    int64_t draws[3] = {};
+    for (int arm = 0; arm < 3; ++arm) {  // host sampler; drawn, steps ahead; drawn, none ahead
+      EngineConfig c;
+      c.model_path = path;
+      c.backend = BackendChoice::kCuda;
+      c.n_ctx = 256;
+      c.cuda_graphs = graphs == 1;
+      c.draw_in_step = arm > 0;
+      c.lookahead = arm == 2 ? 0 : -1;
+      auto e = Engine::load(c);
+      ASSERT_TRUE(e.has_value()) << e.error().message;
+      for (int i = 0; i < 4; ++i) {
+        GenerationRequest req;
+        req.prompt = some_tokens(6 + i, 5000, 17);  // each a prefix of the next
+        req.max_tokens = 48;
+        req.ignore_eos = true;
+        req.sampling.seed = 11 + i;
+        if (i == 1) req.sampling.top_k = 1;
+        if (i == 2) {
+          req.sampling.temperature = 1.4f;
+          req.sampling.top_k = 128;
+          req.sampling.logit_bias = {{7, 4.0f}, {7, 1.5f}, {100, -INFINITY}};
+        }
+        if (i == 3) req.sampling.top_p = 0.5f;
+        int calls = 0;
+        // The last one cancelled by its callback at the 20th token.
+        GenerationResult r = (*e)->generate(req, [&](const TokenEvent&) { return i != 3 || ++calls < 20; }, nullptr);
+        ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+        results[arm].push_back(r);
+      }
+      // Counted apart: profiling holds one step in flight at a time.
+      (*e)->set_profiling(true);
+      GenerationRequest req;
+      req.prompt = some_tokens(5, 5000, 19);
+      req.max_tokens = 16;
+      req.ignore_eos = true;
+      req.sampling.seed = 5;
+      const GenerationResult r = (*e)->generate(req, nullptr, nullptr);
+      ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+      for (const auto& [op, ms, calls] : (*e)->profile()) {
+        if (op == "sample") draws[arm] = calls;
+      }
+      results[arm].push_back(r);
+    }
+    for (int arm = 1; arm < 3; ++arm) {
+      for (size_t i = 0; i < results[0].size(); ++i) {
+        SCOPED_TRACE(testing::Message() << "arm " << arm << ", request " << i);
+        EXPECT_EQ(results[0][i].tokens, results[arm][i].tokens);
+        EXPECT_EQ(results[0][i].finish, results[arm][i].finish);
+        EXPECT_EQ(results[0][i].n_cached, results[arm][i].n_cached);
+      }
+      EXPECT_EQ(draws[arm], 15) << "arm " << arm << ": every decode step of the counted request drew";
+    }
+    EXPECT_EQ(draws[0], 0);
+    EXPECT_EQ(results[1][3].finish, FinishReason::kCancelled);
+    std::set<int32_t> distinct(results[1][0].tokens.begin(), results[1][0].tokens.end());
+    EXPECT_GT(distinct.size(), 10u) << "the draws hardly vary: the test would not see a wrong one";
+  }
 }
 
 // MINFER_TRACE on the GPU: each node eagerly, its output read back — and a

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/quant/quant.h"
+#include "engine/sampling/top_k_draw.h"
 
 namespace minfer {
 
@@ -131,7 +132,7 @@ Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out)
     return ok_status();
   }
   out->rows = logits.rows;
-  if (graph.options.argmax) {
+  if (graph.picks_token()) {
     out->argmax = argmax_;
     out->logits.clear();
   } else {
@@ -274,6 +275,14 @@ Status CpuBackend::run_node(const Node& n, const StepInput& in) {
       for (int r = 0; r < l.rows; ++r) {
         argmax_[static_cast<size_t>(r)] = ref::argmax_ref(l.data.data() + static_cast<size_t>(r) * l.width, l.width);
       }
+      return ok_status();
+    }
+    case Op::kSample: {
+      MINFER_TRY(check_draw(in.draw, config_.vocab_size, "cpu"));
+      const Activation& l = buf(n.src);
+      draw_logits_.assign(l.data.begin() + static_cast<ptrdiff_t>(l.rows - 1) * l.width,
+                          l.data.begin() + static_cast<ptrdiff_t>(l.rows) * l.width);
+      argmax_.assign(1, draw_in_step(draw_logits_.data(), l.width, *in.draw, &draw_candidates_, &draw_terms_));
       return ok_status();
     }
     case Op::kQkvTail:

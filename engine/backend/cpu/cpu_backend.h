@@ -11,6 +11,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/cpu_kernels.h"
 #include "engine/backend/cpu/thread_pool.h"
+#include "engine/sampling/top_k_draw.h"
 
 namespace minfer {
 
@@ -60,7 +61,10 @@ class CpuBackend final : public Backend {
   DType xq_type_ = DType::kF32;
   int xq_first_row_ = 0;
   int xq_rows_ = 0;
-  std::vector<int32_t> argmax_;
+  std::vector<int32_t> argmax_;  // kArgmax's ids, kSample's one
+  std::vector<float> draw_logits_;  // kSample: the row, biased
+  Candidates draw_candidates_;
+  std::vector<float> draw_terms_;
 };
 
 }  // namespace minfer

@@ -13,6 +13,7 @@
 #include "engine/backend/cuda/bounded_wait.h"
 #include "engine/backend/cuda/cublas_loader.h"
 #include "engine/backend/cuda/repack.h"
+#include "engine/sampling/top_k_draw.h"
 #include "platform/log.h"
 
 namespace minfer {
@@ -61,7 +62,11 @@ std::string CudaBackend::description() const {
   return fmt::format("{}, graphs {}", facts_.describe(), graphs_enabled_ ? "on" : "off");
 }
 
-bool CudaBackend::supports(Op op) const { return op != Op::kCount; }
+bool CudaBackend::supports(Op op) const {
+  // A draw in the step takes vocabularies up to kSampleMaxVocab (asked after prepare()).
+  if (op == Op::kSample) return config_.vocab_size <= kernels::kSampleMaxVocab;
+  return op != Op::kCount;
+}
 
 bool CudaBackend::supports_weight_type(DType type) const {
   return kernels::wtype_supported(static_cast<uint32_t>(type), dtype_traits(type).block_elems);
@@ -513,19 +518,25 @@ Status CudaBackend::alloc_buffers() {
   cell_pos_ = static_cast<int32_t*>(cp);
   // Empty cells are never visible: their position is INT_MAX (0x7f7f7f7f by memset: large enough).
   CUDA_TRY(cudaMemsetAsync(cell_pos_, 0x7f, sizeof(int32_t) * options_.n_ctx, stream_));
-  const size_t header_words = 2 + 3 * static_cast<size_t>(max_t);
+  const size_t header_words = header_words_draw() + kDrawWords;
   MINFER_ASSIGN_OR_RETURN(void* in, pool_.acquire(sizeof(int32_t) * header_words));
   d_n_seq_ = static_cast<int32_t*>(in);
   d_tokens_ = d_n_seq_ + 1;
   d_positions_ = d_tokens_ + max_t;
   d_kv_cells_ = d_positions_ + max_t;
   d_feed_ = d_kv_cells_ + max_t;
+  d_draw_ = reinterpret_cast<kernels::DrawArgs*>(d_n_seq_ + header_words_draw());
   MINFER_ASSIGN_OR_RETURN(void* sc, pool_.acquire(sizeof(int32_t) * options_.n_ctx));
   d_seq_cells_ = static_cast<int32_t*>(sc);
   MINFER_ASSIGN_OR_RETURN(void* am, pool_.acquire(sizeof(int32_t) * max_t));
   d_argmax_ = static_cast<int32_t*>(am);
   MINFER_ASSIGN_OR_RETURN(void* ak, pool_.acquire(sizeof(unsigned long long)));
   d_argmax_key_ = static_cast<unsigned long long*>(ak);
+  MINFER_ASSIGN_OR_RETURN(void* sl, pool_.acquire(kernels::sample_lists_bytes(config_.vocab_size)));
+  sample_lists_ = static_cast<unsigned long long*>(sl);
+  MINFER_ASSIGN_OR_RETURN(void* sn, pool_.acquire(sizeof(unsigned int)));
+  sample_count_ = static_cast<unsigned int*>(sn);
+  CUDA_TRY(cudaMemsetAsync(sample_count_, 0, sizeof(unsigned int), stream_));
   MINFER_ASSIGN_OR_RETURN(void* tc, pool_.acquire(sizeof(int)));
   tail_counter_ = static_cast<int*>(tc);
   CUDA_TRY(cudaMemsetAsync(tail_counter_, 0, sizeof(int), stream_));
@@ -592,9 +603,13 @@ Status CudaBackend::upload_inputs(const StepInput& in, Slot& slot) {
   std::memcpy(header + 1 + max_t, in.positions, sizeof(int32_t) * n);
   std::memcpy(header + 1 + 2 * max_t, in.kv_cells, sizeof(int32_t) * n);
   header[1 + 3 * max_t] = in.token_from_previous ? feed_next_ : 0;
+  size_t words = header_words_draw();
+  if (in.draw != nullptr) {
+    std::memcpy(header + words, in.draw, sizeof(kernels::DrawArgs));
+    words += kDrawWords;
+  }
   // The slot's own staging: the other slot's copy may not have run yet.
-  CUDA_TRY(cudaMemcpyAsync(d_n_seq_, header, sizeof(int32_t) * (2 + 3 * static_cast<size_t>(max_t)),
-                           cudaMemcpyHostToDevice, stream_));
+  CUDA_TRY(cudaMemcpyAsync(d_n_seq_, header, sizeof(int32_t) * words, cudaMemcpyHostToDevice, stream_));
   // The sequence's cells change only at the end from one step to the next:
   // copy from the first difference on.
   size_t first = 0;
@@ -1115,6 +1130,11 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       const Act& l = act(n.src);
       return launched(kernels::launch_argmax(l.f32, l.rows, l.width, d_argmax_, stream_), n);
     }
+    case Op::kSample: {
+      const Act& l = act(n.src);
+      const float* row = l.f32 + static_cast<size_t>(l.rows - 1) * l.width;
+      return launched(kernels::launch_sample(row, l.width, d_draw_, sample_lists_, sample_count_, d_argmax_, stream_), n);
+    }
     case Op::kCount:
       break;
   }
@@ -1178,7 +1198,7 @@ Status CudaBackend::enqueue_step_start(const Graph& g) {
   // (programmatic dependent launch needs kernel after kernel), and a CUDA
   // graph replays it wherever it was captured. The same kernel takes a fed
   // step's token from the key (or d_argmax_) before clearing it.
-  if (!g.options.argmax) return ok_status();
+  if (!g.picks_token()) return ok_status();
   ++launches_;
   CUDA_TRY(kernels::launch_step_start(d_tokens_, d_feed_, d_argmax_key_, d_argmax_, stream_));
   return ok_status();
@@ -1207,8 +1227,8 @@ Status CudaBackend::enqueue_output_copy(const Graph& g, int n_tokens, Slot& slot
   out_rows_ = 0;
   if (g.options.logits == Logits::kNone) return ok_status();
   const Act& logits = act(Buf::kLogits);
-  out_rows_ = g.options.logits == Logits::kAll ? n_tokens : 1;
-  if (g.options.argmax) {
+  out_rows_ = g.options.logits == Logits::kAll && !g.options.sample ? n_tokens : 1;
+  if (g.picks_token()) {
     if (argmax_fused_) {
       CUDA_TRY(cudaMemcpyAsync(slot.h_argmax_key, d_argmax_key_, sizeof(unsigned long long), cudaMemcpyDeviceToHost,
                                stream_));
@@ -1349,15 +1369,16 @@ Status CudaBackend::submit(const Graph& graph, const StepInput& in) {
     return unexpected(ErrorCode::kInternal, fmt::format("cuda backend: a step submitted with {} in flight (at most {})",
                                                         submitted_, max_in_flight()));
   }
-  // Behind another step only a decode step of an argmax graph: nothing may
+  // Behind another step only a decode step that picks its token: nothing may
   // grow (the logits buffer) or be copied into the one logits staging while
   // a step in flight uses them.
-  if (submitted_ > 0 && (in.n_tokens != 1 || !graph.options.argmax)) {
+  if (submitted_ > 0 && (in.n_tokens != 1 || !graph.picks_token())) {
     return unexpected(ErrorCode::kInvalidArgument,
                       fmt::format("cuda backend: a step of {} tokens{} submitted behind another", in.n_tokens,
-                                  graph.options.argmax ? "" : " with logits"));
+                                  graph.picks_token() ? "" : " with logits"));
   }
   MINFER_TRY(check_input(in));
+  if (graph.options.sample) MINFER_TRY(check_draw(in.draw, config_.vocab_size, "cuda"));
   Slot& slot = slots_[static_cast<size_t>(next_slot_)];
   MINFER_TRY(upload_inputs(in, slot));
   MINFER_TRY(ensure_logits(graph, in.n_tokens));
@@ -1391,10 +1412,10 @@ Status CudaBackend::submit(const Graph& graph, const StepInput& in) {
     return st;
   }
   slot.logits = graph.options.logits;
-  slot.argmax = graph.options.argmax;
+  slot.argmax = graph.picks_token();
   slot.argmax_fused = argmax_fused_;
   slot.out_rows = out_rows_;
-  feed_next_ = graph.options.argmax && out_rows_ == 1 ? (argmax_fused_ ? 1 : 2) : 0;
+  feed_next_ = graph.picks_token() && out_rows_ == 1 ? (argmax_fused_ ? 1 : 2) : 0;
   next_slot_ = (next_slot_ + 1) % kSlots;
   ++submitted_;
   return ok_status();

@@ -93,6 +93,10 @@ class CudaBackend final : public Backend {
     int out_rows = 0;
   };
   static constexpr int kSlots = 2;
+  static_assert(sizeof(kernels::DrawArgs) % sizeof(int32_t) == 0 && alignof(kernels::DrawArgs) <= sizeof(int32_t));
+  static constexpr size_t kDrawWords = sizeof(kernels::DrawArgs) / sizeof(int32_t);
+  // The header's words before the draw: n_seq, three arrays of max_tokens, feed.
+  size_t header_words_draw() const { return 2 + 3 * static_cast<size_t>(options_.max_tokens); }
 
   Status upload_inputs(const StepInput& in, Slot& slot);
   // A step of an argmax graph begins with kernels::launch_step_start.
@@ -159,7 +163,10 @@ class CudaBackend final : public Backend {
   int32_t* d_kv_cells_ = nullptr;
   int32_t* d_seq_cells_ = nullptr;
   int32_t* d_n_seq_ = nullptr;
-  int32_t* d_feed_ = nullptr;  // kernels::launch_step_start's *feed: the header's last word
+  int32_t* d_feed_ = nullptr;  // kernels::launch_step_start's *feed: the header's word after kv_cells
+  kernels::DrawArgs* d_draw_ = nullptr;  // a sampling step's draw: the header's last words
+  unsigned long long* sample_lists_ = nullptr;  // kernels::launch_sample's scratch
+  unsigned int* sample_count_ = nullptr;        // its count of finished blocks (zero between launches)
   int32_t* d_argmax_ = nullptr;
   unsigned long long* d_argmax_key_ = nullptr;  // the fused argmax of a one-row output head
   bool argmax_fused_ = false;                   // this step's argmax came from the output matvec
@@ -167,8 +174,8 @@ class CudaBackend final : public Backend {
   void* gemm_w16_ = nullptr;
   size_t gemm_w16_bytes_ = 0;
   // Pinned host staging a step in flight (header: [n_seq, tokens..,
-  // positions.., kv_cells.., feed]); the oldest in flight is submitted_
-  // slots before next_slot_.
+  // positions.., kv_cells.., feed, draw (kSample's DrawArgs)]); the oldest in
+  // flight is submitted_ slots before next_slot_.
   std::array<Slot, kSlots> slots_{};
   int next_slot_ = 0;
   int feed_next_ = 0;  // launch_step_start's feed for a step fed from the last one submitted (0: none)

@@ -1,0 +1,217 @@
+// The draw of a sampled decode step (Op::kSample) on the device: the k best
+// of the logits row — the step's logit bias added first — then
+// kernels/draw.h's pick with the step's uniform, so that only a token id
+// travels back and the next step can take it without the host
+// (launch_step_start, feed 2). Reference: engine/sampling/top_k_draw.h's
+// draw_in_step(), which gives the same token from the same logits.
+//
+// One launch. Each block takes a chunk of kChunk logits as argmax_pack keys
+// (the larger logit first, the lower id on ties: the host sampler's order),
+// 8 a thread sorted in registers; a bound that at least kp threads' best keys
+// reach (kp: the power of two at or above k) leaves a few times kp keys to
+// sort in shared memory (bitonic), and the block writes its best kp to
+// `lists` (a first form sorted all 4,096 keys of every chunk: on the H200 a
+// sampled 0.5B token took 138 µs longer than a greedy one); the last block to finish (a count in global memory, as
+// CUDA's threadFenceReduction sample) merges the lists pairwise — of two
+// sorted lists, the larger of one's i-th and the other's (kp-1-i)-th is a
+// bitonic sequence holding their best kp, which a half-cleaner cascade sorts
+// — and draws: the candidates' weights a thread each, the sums and the pick
+// in one thread, in candidate order (draw.h).
+#include "kernels/common.cuh"
+#include "kernels/dot.cuh"
+#include "kernels/draw.h"
+#include "kernels/kernels.h"
+#include "kernels/launch.cuh"
+
+namespace minfer::kernels {
+namespace {
+
+constexpr int kChunk = 4096;   // logits a block takes: at most 32 KB of keys to sort
+constexpr int kThreads = 512;
+constexpr int kPerThread = kChunk / kThreads;
+constexpr int kMaxLists = kSampleMaxVocab / kChunk;
+static_assert(kMaxLists / 2 * kDrawMaxTopK <= kChunk, "the merge's first level must fit the chunk's keys");
+
+// -0 as +0: the host compares floats, to which they are equal.
+__device__ __forceinline__ unsigned long long draw_key(float v, int id) { return argmax_pack(v == 0.0f ? 0.0f : v, id); }
+
+__device__ __forceinline__ float key_value(unsigned long long key) {
+  const uint32_t ord = static_cast<uint32_t>(key >> 32);
+  return __uint_as_float((ord & 0x80000000u) ? (ord & 0x7fffffffu) : ~ord);
+}
+
+// Sorts keys [0, n) of s descending (n a power of two).
+__device__ void bitonic_sort_desc(unsigned long long* s, int n) {
+  for (int size = 2; size <= n; size <<= 1) {
+    for (int stride = size / 2; stride > 0; stride >>= 1) {
+      for (int t = threadIdx.x; t < n / 2; t += blockDim.x) {
+        const int i = 2 * t - (t & (stride - 1));  // bit `stride` of i clear
+        const int j = i + stride;
+        const bool desc = (i & size) == 0;  // the final pass (size == n) sorts all descending
+        const unsigned long long a = s[i], b = s[j];
+        if ((a < b) == desc) {
+          s[i] = b;
+          s[j] = a;
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// Sorts each of `lists` bitonic sequences of kp keys in s descending.
+__device__ void half_clean_desc(unsigned long long* s, int lists, int kp) {
+  for (int stride = kp / 2; stride > 0; stride >>= 1) {
+    for (int t = threadIdx.x; t < lists * kp / 2; t += blockDim.x) {
+      const int list = t / (kp / 2), u = t % (kp / 2);
+      const int i = list * kp + 2 * u - (u & (stride - 1));
+      const int j = i + stride;
+      const unsigned long long a = s[i], b = s[j];
+      if (a < b) {
+        s[i] = b;
+        s[j] = a;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// Keys r[0..8) sorted descending in registers (odd-even transposition: 28
+// compare-exchanges at fixed indices).
+__device__ __forceinline__ void sort8_desc(unsigned long long (&r)[kPerThread]) {
+#pragma unroll
+  for (int pass = 0; pass < kPerThread; ++pass) {
+#pragma unroll
+    for (int i = pass % 2; i + 1 < kPerThread; i += 2) {
+      if (r[i] < r[i + 1]) {
+        const unsigned long long x = r[i];
+        r[i] = r[i + 1];
+        r[i + 1] = x;
+      }
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, int vocab, const DrawArgs* args,
+                                                           unsigned long long* lists, unsigned int* count,
+                                                           int32_t* out) {
+  __shared__ unsigned long long s[kChunk];
+  __shared__ float e[kDrawMaxTopK], t[kDrawMaxTopK];
+  __shared__ int n_cand;
+  __shared__ bool last;
+  pdl_begin();
+  const int k = args->top_k;
+  int kp = 1;
+  while (kp < k) kp <<= 1;
+  const int base = blockIdx.x * kChunk;
+  if (threadIdx.x == 0) n_cand = 0;
+  // A thread's logits (strided: coalesced loads), the bias in entry order on
+  // the thread that holds its token, as the host adds it (a token named
+  // twice gets both).
+  float v[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int id = base + j * kThreads + static_cast<int>(threadIdx.x);
+    v[j] = id < vocab ? logits[id] : 0.0f;
+  }
+  for (int b = 0; b < args->n_bias; ++b) {
+    const int off = args->bias_token[b] - base;
+    if (off < 0 || off >= kChunk || off % kThreads != static_cast<int>(threadIdx.x)) continue;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      if (off / kThreads == j) v[j] = __fadd_rn(v[j], args->bias[b]);
+    }
+  }
+  unsigned long long r[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int id = base + j * kThreads + static_cast<int>(threadIdx.x);
+    r[j] = id < vocab ? draw_key(v[j], id) : 0ull;  // 0: below every logit
+  }
+  sort8_desc(r);
+  // A bound below the chunk's kp best: the largest value that at least kp
+  // threads' best keys reach (so at least kp keys do), found by halving on
+  // the value's bits — a block-wide count a step. Only keys at or above it
+  // are sorted: a few times kp, not the chunk.
+  uint32_t lo = 0, hi = 0xFFFFFFFFu;
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2 + 1;
+    if (__syncthreads_count(static_cast<uint32_t>(r[0] >> 32) >= mid) >= kp) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  const unsigned long long bound = static_cast<unsigned long long>(lo) << 32;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    if (r[j] >= bound && r[j] != 0ull) s[atomicAdd(&n_cand, 1)] = r[j];
+  }
+  __syncthreads();
+  int n = kp;
+  while (n < n_cand) n <<= 1;
+  for (int i = n_cand + static_cast<int>(threadIdx.x); i < n; i += blockDim.x) s[i] = 0ull;  // a short last chunk
+  __syncthreads();
+  bitonic_sort_desc(s, n);
+  for (int i = threadIdx.x; i < kp; i += blockDim.x) lists[static_cast<size_t>(blockIdx.x) * kp + i] = s[i];
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(count, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+
+  // The last block: every list is written and visible (fenced before the
+  // count). Level one of the merge as the lists are read (L2: __ldcg).
+  const int n_lists = static_cast<int>(gridDim.x);
+  int width = 1;
+  while (width < n_lists) width <<= 1;
+  width /= 2;  // pairs (p, p + width); one list alone stays as it is
+  if (width == 0) {
+    for (int i = threadIdx.x; i < kp; i += blockDim.x) s[i] = __ldcg(lists + i);
+    __syncthreads();
+  } else {
+    for (int x = threadIdx.x; x < width * kp; x += blockDim.x) {
+      const int p = x / kp, i = x % kp;
+      const unsigned long long a = __ldcg(lists + static_cast<size_t>(p) * kp + i);
+      const unsigned long long b =
+          p + width < n_lists ? __ldcg(lists + static_cast<size_t>(p + width) * kp + (kp - 1 - i)) : 0ull;
+      s[x] = a > b ? a : b;
+    }
+    __syncthreads();
+    half_clean_desc(s, width, kp);
+    for (width /= 2; width > 0; width /= 2) {
+      for (int x = threadIdx.x; x < width * kp; x += blockDim.x) {
+        const int p = x / kp, i = x % kp;
+        const unsigned long long b = s[(p + width) * kp + (kp - 1 - i)];
+        if (b > s[x]) s[x] = b;
+      }
+      __syncthreads();
+      half_clean_desc(s, width, kp);
+    }
+  }
+
+  const float l0 = key_value(s[0]);
+  for (int i = threadIdx.x; i < k; i += blockDim.x) draw::terms(key_value(s[i]), l0, args->inv_temperature, &e[i], &t[i]);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    // Every logit -inf (or the top +inf): the top, as the host.
+    const int pick = isfinite(l0) ? draw::select(e, t, k, args->top_p, args->min_p, args->u) : 0;
+    out[0] = argmax_unpack(s[pick]);
+    *count = 0;  // for the next launch
+  }
+}
+
+}  // namespace
+
+size_t sample_lists_bytes(int vocab) {
+  return sizeof(unsigned long long) * static_cast<size_t>((vocab + kChunk - 1) / kChunk) * kDrawMaxTopK;
+}
+
+cudaError_t launch_sample(const float* logits, int vocab, const DrawArgs* args, unsigned long long* lists,
+                          unsigned int* count, int32_t* out, cudaStream_t stream) {
+  if (vocab <= 0 || vocab > kSampleMaxVocab) return cudaErrorInvalidValue;
+  return launch_kernel(sample_kernel, dim3((vocab + kChunk - 1) / kChunk), dim3(kThreads), 0, stream, logits, vocab,
+                       args, lists, count, out);
+}
+
+}  // namespace minfer::kernels

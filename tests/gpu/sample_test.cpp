@@ -1,0 +1,104 @@
+// kernels::launch_sample against its reference, draw_in_step()
+// (engine/sampling/top_k_draw.h): the same token, bit for bit, from the same
+// logits and draw — vocabularies of one block to the most the kernel takes
+// (one list, an odd last chunk, 38 and 64 blocks), k from 1 to
+// kDrawMaxTopK, ties everywhere (logits in quarter steps: the lower id
+// first), bias (a token named twice, -inf on the best ones), every filter.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "engine/sampling/top_k_draw.h"
+#include "kernels/kernels.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace minfer {
+namespace {
+
+using test::DeviceArray;
+
+std::vector<float> draw_logits(int vocab, uint64_t seed, bool tied) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> l(static_cast<size_t>(vocab));
+  for (float& v : l) v = tied ? static_cast<float>(static_cast<int>(rng() % 48) - 30) * 0.25f : normal(rng);
+  return l;
+}
+
+TEST(GpuSample, DrawsTheReferencesToken) {
+  MINFER_REQUIRE_GPU();
+  struct Case {
+    int k;
+    float temperature, top_p, min_p;
+    int n_bias;
+  };
+  const Case cases[] = {{40, 0.8f, 0.95f, 0.05f, 0}, {1, 1.0f, 1.0f, 0.0f, 0},   {128, 1.0f, 1.0f, 0.0f, 3},
+                        {64, 1.5f, 0.9f, 0.0f, 5},   {7, 0.2f, 1.0f, 0.3f, 0},   {100, 3.0f, 0.99f, 0.0f, 64},
+                        {2, 1.0f, 0.5f, 0.0f, 1}};
+  const int vocabs[] = {100, 4096, 4097, 151936, kernels::kSampleMaxVocab};
+  DeviceArray<unsigned long long> lists(kernels::sample_lists_bytes(kernels::kSampleMaxVocab) / 8);
+  DeviceArray<unsigned int> count;
+  count.upload({0u});
+  DeviceArray<int32_t> out(1);
+  DeviceArray<kernels::DrawArgs> dargs(1);
+  Candidates scratch;
+  std::vector<float> terms;
+  int draws = 0, distinct_tokens = 0;
+  for (int vocab : vocabs) {
+    for (int tied = 0; tied < 2; ++tied) {
+      const std::vector<float> logits = draw_logits(vocab, static_cast<uint64_t>(vocab) * 2 + tied, tied == 1);
+      DeviceArray<float> dl;
+      dl.upload(logits);
+      for (size_t c = 0; c < std::size(cases); ++c) {
+        if (cases[c].k >= vocab) continue;
+        std::mt19937_64 rng(1000 * c + static_cast<uint64_t>(vocab));
+        kernels::DrawArgs a;
+        a.top_k = cases[c].k;
+        a.inv_temperature = 1.0f / cases[c].temperature;
+        a.top_p = cases[c].top_p;
+        a.min_p = cases[c].min_p;
+        a.n_bias = cases[c].n_bias;
+        // Bias: the best tokens banned or pushed, one token named twice.
+        for (int b = 0; b < a.n_bias; ++b) {
+          a.bias_token[b] = b == 1 ? a.bias_token[0] : static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+          a.bias[b] = b % 3 == 2 ? -INFINITY : static_cast<float>(static_cast<int>(rng() % 17) - 8) * 0.75f;
+        }
+        std::vector<int32_t> seen;
+        for (int d = 0; d < 12; ++d) {
+          a.u = static_cast<float>(rng() >> 40) * 0x1.0p-24f;
+          if (d == 0) a.u = 0.0f;
+          if (d == 1) a.u = 1.0f - 0x1.0p-24f;
+          std::vector<float> host = logits;
+          const int32_t want = draw_in_step(host.data(), vocab, a, &scratch, &terms);
+          dargs.upload({a});
+          out.poison();
+          CUDA_ASSERT(kernels::launch_sample(dl.get(), vocab, dargs.get(), lists.get(), count.get(), out.get(), nullptr));
+          const int32_t got = out.download()[0];
+          ASSERT_EQ(got, want) << "vocab " << vocab << (tied ? " tied" : "") << ", case " << c << " (k " << a.top_k
+                               << "), u " << a.u;
+          ++draws;
+          if (std::find(seen.begin(), seen.end(), got) == seen.end()) seen.push_back(got);
+        }
+        distinct_tokens += static_cast<int>(seen.size());
+      }
+    }
+  }
+  EXPECT_EQ(count.download()[0], 0u) << "each launch leaves the count at zero";
+  EXPECT_GT(distinct_tokens, draws / 3) << "the draws hardly vary: the test would not see a wrong one";
+}
+
+TEST(GpuSample, AVocabularyPastTheLimitIsRefused) {
+  MINFER_REQUIRE_GPU();
+  DeviceArray<float> dl(1);
+  DeviceArray<unsigned long long> lists(1);
+  DeviceArray<unsigned int> count(1);
+  DeviceArray<int32_t> out(1);
+  DeviceArray<kernels::DrawArgs> dargs(1);
+  EXPECT_EQ(kernels::launch_sample(dl.get(), kernels::kSampleMaxVocab + 1, dargs.get(), lists.get(), count.get(),
+                                   out.get(), nullptr),
+            cudaErrorInvalidValue);
+}
+
+}  // namespace
+}  // namespace minfer
