@@ -405,12 +405,15 @@ cudaError_t set_bridge_probe(unsigned long long* buf);
 // pipelined gate/up (kind 2: the first stages out and the wait, the
 // activations staged, the rows, the Q8 blocks of h; then the slowest
 // block's rows (a maximum), and the rows and count of the blocks with a
-// group of 32 rows more than the fewest) adds 1 to
+// group of 32 rows more than the fewest) and of the sampling draw (kind 3,
+// every block: the wait, its keys loaded and sorted by thread, the bound,
+// its candidates sorted, its list published; kind 4, the last block: the
+// merge, the weights, the pick) adds 1 to
 // its kind's word 0 and each phase's SM clock cycles to the words after it
 // (tests/gpu/decode_timeline.cpp, MINFER_PHASE_PROBE=1, prints their means).
 // Null (the default): off. Compiled in only with -DMINFER_PHASE_PROBES=ON
 // (cudaErrorNotSupported otherwise): the kernels' code is then unchanged.
-constexpr int kPhaseProbeKinds = 3;
+constexpr int kPhaseProbeKinds = 5;
 constexpr int kPhaseProbeFields = 9;
 cudaError_t set_phase_probe(unsigned long long* buf);
 

@@ -49,7 +49,9 @@ cudaError_t set_phase_probe(unsigned long long* buf) {
   if (st != cudaSuccess) return st;
   const cudaError_t st2 = set_norm_probe(buf != nullptr ? buf + kPhaseProbeFields : nullptr);
   if (st2 != cudaSuccess) return st2;
-  return set_gate_up_probe(buf != nullptr ? buf + 2 * kPhaseProbeFields : nullptr);
+  const cudaError_t st3 = set_gate_up_probe(buf != nullptr ? buf + 2 * kPhaseProbeFields : nullptr);
+  if (st3 != cudaSuccess) return st3;
+  return set_sample_probe(buf != nullptr ? buf + 3 * kPhaseProbeFields : nullptr);
 }
 
 DeviceLimits device_limits() {

@@ -39,6 +39,7 @@ cudaError_t allow_dynamic_smem(const void* kernel, size_t smem);
 cudaError_t set_attention_probe(unsigned long long* fields);
 cudaError_t set_norm_probe(unsigned long long* fields);
 cudaError_t set_gate_up_probe(unsigned long long* fields);
+cudaError_t set_sample_probe(unsigned long long* fields);  // two kinds' fields
 
 template <class... Params, class... Args>
 cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,

@@ -10,13 +10,17 @@
 // 8 a thread sorted in registers; a bound that at least kp threads' best keys
 // reach (kp: the power of two at or above k) leaves a few times kp keys to
 // sort in shared memory (bitonic), and the block writes its best kp to
-// `lists` (a first form sorted all 4,096 keys of every chunk: on the H200 a
-// sampled 0.5B token took 138 µs longer than a greedy one); the last block to finish (a count in global memory, as
+// `lists` (a first form sorted all 4,096 keys of every chunk: minferd's
+// sampled 0.5B completions on the H200 ran at 1,644 tokens/s, against 1,994
+// with the bound); the last block to finish (a count in global memory, as
 // CUDA's threadFenceReduction sample) merges the lists pairwise — of two
 // sorted lists, the larger of one's i-th and the other's (kp-1-i)-th is a
 // bitonic sequence holding their best kp, which a half-cleaner cascade sorts
 // — and draws: the candidates' weights a thread each, the sums and the pick
-// in one thread, in candidate order (draw.h).
+// in one thread, in candidate order (draw.h). Where the time goes (0.5B,
+// k 40, run 3's phase probes, µs): every block 12 (keys loaded and sorted
+// by thread 5.7, the bound 3.7 with 32 halvings — 2.0 with 16 — candidates
+// sorted 3.9), the last block's merge 10.1 and pick 4.3 (3.6 unrolled).
 #include "kernels/common.cuh"
 #include "kernels/dot.cuh"
 #include "kernels/draw.h"
@@ -24,6 +28,9 @@
 #include "kernels/launch.cuh"
 
 namespace minfer::kernels {
+
+__device__ unsigned long long* g_sample_probe = nullptr;  // set_sample_probe (kernels.h set_phase_probe)
+
 namespace {
 
 constexpr int kChunk = 4096;   // logits a block takes: at most 32 KB of keys to sort
@@ -76,6 +83,37 @@ __device__ void half_clean_desc(unsigned long long* s, int lists, int kp) {
   }
 }
 
+// The kp best of n_lists sorted lists of kp keys into s[0..kp), in order:
+// pairs merged level by level — the first level as the lists are read.
+__device__ void merge_lists(unsigned long long* s, const unsigned long long* lists, int n_lists, int kp) {
+  int width = 1;
+  while (width < n_lists) width <<= 1;
+  width /= 2;  // pairs (p, p + width); one list alone stays as it is
+  if (width == 0) {
+    for (int i = threadIdx.x; i < kp; i += blockDim.x) s[i] = __ldcg(lists + i);
+    __syncthreads();
+    return;
+  }
+  for (int x = threadIdx.x; x < width * kp; x += blockDim.x) {
+    const int p = x / kp, i = x % kp;
+    const unsigned long long a = __ldcg(lists + static_cast<size_t>(p) * kp + i);
+    const unsigned long long b =
+        p + width < n_lists ? __ldcg(lists + static_cast<size_t>(p + width) * kp + (kp - 1 - i)) : 0ull;
+    s[x] = a > b ? a : b;
+  }
+  __syncthreads();
+  half_clean_desc(s, width, kp);
+  for (width /= 2; width > 0; width /= 2) {
+    for (int x = threadIdx.x; x < width * kp; x += blockDim.x) {
+      const int p = x / kp, i = x % kp;
+      const unsigned long long b = s[(p + width) * kp + (kp - 1 - i)];
+      if (b > s[x]) s[x] = b;
+    }
+    __syncthreads();
+    half_clean_desc(s, width, kp);
+  }
+}
+
 // Keys r[0..8) sorted descending in registers (odd-even transposition: 28
 // compare-exchanges at fixed indices).
 __device__ __forceinline__ void sort8_desc(unsigned long long (&r)[kPerThread]) {
@@ -99,7 +137,12 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
   __shared__ float e[kDrawMaxTopK], t[kDrawMaxTopK];
   __shared__ int n_cand;
   __shared__ bool last;
+  unsigned long long* probe = kPhaseProbes ? g_sample_probe : nullptr;
+  const bool probing = probe != nullptr && threadIdx.x == 0;
+  __shared__ long long stamp[6];  // thread 0's (shared: no registers held)
+  if (probing) stamp[0] = clock64();
   pdl_begin();
+  if (probing) stamp[1] = clock64();
   const int k = args->top_k;
   int kp = 1;
   while (kp < k) kp <<= 1;
@@ -129,20 +172,25 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
     r[j] = id < vocab ? draw_key(v[j], id) : 0ull;  // 0: below every logit
   }
   sort8_desc(r);
-  // A bound below the chunk's kp best: the largest value that at least kp
-  // threads' best keys reach (so at least kp keys do), found by halving on
-  // the value's bits — a block-wide count a step. Only keys at or above it
-  // are sorted: a few times kp, not the chunk.
-  uint32_t lo = 0, hi = 0xFFFFFFFFu;
+  if (probing) stamp[2] = clock64();
+  // A bound below the chunk's kp best: the largest 16-bit prefix of a key
+  // (sign, exponent and 7 bits of the value) that at least kp threads' best
+  // keys reach (so at least kp keys do), found by halving — a block-wide
+  // count a step (16, not the 32 of the whole value: 3.7 µs of the draw's
+  // 35 on the H200, and the coarser bound adds only the keys of one
+  // 1/128-wide band). Only keys at or above it are sorted: a few times kp,
+  // not the chunk.
+  uint32_t lo = 0, hi = 0xFFFFu;
   while (lo < hi) {
     const uint32_t mid = lo + (hi - lo) / 2 + 1;
-    if (__syncthreads_count(static_cast<uint32_t>(r[0] >> 32) >= mid) >= kp) {
+    if (__syncthreads_count(static_cast<uint32_t>(r[0] >> 48) >= mid) >= kp) {
       lo = mid;
     } else {
       hi = mid - 1;
     }
   }
-  const unsigned long long bound = static_cast<unsigned long long>(lo) << 32;
+  const unsigned long long bound = static_cast<unsigned long long>(lo) << 48;
+  if (probing) stamp[3] = clock64();
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     if (r[j] >= bound && r[j] != 0ull) s[atomicAdd(&n_cand, 1)] = r[j];
@@ -153,55 +201,48 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
   for (int i = n_cand + static_cast<int>(threadIdx.x); i < n; i += blockDim.x) s[i] = 0ull;  // a short last chunk
   __syncthreads();
   bitonic_sort_desc(s, n);
+  if (probing) stamp[4] = clock64();
   for (int i = threadIdx.x; i < kp; i += blockDim.x) lists[static_cast<size_t>(blockIdx.x) * kp + i] = s[i];
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(count, 1u) == gridDim.x - 1;
   __syncthreads();
+  if (probing) {
+    stamp[5] = clock64();
+    phase_probe_add(probe, stamp);
+  }
   if (!last) return;
+  __shared__ long long tail[4];
+  if (probing) tail[0] = clock64();
 
   // The last block: every list is written and visible (fenced before the
-  // count). Level one of the merge as the lists are read (L2: __ldcg).
-  const int n_lists = static_cast<int>(gridDim.x);
-  int width = 1;
-  while (width < n_lists) width <<= 1;
-  width /= 2;  // pairs (p, p + width); one list alone stays as it is
-  if (width == 0) {
-    for (int i = threadIdx.x; i < kp; i += blockDim.x) s[i] = __ldcg(lists + i);
-    __syncthreads();
-  } else {
-    for (int x = threadIdx.x; x < width * kp; x += blockDim.x) {
-      const int p = x / kp, i = x % kp;
-      const unsigned long long a = __ldcg(lists + static_cast<size_t>(p) * kp + i);
-      const unsigned long long b =
-          p + width < n_lists ? __ldcg(lists + static_cast<size_t>(p + width) * kp + (kp - 1 - i)) : 0ull;
-      s[x] = a > b ? a : b;
-    }
-    __syncthreads();
-    half_clean_desc(s, width, kp);
-    for (width /= 2; width > 0; width /= 2) {
-      for (int x = threadIdx.x; x < width * kp; x += blockDim.x) {
-        const int p = x / kp, i = x % kp;
-        const unsigned long long b = s[(p + width) * kp + (kp - 1 - i)];
-        if (b > s[x]) s[x] = b;
-      }
-      __syncthreads();
-      half_clean_desc(s, width, kp);
-    }
-  }
-
+  // count); merged pairwise, read in L2 (__ldcg). (Gathering instead the
+  // keys at or above the largest of the lists' kp-th keys took longer, 18.8
+  // µs against 10.1 on the H200: with 38 lists that bound passes most of
+  // every list.)
+  merge_lists(s, lists, static_cast<int>(gridDim.x), kp);
+  if (probing) tail[1] = clock64();
   const float l0 = key_value(s[0]);
   for (int i = threadIdx.x; i < k; i += blockDim.x) draw::terms(key_value(s[i]), l0, args->inv_temperature, &e[i], &t[i]);
   __syncthreads();
+  if (probing) tail[2] = clock64();
   if (threadIdx.x == 0) {
     // Every logit -inf (or the top +inf): the top, as the host.
     const int pick = isfinite(l0) ? draw::select(e, t, k, args->top_p, args->min_p, args->u) : 0;
     out[0] = argmax_unpack(s[pick]);
     *count = 0;  // for the next launch
+    if (probing) {
+      tail[3] = clock64();
+      phase_probe_add(probe + kPhaseProbeFields, tail);
+    }
   }
 }
 
 }  // namespace
+
+cudaError_t set_sample_probe(unsigned long long* fields) {
+  return cudaMemcpyToSymbol(g_sample_probe, &fields, sizeof(fields));
+}
 
 size_t sample_lists_bytes(int vocab) {
   return sizeof(unsigned long long) * static_cast<size_t>((vocab + kChunk - 1) / kChunk) * kDrawMaxTopK;

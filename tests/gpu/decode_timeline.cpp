@@ -172,7 +172,10 @@ int main(int argc, char** argv) {
   GenerationRequest req;
   for (int i = 0; i < n_prompt; ++i) req.prompt.push_back(dist(rng));
   req.max_tokens = n_gen;
-  req.sampling.temperature = 0.0f;
+  // MINFER_TIMELINE_TEMP=T: a sampled request (the default top-k, top-p,
+  // min-p), whose steps draw their tokens (kernels::launch_sample).
+  const char* temp_env = std::getenv("MINFER_TIMELINE_TEMP");
+  req.sampling.temperature = temp_env != nullptr ? std::strtof(temp_env, nullptr) : 0.0f;
   req.ignore_eos = true;
   {
     std::lock_guard lock(g_mutex);
@@ -276,8 +279,11 @@ int main(int argc, char** argv) {
     const char* names[kernels::kPhaseProbeKinds][kernels::kPhaseProbeFields - 1] = {
         {"before the wait", "wait", "scores", "max", "sum of exp", "V sum", "groups' sum", "output"},
         {"before the wait", "wait", "pass over x", "scale", "", "", "", ""},
-        {"first stages and the wait", "activations staged", "rows", "Q8 of h", "*slowest rows", "", "", ""}};
-    const char* kinds[kernels::kPhaseProbeKinds] = {"attention (one chunk)", "deferred norm", "pipelined gate/up"};
+        {"first stages and the wait", "activations staged", "rows", "Q8 of h", "*slowest rows", "", "", ""},
+        {"wait", "keys by thread", "bound", "candidates sorted", "published", "", "", ""},
+        {"merge", "weights", "pick", "", "", "", "", ""}};
+    const char* kinds[kernels::kPhaseProbeKinds] = {"attention (one chunk)", "deferred norm", "pipelined gate/up",
+                                                    "draw (every block)", "draw (the last block)"};
     fmt::print("phase probe (thread 0 of each block, SM cycles at {} MHz as us, mean over blocks and launches)\n", khz / 1000);
     for (int k = 0; k < kernels::kPhaseProbeKinds; ++k) {
       const unsigned long long* r = h.data() + static_cast<size_t>(k) * kernels::kPhaseProbeFields;

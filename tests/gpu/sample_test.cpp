@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "engine/sampling/top_k_draw.h"
 #include "kernels/kernels.h"
@@ -86,6 +87,42 @@ TEST(GpuSample, DrawsTheReferencesToken) {
   }
   EXPECT_EQ(count.download()[0], 0u) << "each launch leaves the count at zero";
   EXPECT_GT(distinct_tokens, draws / 3) << "the draws hardly vary: the test would not see a wrong one";
+}
+
+// Chunks whose bound passes all of their keys (every block's 127 best at
+// 11, block 0's 128 at 10, the rest at -10: at k = 128 the 128th best
+// thread of a block holds -10) sort all 4,096; the lists' merge then meets
+// 63 lists of 127 equal values. The same tokens as the host's.
+TEST(GpuSample, ChunksOfTiesSortWhole) {
+  MINFER_REQUIRE_GPU();
+  const int vocab = kernels::kSampleMaxVocab, chunk = 4096;
+  std::vector<float> logits(static_cast<size_t>(vocab), -10.0f);
+  for (int b = 0; b < vocab / chunk; ++b) {
+    for (int i = 0; i < (b == 0 ? 128 : 127); ++i) logits[static_cast<size_t>(b * chunk + 31 * i)] = b == 0 ? 10.0f : 11.0f;
+  }
+  DeviceArray<float> dl;
+  dl.upload(logits);
+  DeviceArray<unsigned long long> lists(kernels::sample_lists_bytes(vocab) / 8);
+  DeviceArray<unsigned int> count;
+  count.upload({0u});
+  DeviceArray<int32_t> out(1);
+  DeviceArray<kernels::DrawArgs> dargs(1);
+  Candidates scratch;
+  std::vector<float> terms;
+  std::set<int32_t> seen;
+  for (int d = 0; d < 16; ++d) {
+    kernels::DrawArgs a;
+    a.top_k = 128;
+    a.inv_temperature = 1.0f;
+    a.u = static_cast<float>(d) / 16.0f;
+    std::vector<float> host = logits;
+    const int32_t want = draw_in_step(host.data(), vocab, a, &scratch, &terms);
+    dargs.upload({a});
+    CUDA_ASSERT(kernels::launch_sample(dl.get(), vocab, dargs.get(), lists.get(), count.get(), out.get(), nullptr));
+    ASSERT_EQ(out.download()[0], want) << "u " << a.u;
+    seen.insert(want);
+  }
+  EXPECT_GT(seen.size(), 8u);
 }
 
 TEST(GpuSample, AVocabularyPastTheLimitIsRefused) {
