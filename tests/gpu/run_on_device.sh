@@ -51,7 +51,11 @@
 #     serve        minferd on the GPU streaming completions of synth 0.5B Q8_0 and 7B Q4_K_M, greedy
 #                  and sampled (the daemon's default sampling, temperature 0.8): the decode rate a
 #                  client sees (events a second) and the daemon's own gauge, decode steps ahead of
-#                  the host (the default) and not (MINFER_NO_LOOKAHEAD=1)
+#                  the host and sampled tokens drawn in the step (the default), drawn by the host
+#                  from copied logits (MINFER_NO_DRAW_IN_STEP=1), no steps ahead
+#                  (MINFER_NO_LOOKAHEAD=1); SERVE_ENVS="- NAME=VALUE ...": other arms
+#     bench-sampled  tg128 sampled (temperature 0.8, the default filters) with the draw in the step
+#                  and on the host, next to greedy: synth 0.5B Q8_0 and 7B Q4_K_M
 #   default: build test bench-small
 #   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
 #   PHASE_PROBES=ON builds the kernels' phase probes in (-DMINFER_PHASE_PROBES; diagnostics only)
@@ -173,6 +177,21 @@ l = j.get("load_ms", {})
 cells.append(f"load {l.get('file',0):.0f}+{l.get('backend',0):.0f}+{l.get('warmup',0):.0f} ms (capture {l.get('capture',0):.0f}), {j.get('decode_launches',0)} launches/step")
 print(f"| {sys.argv[2]} | " + " | ".join(cells) + " |")
 PY
+}
+
+# Sampled decode (minfer bench --temp 0.8: top-k 40, top-p 0.95, min-p 0.05)
+# against greedy, the draw in the step (the default) and the host's
+# (MINFER_NO_DRAW_IN_STEP=1); BENCH_SAMPLED_MODELS="preset:type ...".
+stage_bench_sampled() {
+  note "| model | decode |"
+  note "|---|---|"
+  local m f
+  for m in ${BENCH_SAMPLED_MODELS:-qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m}; do
+    f=$(synth "${m%%:*}" "${m##*:}")
+    BENCH_ARGS="-p 0 -n 128" bench "$f" "${m/:/-}-greedy"
+    BENCH_ARGS="-p 0 -n 128 --temp 0.8" bench "$f" "${m/:/-}-sampled"
+    BENCH_ARGS="-p 0 -n 128 --temp 0.8" bench "$f" "${m/:/-}-sampled-host" MINFER_NO_DRAW_IN_STEP=1
+  done
 }
 
 stage_bench_small() {
@@ -438,7 +457,7 @@ stage_daemon() {
 # The decode rate a streaming client sees from minferd on the GPU, with the
 # engine's steps ahead of the host and without: per model and arm, 5
 # streamed completions of 256 tokens greedy and 5 sampled (temperature 0.8,
-# the rest the daemon's defaults: the host samples between steps); the rate
+# the rest the daemon's defaults: top-k 40, drawn in the step); the rate
 # is the events after the first over the time from the first to the last,
 # median of the 5, next to the daemon's minfer_decode_tokens_per_second
 # gauge (its own decode rate).
@@ -446,7 +465,7 @@ stage_serve() {
   local m f env dir=/tmp/minfer-serve sock pid i
   for m in ${SERVE_MODELS:-qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m}; do
     f=$(synth "${m%%:*}" "${m##*:}")
-    for env in - MINFER_NO_LOOKAHEAD=1; do
+    for env in ${SERVE_ENVS:-- MINFER_NO_DRAW_IN_STEP=1 MINFER_NO_LOOKAHEAD=1}; do
       rm -rf "$dir" && mkdir -p "$dir"
       sock=$dir/minferd.sock
       # shellcheck disable=SC2046
@@ -558,6 +577,7 @@ for s in "${stages[@]}"; do
     timeline) stage_timeline || status=1 ;;
     daemon) stage_daemon || status=1 ;;
     serve) stage_serve || status=1 ;;
+    bench-sampled) stage_bench_sampled || status=1 ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac
 done
