@@ -110,5 +110,22 @@ TEST(MinferBench, DecodeTestsAtDepth) {
   EXPECT_NE(bad.out.find("-p, -n and -d not negative"), std::string::npos) << bad.out;
 }
 
+// --temp samples the decode tests (named tgN@tT); a temperature outside the
+// API's [0, 2] is refused.
+TEST(MinferBench, SampledDecodeTests) {
+  const std::string bench = std::string(MINFER_PATH) + " bench -m " + stories_model_path() + " --backend cpu -r 1";
+  const CommandRun r = run(bench + " -p 0 -n 4 --temp 0.8 -o json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const size_t json = r.out.find('{');
+  ASSERT_NE(json, std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(json));
+  ASSERT_EQ(j["results"].size(), 1u) << r.out;
+  EXPECT_EQ(j["results"][0]["test"], "tg4@t0.8");
+  EXPECT_GT(j["results"][0]["median_tokens_per_s"].get<double>(), 0.0);
+  const CommandRun bad = run(bench + " -n 4 --temp 3");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--temp in [0, 2]"), std::string::npos) << bad.out;
+}
+
 }  // namespace
 }  // namespace minfer::test
