@@ -92,7 +92,7 @@ struct ModelInfo {
   // (upload weights), the warm-up generation (includes graph capture), and
   // the graph capture alone.
   double load_file_ms = 0, load_backend_ms = 0, load_warmup_ms = 0, load_capture_ms = 0;
-  int decode_launches = 0;  // kernel launches per decode step (CUDA)
+  int decode_launches = 0;  // kernel launches per greedy decode step (CUDA; the warm-up's)
   uint64_t rss_after_load_bytes = 0;  // resident memory of the process once loaded (/proc/self/statm)
   uint64_t released_weight_bytes = 0;  // mapped weight bytes dropped from memory after the GPU upload
 };

@@ -404,6 +404,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   // graphs (device argmax, draw, logits) are captured before the engine
   // reports ready.
   const auto t_warmup = Clock::now();
+  int greedy_launches = -1;
   if (config.warmup && !config.trace_path.empty()) {
     log::info("warm-up skipped while tracing");
   } else if (config.warmup) {
@@ -411,7 +412,6 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
     w.prompt = {impl->tokenizer->special().bos.value_or(0)};
     w.max_tokens = std::min(4, n_ctx - 2);
     w.ignore_eos = true;
-    w.sampling.temperature = 0.0f;
     for (int pass = 0; pass < 3 && w.max_tokens > 0; ++pass) {
       w.sampling.temperature = pass == 0 ? 0.0f : 0.8f;
       w.sampling.top_k = pass == 2 ? 0 : 40;
@@ -419,6 +419,9 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
       if (r.finish == FinishReason::kError) {
         return unexpected(r.error->code, "warm-up generation failed: " + r.error->message);
       }
+      // The greedy step's launches are the ones the info reports, not
+      // those of the graph captured last.
+      if (pass == 0) greedy_launches = impl->backend->decode_launches();
     }
     impl->runner->cells().truncate(impl->seq, 0);
   }
@@ -450,7 +453,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   info.load_backend_ms = backend_ms;
   info.load_warmup_ms = ms_since(t_warmup);
   info.load_capture_ms = impl->backend->capture_ms();
-  info.decode_launches = impl->backend->decode_launches();
+  info.decode_launches = greedy_launches >= 0 ? greedy_launches : impl->backend->decode_launches();
   info.released_weight_bytes = released;
   info.rss_after_load_bytes = resident_bytes();
   {
