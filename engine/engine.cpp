@@ -246,11 +246,13 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
                             req.sampling.drawn_in_step(model.vocab_size);
   const bool picked = device_argmax || draw_in_step;
   kernels::DrawArgs draw;  // read by submit() only (a backend stages it with the step)
-  const auto submit = [&](std::optional<int32_t> t) {
-    if (draw_in_step) draw = sampler.step_draw();
+  std::vector<int32_t> history(req.prompt.begin(), req.prompt.end());
+  // A step for token t (nullopt: the one the step before picks); the tokens
+  // before it are the history less its last `unseen` ones, then `then`.
+  const auto submit = [&](std::optional<int32_t> t, size_t unseen, std::span<const int32_t> then) {
+    if (draw_in_step) draw = sampler.step_draw(std::span<const int32_t>(history).first(history.size() - unseen), then);
     return runner->submit_decode(seq, t, device_argmax, draw_in_step ? &draw : nullptr);
   };
-  std::vector<int32_t> history(req.prompt.begin(), req.prompt.end());
   StreamDecoder decoder(*tokenizer);
   StopMatcher stops(req.stop);
   const int ahead = decode_ahead(picked);
@@ -266,11 +268,12 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     if (!eos && ahead > 0) {
       // The device takes the next steps before the host hands this token
       // out; a request that ends early drops them (drain, below).
+      // `token` is not in the history yet.
       if (runner->in_flight() == 0 && can_step(r.n_generated + 1)) {
-        if (Status st = submit(token); !st) return fail(st.error());
+        if (Status st = submit(token, 0, {}); !st) return fail(st.error());
       }
       if (ahead > 1 && runner->in_flight() == 1 && can_step(r.n_generated + 2)) {
-        if (Status st = submit(std::nullopt); !st) return fail(st.error());
+        if (Status st = submit(std::nullopt, 0, std::span<const int32_t>(&token, 1)); !st) return fail(st.error());
       }
     }
     if (eos) {
@@ -299,7 +302,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
       break;
     }
     if (ahead == 0 && can_step(r.n_generated)) {
-      if (Status st = submit(token); !st) return fail(st.error());
+      if (Status st = submit(token, 1, {}); !st) return fail(st.error());  // `token` is the history's last
     }
     if (runner->in_flight() == 0) {  // no step evaluates this token: it was the last
       r.finish = FinishReason::kLength;

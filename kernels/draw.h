@@ -32,13 +32,22 @@
 namespace minfer::kernels {
 
 // What a draw in the step takes at most: the candidates the CUDA kernel keeps
-// a block (a power of two), and logit-bias entries staged with the step.
+// a block (a power of two), logit-bias entries staged with the step, and the
+// tokens the penalties look at (llama.cpp's penalty_last_n; its default).
 inline constexpr int kDrawMaxTopK = 128;
 inline constexpr int kDrawMaxBias = 64;
+inline constexpr int kDrawMaxPenaltyLastN = 64;
 
 // A draw's parameters, uploaded with each step that draws (device memory for
 // launch_sample; StepInput::draw on the host). Bias is added to the logits in
-// entry order before the k best are chosen.
+// entry order, then the penalties change the logits of the tokens in their
+// window, then the k best are chosen.
+//
+// The penalties' window is the last penalty_last_n tokens of the sequence up
+// to and including the step's own input token. The host knows every token
+// before that one (`recent`, newest last); the step's own is the step's
+// input, which the device may have drawn itself (a step queued before the
+// host saw the token), so the backend adds it: `penalize_step_token`.
 struct DrawArgs {
   int32_t top_k = 0;            // 1..kDrawMaxTopK, below the vocabulary size
   float inv_temperature = 1.0f;
@@ -48,6 +57,12 @@ struct DrawArgs {
   int32_t n_bias = 0;
   int32_t bias_token[kDrawMaxBias] = {};
   float bias[kDrawMaxBias] = {};
+  float repeat_penalty = 1.0f;     // 1: off
+  float frequency_penalty = 0.0f;  // 0: off
+  float presence_penalty = 0.0f;   // 0: off
+  int32_t penalize_step_token = 0; // 1: the step's input token is in the window
+  int32_t n_recent = 0;            // 0..kDrawMaxPenaltyLastN - 1
+  int32_t recent[kDrawMaxPenaltyLastN - 1] = {};
 };
 
 namespace draw {
@@ -76,6 +91,27 @@ MINFER_DRAW_FN float add(float a, float b) {
 #else
   return std::fma(a, 1.0f, b);
 #endif
+}
+
+MINFER_DRAW_FN float div(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;  // IEEE division, correctly rounded: nothing to contract
+#endif
+}
+
+// Whether any penalty changes a logit (the same test on both sides).
+MINFER_DRAW_FN bool penalties_on(float repeat, float frequency, float presence) {
+  return repeat != 1.0f || frequency != 0.0f || presence != 0.0f;
+}
+
+// A logit of a token seen `count` times (>= 1) in the penalties' window,
+// as llama.cpp's penalties: a positive one divided by the repeat penalty, a
+// negative one multiplied, then count * frequency + presence taken off.
+MINFER_DRAW_FN float penalize(float l, int count, float repeat, float frequency, float presence) {
+  l = l > 0.0f ? div(l, repeat) : mul(l, repeat);
+  return add(l, -fma(static_cast<float>(count), frequency, presence));
 }
 
 // e^x for x <= 0: Cody-Waite reduction by ln 2 (cephes' split, whose high

@@ -140,12 +140,14 @@ inline constexpr int kSampleMaxVocab = 262144;
 // launch_sample's scratch for a vocabulary of `vocab`: each block's best keys.
 size_t sample_lists_bytes(int vocab);
 // A token drawn from logits[vocab] (f32, device) with *args (device memory,
-// draw.h: bias, the k best, top-p, min-p, temperature, args->u) into out[0]
-// — the token engine/sampling/top_k_draw.h's draw_in_step() gives on the host.
+// draw.h: bias, penalties, the k best, top-p, min-p, temperature, args->u)
+// into out[0] — the token engine/sampling/top_k_draw.h's draw_in_step()
+// gives on the host. *step_token (device) is the step's input token, which
+// the penalties' window ends with where args->penalize_step_token says.
 // *count must be zero at the first launch; each launch leaves it zero.
 // cudaErrorInvalidValue past kSampleMaxVocab.
-cudaError_t launch_sample(const float* logits, int vocab, const DrawArgs* args, unsigned long long* lists,
-                          unsigned int* count, int32_t* out, cudaStream_t stream);
+cudaError_t launch_sample(const float* logits, int vocab, const DrawArgs* args, const int32_t* step_token,
+                          unsigned long long* lists, unsigned int* count, int32_t* out, cudaStream_t stream);
 
 // ---- attention -------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 // The draw of a sampled decode step (Op::kSample) on the device: the k best
-// of the logits row — the step's logit bias added first — then
+// of the logits row — the step's logit bias added first, then its
+// penalties — then
 // kernels/draw.h's pick with the step's uniform, so that only a token id
 // travels back and the next step can take it without the host
 // (launch_step_start, feed 2). Reference: engine/sampling/top_k_draw.h's
@@ -38,6 +39,7 @@ constexpr int kThreads = 512;
 constexpr int kPerThread = kChunk / kThreads;
 constexpr int kMaxLists = kSampleMaxVocab / kChunk;
 static_assert(kMaxLists / 2 * kDrawMaxTopK <= kChunk, "the merge's first level must fit the chunk's keys");
+static_assert(kDrawMaxPenaltyLastN <= kThreads, "a thread counts a penalty entry");
 
 // -0 as +0: the host compares floats, to which they are equal.
 __device__ __forceinline__ unsigned long long draw_key(float v, int id) { return argmax_pack(v == 0.0f ? 0.0f : v, id); }
@@ -131,8 +133,8 @@ __device__ __forceinline__ void sort8_desc(unsigned long long (&r)[kPerThread]) 
 }
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, int vocab, const DrawArgs* args,
-                                                           unsigned long long* lists, unsigned int* count,
-                                                           int32_t* out) {
+                                                           const int32_t* step_token, unsigned long long* lists,
+                                                           unsigned int* count, int32_t* out) {
   __shared__ unsigned long long s[kChunk];
   __shared__ float e[kDrawMaxTopK], t[kDrawMaxTopK];
   __shared__ int n_cand;
@@ -163,6 +165,40 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       if (off / kThreads == j) v[j] = __fadd_rn(v[j], args->bias[b]);
+    }
+  }
+  // The penalties, after the bias (as the host): the window's tokens —
+  // args->recent, then the step's own — counted in shared memory, each
+  // distinct one's count kept at its first entry, applied by the thread
+  // that holds its logit.
+  if (draw::penalties_on(args->repeat_penalty, args->frequency_penalty, args->presence_penalty)) {
+    __shared__ int32_t pen_token[kDrawMaxPenaltyLastN];
+    __shared__ int pen_count[kDrawMaxPenaltyLastN];  // 0: a later entry of a token
+    const int n_recent = args->n_recent;
+    const int n_pen = n_recent + (args->penalize_step_token != 0 ? 1 : 0);
+    const int i = static_cast<int>(threadIdx.x);
+    if (i < n_pen) pen_token[i] = i < n_recent ? args->recent[i] : *step_token;
+    __syncthreads();
+    if (i < n_pen) {
+      const int32_t me = pen_token[i];
+      int count = 0;
+      bool first = true;
+      for (int j = 0; j < n_pen; ++j) {
+        if (pen_token[j] != me) continue;
+        ++count;
+        first = first && j >= i;
+      }
+      pen_count[i] = first ? count : 0;
+    }
+    __syncthreads();
+    const float repeat = args->repeat_penalty, frequency = args->frequency_penalty, presence = args->presence_penalty;
+    for (int e = 0; e < n_pen; ++e) {
+      const int off = pen_token[e] - base;
+      if (pen_count[e] == 0 || off < 0 || off >= kChunk || off % kThreads != i) continue;
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        if (off / kThreads == j) v[j] = draw::penalize(v[j], pen_count[e], repeat, frequency, presence);
+      }
     }
   }
   unsigned long long r[kPerThread];
@@ -248,11 +284,11 @@ size_t sample_lists_bytes(int vocab) {
   return sizeof(unsigned long long) * static_cast<size_t>((vocab + kChunk - 1) / kChunk) * kDrawMaxTopK;
 }
 
-cudaError_t launch_sample(const float* logits, int vocab, const DrawArgs* args, unsigned long long* lists,
-                          unsigned int* count, int32_t* out, cudaStream_t stream) {
+cudaError_t launch_sample(const float* logits, int vocab, const DrawArgs* args, const int32_t* step_token,
+                          unsigned long long* lists, unsigned int* count, int32_t* out, cudaStream_t stream) {
   if (vocab <= 0 || vocab > kSampleMaxVocab) return cudaErrorInvalidValue;
   return launch_kernel(sample_kernel, dim3((vocab + kChunk - 1) / kChunk), dim3(kThreads), 0, stream, logits, vocab,
-                       args, lists, count, out);
+                       args, step_token, lists, count, out);
 }
 
 }  // namespace minfer::kernels

@@ -8,7 +8,8 @@
 // spread. Decode also shows the weight bandwidth it achieves (weight bytes
 // read per token / time per token). --temp T samples the decode tests'
 // tokens (the engine's default sampling otherwise: top-k 40, top-p 0.95,
-// min-p 0.05) instead of taking the argmax, and names them tgN@tT.
+// min-p 0.05) instead of taking the argmax, and names them tgN@tT;
+// --repeat-penalty P adds that penalty over the last 64 tokens (@rpP).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,12 +46,14 @@ struct TestResult {
   }
 };
 
-GenerationRequest bench_request(const Engine& e, int n_prompt, int n_gen, float temperature, std::mt19937& rng) {
+GenerationRequest bench_request(const Engine& e, int n_prompt, int n_gen, float temperature, float repeat_penalty,
+                                std::mt19937& rng) {
   GenerationRequest req;
   std::uniform_int_distribution<int> dist(0, e.info().vocab_size - 1);
   for (int i = 0; i < n_prompt; ++i) req.prompt.push_back(dist(rng));
   req.max_tokens = n_gen;
   req.sampling.temperature = temperature;  // 0, greedy: the decode path the appliance is judged by
+  req.sampling.repeat_penalty = repeat_penalty;
   req.ignore_eos = true;
   return req;
 }
@@ -62,7 +65,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   eo.n_ctx = 0;
   std::vector<int> pp{512}, tg{128}, depth{0};
   int repeats = 3;
-  float temperature = 0.0f;
+  float temperature = 0.0f, repeat_penalty = 1.0f;
   std::string output = "md";
   po::options_description desc("minfer bench options");
   eo.add_to(desc);
@@ -74,6 +77,8 @@ int cmd_bench(const std::vector<std::string>& args) {
       ("repetitions,r", po::value(&repeats)->default_value(repeats), "timed runs per test")
       ("temp", po::value(&temperature)->default_value(temperature),
        "decode tests sample at this temperature (0: greedy), with the default top-k, top-p and min-p")
+      ("repeat-penalty", po::value(&repeat_penalty)->default_value(repeat_penalty),
+       "decode tests with this repetition penalty over the last 64 tokens (1: off; needs --temp)")
       ("output,o", po::value(&output)->default_value(output), "md | json")
       ("profile", "also report where the time goes, per op kind");
   po::variables_map vm;
@@ -85,8 +90,10 @@ int cmd_bench(const std::vector<std::string>& args) {
   const bool negative = std::any_of(pp.begin(), pp.end(), [](int v) { return v < 0; }) ||
                         std::any_of(tg.begin(), tg.end(), [](int v) { return v < 0; }) ||
                         std::any_of(depth.begin(), depth.end(), [](int v) { return v < 0; });
-  if (repeats < 1 || (output != "md" && output != "json") || negative || !(temperature >= 0.0f && temperature <= 2.0f)) {
-    std::cerr << "minfer: -r must be >= 1, -p, -n and -d not negative, --temp in [0, 2], and -o md or json\n";
+  if (repeats < 1 || (output != "md" && output != "json") || negative || !(temperature >= 0.0f && temperature <= 2.0f) ||
+      !(repeat_penalty > 0.0f && repeat_penalty <= 10.0f) || (repeat_penalty != 1.0f && temperature == 0.0f)) {
+    std::cerr << "minfer: -r must be >= 1, -p, -n and -d not negative, --temp in [0, 2], --repeat-penalty in (0, 10] "
+                 "and with --temp, and -o md or json\n";
     return 2;
   }
   int longest = 1;
@@ -110,7 +117,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     t.name = name;
     t.n_tokens = prefill ? n_prompt : n_gen;
     for (int rep = 0; rep <= repeats; ++rep) {  // rep 0 warms up
-      GenerationRequest req = bench_request(e, n_prompt, n_gen, prefill ? 0.0f : temperature, rng);
+      GenerationRequest req =
+          bench_request(e, n_prompt, n_gen, prefill ? 0.0f : temperature, prefill ? 1.0f : repeat_penalty, rng);
       if (rep == 1) e.set_profiling(profile);
       GenerationResult r = e.generate(req, nullptr, nullptr);
       if (r.finish == FinishReason::kError) {
@@ -136,6 +144,7 @@ int cmd_bench(const std::vector<std::string>& args) {
       // g decode steps: one more token than steps, the first comes from the prompt.
       std::string name = d > 0 ? fmt::format("tg{}@d{}", g, d) : fmt::format("tg{}", g);
       if (temperature > 0.0f) name += fmt::format("@t{}", temperature);
+      if (repeat_penalty != 1.0f) name += fmt::format("@rp{}", repeat_penalty);
       if (g > 0 && !run_test(name, d + 1, g + 1, false)) return 1;
     }
   }

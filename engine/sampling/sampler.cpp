@@ -4,18 +4,18 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 namespace minfer {
 
-bool SamplingParams::plain_greedy() const {
-  return greedy() && logit_bias.empty() && repeat_penalty == 1.0f && presence_penalty == 0.0f &&
-         frequency_penalty == 0.0f;
+bool SamplingParams::plain_greedy() const { return greedy() && logit_bias.empty() && !penalties(); }
+
+bool SamplingParams::penalties() const {
+  return kernels::draw::penalties_on(repeat_penalty, frequency_penalty, presence_penalty) && penalty_last_n > 0;
 }
 
 bool SamplingParams::drawn_in_step(int vocab_size) const {
-  return !greedy() && top_k >= 1 && top_k <= kernels::kDrawMaxTopK && top_k < vocab_size && repeat_penalty == 1.0f &&
-         presence_penalty == 0.0f && frequency_penalty == 0.0f &&
+  return !greedy() && top_k >= 1 && top_k <= kernels::kDrawMaxTopK && top_k < vocab_size &&
+         (!penalties() || penalty_last_n <= kernels::kDrawMaxPenaltyLastN) &&
          logit_bias.size() <= static_cast<size_t>(kernels::kDrawMaxBias);
 }
 
@@ -59,7 +59,7 @@ float Sampler::uniform24() {
   return static_cast<float>(rng_() >> 40) * 0x1.0p-24f;
 }
 
-kernels::DrawArgs Sampler::step_draw() {
+kernels::DrawArgs Sampler::step_draw(std::span<const int32_t> before, std::span<const int32_t> then) {
   kernels::DrawArgs a;
   a.top_k = params_.top_k;
   a.inv_temperature = 1.0f / params_.temperature;
@@ -71,22 +71,28 @@ kernels::DrawArgs Sampler::step_draw() {
     a.bias_token[b] = params_.logit_bias[static_cast<size_t>(b)].first;
     a.bias[b] = params_.logit_bias[static_cast<size_t>(b)].second;
   }
+  if (params_.penalties()) {
+    a.repeat_penalty = params_.repeat_penalty;
+    a.frequency_penalty = params_.frequency_penalty;
+    a.presence_penalty = params_.presence_penalty;
+    a.penalize_step_token = 1;
+    // The window's other tokens: the last of `before` followed by `then`.
+    const size_t want = std::min(static_cast<size_t>(params_.penalty_last_n), static_cast<size_t>(kernels::kDrawMaxPenaltyLastN)) - 1;
+    const size_t from_then = std::min(want, then.size());
+    const size_t from_before = std::min(want - from_then, before.size());
+    int32_t* out = a.recent;
+    out = std::copy(before.end() - static_cast<ptrdiff_t>(from_before), before.end(), out);
+    std::copy(then.end() - static_cast<ptrdiff_t>(from_then), then.end(), out);
+    a.n_recent = static_cast<int32_t>(from_before + from_then);
+  }
   return a;
 }
 
 void Sampler::apply_penalties(float* logits, const std::vector<int32_t>& history) const {
-  const SamplingParams& p = params_;
-  if (p.repeat_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f) return;
-  const size_t n = std::min(history.size(), static_cast<size_t>(p.penalty_last_n));
-  std::unordered_map<int32_t, int> counts;
-  for (size_t i = history.size() - n; i < history.size(); ++i) ++counts[history[i]];
-  for (const auto& [id, count] : counts) {
-    if (id < 0 || id >= vocab_size_) continue;
-    float& l = logits[id];
-    // llama.cpp: divide positive logits, multiply negative ones.
-    l = l > 0.0f ? l / p.repeat_penalty : l * p.repeat_penalty;
-    l -= static_cast<float>(count) * p.frequency_penalty + p.presence_penalty;
-  }
+  if (!params_.penalties()) return;
+  const size_t n = std::min(history.size(), static_cast<size_t>(params_.penalty_last_n));
+  minfer::apply_penalties(logits, vocab_size_, std::span<const int32_t>(history).last(n), params_.repeat_penalty,
+                          params_.frequency_penalty, params_.presence_penalty);
 }
 
 int32_t Sampler::sample(float* logits, const std::vector<int32_t>& history) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -36,10 +37,12 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0.0f; }
   // True when greedy with nothing that changes the argmax (the device can pick).
   bool plain_greedy() const;
+  // True when a penalty changes logits (one on, over a window of tokens).
+  bool penalties() const;
   // True when a decode step can draw the token itself (Op::kSample,
-  // kernels::DrawArgs): sampled from the k best (k up to kDrawMaxTopK), with
-  // no penalties (they look at tokens the host may not have yet) and at most
-  // kDrawMaxBias bias entries.
+  // kernels::DrawArgs): sampled from the k best (k up to kDrawMaxTopK), at
+  // most kDrawMaxBias bias entries, and penalties over a window of at most
+  // kDrawMaxPenaltyLastN tokens.
   bool drawn_in_step(int vocab_size) const;
   // Errors name the bad parameter and its allowed range.
   Status validate(int vocab_size) const;
@@ -54,7 +57,11 @@ class Sampler {
   int32_t sample(float* logits, const std::vector<int32_t>& history);
   // The next token's draw for a step that draws it (params.drawn_in_step()):
   // what sample() would use, taking the generator's next number as it would.
-  kernels::DrawArgs step_draw();
+  // The tokens before the step's input token are `before` followed by
+  // `then` (the prompt and the tokens generated so far, as sample()'s
+  // history, less the step's own, which the backend adds to the penalties'
+  // window: the device may have drawn it).
+  kernels::DrawArgs step_draw(std::span<const int32_t> before = {}, std::span<const int32_t> then = {});
 
  private:
   void apply_penalties(float* logits, const std::vector<int32_t>& history) const;

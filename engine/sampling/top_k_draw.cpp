@@ -66,12 +66,53 @@ Status check_draw(const kernels::DrawArgs* draw, int vocab_size, std::string_vie
       return bad(fmt::format("has bias {} for token {}; allowed finite or -inf", d.bias[b], d.bias_token[b]));
     }
   }
+  if (!(d.repeat_penalty > 0.0f) || !std::isfinite(d.repeat_penalty)) {
+    return bad(fmt::format("has repeat_penalty {}; allowed finite and above 0", d.repeat_penalty));
+  }
+  if (!std::isfinite(d.frequency_penalty) || !std::isfinite(d.presence_penalty)) {
+    return bad(fmt::format("has frequency_penalty {} and presence_penalty {}; allowed finite", d.frequency_penalty,
+                           d.presence_penalty));
+  }
+  if (d.n_recent < 0 || d.n_recent > kernels::kDrawMaxPenaltyLastN - 1) {
+    return bad(fmt::format("has {} recent tokens; allowed 0..{}", d.n_recent, kernels::kDrawMaxPenaltyLastN - 1));
+  }
+  for (int i = 0; i < d.n_recent; ++i) {
+    if (d.recent[i] < 0 || d.recent[i] >= vocab_size) {
+      return bad(fmt::format("has recent token {} (entry {}), outside the vocabulary [0, {})", d.recent[i], i,
+                             vocab_size));
+    }
+  }
   return ok_status();
 }
 
-int32_t draw_in_step(float* logits, int vocab_size, const kernels::DrawArgs& args, Candidates* scratch,
-                     std::vector<float>* terms) {
+void apply_penalties(float* logits, int vocab_size, std::span<const int32_t> window, float repeat, float frequency,
+                     float presence) {
+  if (!kernels::draw::penalties_on(repeat, frequency, presence)) return;
+  // At most a window of tokens: counted by sorting a copy.
+  std::vector<int32_t> ids(window.begin(), window.end());
+  std::sort(ids.begin(), ids.end());
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j < ids.size() && ids[j] == ids[i]) ++j;
+    if (ids[i] >= 0 && ids[i] < vocab_size) {
+      float& l = logits[ids[i]];
+      l = kernels::draw::penalize(l, static_cast<int>(j - i), repeat, frequency, presence);
+    }
+    i = j;
+  }
+}
+
+int32_t draw_in_step(float* logits, int vocab_size, const kernels::DrawArgs& args, int32_t step_token,
+                     Candidates* scratch, std::vector<float>* terms) {
   for (int b = 0; b < args.n_bias; ++b) logits[args.bias_token[b]] += args.bias[b];
+  if (kernels::draw::penalties_on(args.repeat_penalty, args.frequency_penalty, args.presence_penalty)) {
+    int32_t window[kernels::kDrawMaxPenaltyLastN];
+    std::copy(args.recent, args.recent + args.n_recent, window);
+    size_t n = static_cast<size_t>(args.n_recent);
+    if (args.penalize_step_token != 0) window[n++] = step_token;
+    apply_penalties(logits, vocab_size, std::span<const int32_t>(window, n), args.repeat_penalty,
+                    args.frequency_penalty, args.presence_penalty);
+  }
   top_k_candidates(logits, vocab_size, args.top_k, scratch);
   const int i = draw_candidate(*scratch, args.inv_temperature, args.top_p, args.min_p, args.u, terms);
   return (*scratch)[static_cast<size_t>(i)].second;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -33,9 +34,16 @@ int draw_candidate(const Candidates& c, float inv_temperature, float top_p, floa
 // graph): an error naming `backend`, the field, its value and its range.
 Status check_draw(const kernels::DrawArgs* draw, int vocab_size, std::string_view backend);
 
+// The penalties (kernels::draw::penalize) on logits[vocab_size] of the
+// tokens in `window` (ids outside the vocabulary skipped), each once, with
+// its count there. Nothing when no penalty is on.
+void apply_penalties(float* logits, int vocab_size, std::span<const int32_t> window, float repeat, float frequency,
+                     float presence);
+
 // Op::kSample's token: args' bias added to logits (in place, entry order),
-// the k best, the draw.
-int32_t draw_in_step(float* logits, int vocab_size, const kernels::DrawArgs& args, Candidates* scratch,
-                     std::vector<float>* terms);
+// the penalties over args.recent and, where args.penalize_step_token says,
+// `step_token` (the step's input token), the k best, the draw.
+int32_t draw_in_step(float* logits, int vocab_size, const kernels::DrawArgs& args, int32_t step_token,
+                     Candidates* scratch, std::vector<float>* terms);
 
 }  // namespace minfer

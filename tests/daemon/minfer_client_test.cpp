@@ -110,8 +110,9 @@ TEST(MinferBench, DecodeTestsAtDepth) {
   EXPECT_NE(bad.out.find("-p, -n and -d not negative"), std::string::npos) << bad.out;
 }
 
-// --temp samples the decode tests (named tgN@tT); a temperature outside the
-// API's [0, 2] is refused.
+// --temp samples the decode tests (named tgN@tT), --repeat-penalty adds a
+// penalty (@rpP); a temperature outside the API's [0, 2], or a penalty
+// without a temperature, is refused.
 TEST(MinferBench, SampledDecodeTests) {
   const std::string bench = std::string(MINFER_PATH) + " bench -m " + stories_model_path() + " --backend cpu -r 1";
   const CommandRun r = run(bench + " -p 0 -n 4 --temp 0.8 -o json");
@@ -125,6 +126,15 @@ TEST(MinferBench, SampledDecodeTests) {
   const CommandRun bad = run(bench + " -n 4 --temp 3");
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.out.find("--temp in [0, 2]"), std::string::npos) << bad.out;
+  // --repeat-penalty: the tests named tgN@tT@rpP; only with --temp.
+  const CommandRun rp = run(bench + " -p 0 -n 4 --temp 0.8 --repeat-penalty 1.1 -o json");
+  ASSERT_EQ(rp.status, 0) << rp.out;
+  const auto jrp = nlohmann::json::parse(rp.out.substr(rp.out.find('{')));
+  ASSERT_EQ(jrp["results"].size(), 1u) << rp.out;
+  EXPECT_EQ(jrp["results"][0]["test"], "tg4@t0.8@rp1.1");
+  const CommandRun greedy_rp = run(bench + " -n 4 --repeat-penalty 1.1");
+  EXPECT_EQ(greedy_rp.status, 2) << greedy_rp.out;
+  EXPECT_NE(greedy_rp.out.find("--repeat-penalty in (0, 10] and with --temp"), std::string::npos) << greedy_rp.out;
 }
 
 }  // namespace

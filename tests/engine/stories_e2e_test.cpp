@@ -226,8 +226,11 @@ TEST(EngineLookahead, BothOrdersGiveTheSameResults) {
 // Sampled requests whose steps draw their tokens (Op::kSample; with steps
 // queued ahead, fed with the draw) against the host sampler drawing from the
 // copied logits: the same tokens, text and ends — the defaults, a bias that
-// bans the top token, a stop string, k = 1 — and the requests a step cannot
-// draw (penalties, no top-k) on the host in both.
+// bans the top token, a stop string, k = 1, penalties over the default
+// window, over a short one with a bias, over the step's own token alone
+// (pushed up, so that it decides draws) and over it and the one before
+// (pushed down: three biased tokens in a cycle) — and the requests a step cannot
+// draw (a penalties' window past 64 tokens, no top-k) on the host in both.
 TEST(EngineDraw, StepsThatDrawGiveTheHostSamplersTokens) {
   struct Arm {
     bool draw_in_step;
@@ -267,10 +270,36 @@ TEST(EngineDraw, StepsThatDrawGiveTheHostSamplersTokens) {
   GenerationRequest penalized = sampled({1, 378}, 30, 5);
   penalized.sampling.repeat_penalty = 1.3f;
   requests.push_back(penalized);
+  GenerationRequest counted = sampled({1, 378, 378, 403}, 50, 7);
+  counted.sampling.frequency_penalty = 0.6f;
+  counted.sampling.presence_penalty = 0.4f;
+  counted.sampling.penalty_last_n = 8;
+  counted.sampling.logit_bias = {{378, 1.0f}};
+  requests.push_back(counted);
+  GenerationRequest echo = sampled({1, 378}, 30, 9);
+  echo.sampling.repeat_penalty = 0.5f;  // the step's own token pushed up: the window is it alone
+  echo.sampling.presence_penalty = -1.0f;
+  echo.sampling.penalty_last_n = 1;
+  requests.push_back(echo);
+  // Three tokens pushed far above the rest, the last two tokens all but
+  // banned: the draws cycle through the three — a window that missed the
+  // token before the step's own (a step queued ahead takes it from the host
+  // and its own from the device) would let one repeat.
+  GenerationRequest cycle = sampled({1, 378}, 30, 10);
+  cycle.sampling.logit_bias = {{300, 20.0f}, {301, 20.0f}, {302, 20.0f}};
+  cycle.sampling.repeat_penalty = 10.0f;
+  cycle.sampling.presence_penalty = 2.0f;
+  cycle.sampling.penalty_last_n = 2;
+  const size_t cycle_index = requests.size();
+  requests.push_back(cycle);
+  GenerationRequest wide = sampled({1, 378}, 30, 8);
+  wide.sampling.repeat_penalty = 1.3f;
+  wide.sampling.penalty_last_n = 65;  // past the window a step carries
+  requests.push_back(wide);
   GenerationRequest no_top_k = sampled({1, 378}, 30, 6);
   no_top_k.sampling.top_k = 0;
   requests.push_back(no_top_k);
-  const bool step_draws[] = {true, true, true, true, false, false};
+  const bool step_draws[] = {true, true, true, true, true, true, true, true, false, false};
   for (size_t i = 0; i < requests.size(); ++i) {
     SCOPED_TRACE(testing::Message() << "request " << i);
     GenerationResult r[3];
@@ -297,6 +326,20 @@ TEST(EngineDraw, StepsThatDrawGiveTheHostSamplersTokens) {
     EXPECT_GE(draws[1], step_draws[i] ? steps : 0);
     EXPECT_LE(draws[1], step_draws[i] ? steps + 2 : 0);
     EXPECT_GE(r[0].n_generated, 3);
+    if (i == cycle_index) {
+      for (size_t t = 2; t < r[0].tokens.size(); ++t) {
+        ASSERT_TRUE(r[0].tokens[t] >= 300 && r[0].tokens[t] <= 302) << "token " << t;
+        ASSERT_NE(r[0].tokens[t], r[0].tokens[t - 1]) << "token " << t;
+        ASSERT_NE(r[0].tokens[t], r[0].tokens[t - 2]) << "token " << t;
+      }
+    }
+    if (requests[i].sampling.penalties()) {
+      // The penalties decide tokens: without them the request goes elsewhere.
+      GenerationRequest plain = requests[i];
+      plain.sampling.repeat_penalty = 1.0f;
+      plain.sampling.frequency_penalty = plain.sampling.presence_penalty = 0.0f;
+      EXPECT_NE(engines[2]->generate(plain, nullptr, nullptr).tokens, r[0].tokens);
+    }
   }
 }
 

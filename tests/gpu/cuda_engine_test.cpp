@@ -605,8 +605,9 @@ TEST(CudaLookahead, EngineOrdersGiveTheSameTokens) {
 // (kernels::launch_sample, captured in the step's graph, with a second step
 // fed from the draw) against the host sampler drawing from copied logits:
 // the same tokens — the logits are the device's either way and the draw's
-// arithmetic is the host's (kernels/draw.h). A vocabulary of 5,000: two
-// blocks' lists merged. Graphs and eager launches.
+// arithmetic is the host's (kernels/draw.h); penalties too, whose window
+// ends with a token the device drew. A vocabulary of 5,000: two blocks'
+// lists merged. Graphs and eager launches.
 TEST(CudaDraw, StepsThatDrawGiveTheHostSamplersTokens) {
   MINFER_REQUIRE_GPU();
   const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 5000);
@@ -624,7 +625,7 @@ TEST(CudaDraw, StepsThatDrawGiveTheHostSamplersTokens) {
       c.lookahead = arm == 2 ? 0 : -1;
       auto e = Engine::load(c);
       ASSERT_TRUE(e.has_value()) << e.error().message;
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < 6; ++i) {
         GenerationRequest req;
         req.prompt = some_tokens(6 + i, 5000, 17);  // each a prefix of the next
         req.max_tokens = 48;
@@ -637,6 +638,22 @@ TEST(CudaDraw, StepsThatDrawGiveTheHostSamplersTokens) {
           req.sampling.logit_bias = {{7, 4.0f}, {7, 1.5f}, {100, -INFINITY}};
         }
         if (i == 3) req.sampling.top_p = 0.5f;
+        if (i == 4) {
+          // Penalties over the default window of 64 (from the prompt on),
+          // and a bias on a token the random model favours.
+          req.sampling.repeat_penalty = 1.5f;
+          req.sampling.frequency_penalty = 0.3f;
+          req.sampling.presence_penalty = 0.2f;
+          req.sampling.logit_bias = {{results[arm][0].tokens.at(0), 0.5f}};
+        }
+        if (i == 5) {
+          // Three tokens far above the rest, the last two all but banned:
+          // a cycle, whose window ends with a token the device drew.
+          req.sampling.logit_bias = {{300, 40.0f}, {301, 40.0f}, {302, 40.0f}};
+          req.sampling.repeat_penalty = 10.0f;
+          req.sampling.presence_penalty = 2.0f;
+          req.sampling.penalty_last_n = 2;
+        }
         int calls = 0;
         // The last one cancelled by its callback at the 20th token.
         GenerationResult r = (*e)->generate(req, [&](const TokenEvent&) { return i != 3 || ++calls < 20; }, nullptr);
@@ -668,6 +685,11 @@ TEST(CudaDraw, StepsThatDrawGiveTheHostSamplersTokens) {
     }
     EXPECT_EQ(draws[0], 0);
     EXPECT_EQ(results[1][3].finish, FinishReason::kCancelled);
+    const std::vector<int32_t>& cycle = results[1][5].tokens;
+    for (size_t t = 2; t < cycle.size(); ++t) {
+      ASSERT_TRUE(cycle[t] >= 300 && cycle[t] <= 302) << "token " << t;
+      ASSERT_TRUE(cycle[t] != cycle[t - 1] && cycle[t] != cycle[t - 2]) << "token " << t;
+    }
     std::set<int32_t> distinct(results[1][0].tokens.begin(), results[1][0].tokens.end());
     EXPECT_GT(distinct.size(), 10u) << "the draws hardly vary: the test would not see a wrong one";
   }

@@ -54,8 +54,9 @@
 #                  the host and sampled tokens drawn in the step (the default), drawn by the host
 #                  from copied logits (MINFER_NO_DRAW_IN_STEP=1), no steps ahead
 #                  (MINFER_NO_LOOKAHEAD=1); SERVE_ENVS="- NAME=VALUE ...": other arms
-#     bench-sampled  tg128 sampled (temperature 0.8, the default filters) with the draw in the step
-#                  and on the host, next to greedy: synth 0.5B Q8_0 and 7B Q4_K_M
+#     bench-sampled  tg128 sampled (temperature 0.8, the default filters; and with a repetition
+#                  penalty 1.1) with the draw in the step and on the host, next to greedy: synth
+#                  0.5B Q8_0 and 7B Q4_K_M
 #   default: build test bench-small
 #   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
 #   PHASE_PROBES=ON builds the kernels' phase probes in (-DMINFER_PHASE_PROBES; diagnostics only)
@@ -191,6 +192,8 @@ stage_bench_sampled() {
     BENCH_ARGS="-p 0 -n 128" bench "$f" "${m/:/-}-greedy"
     BENCH_ARGS="-p 0 -n 128 --temp 0.8" bench "$f" "${m/:/-}-sampled"
     BENCH_ARGS="-p 0 -n 128 --temp 0.8" bench "$f" "${m/:/-}-sampled-host" MINFER_NO_DRAW_IN_STEP=1
+    BENCH_ARGS="-p 0 -n 128 --temp 0.8 --repeat-penalty 1.1" bench "$f" "${m/:/-}-penalized"
+    BENCH_ARGS="-p 0 -n 128 --temp 0.8 --repeat-penalty 1.1" bench "$f" "${m/:/-}-penalized-host" MINFER_NO_DRAW_IN_STEP=1
   done
 }
 

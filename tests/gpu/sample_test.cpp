@@ -3,7 +3,9 @@
 // logits and draw — vocabularies of one block to the most the kernel takes
 // (one list, an odd last chunk, 38 and 64 blocks), k from 1 to
 // kDrawMaxTopK, ties everywhere (logits in quarter steps: the lower id
-// first), bias (a token named twice, -inf on the best ones), every filter.
+// first), bias (a token named twice, -inf on the best ones), penalties
+// (windows of 1 to 64 tokens among the best, repeated and biased ones,
+// boosting and negative penalties), every filter.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,22 +35,36 @@ TEST(GpuSample, DrawsTheReferencesToken) {
     int k;
     float temperature, top_p, min_p;
     int n_bias;
+    float repeat = 1.0f, frequency = 0.0f, presence = 0.0f;
+    int window = 0;  // the penalties' tokens, the step's own the last
   };
-  const Case cases[] = {{40, 0.8f, 0.95f, 0.05f, 0}, {1, 1.0f, 1.0f, 0.0f, 0},   {128, 1.0f, 1.0f, 0.0f, 3},
-                        {64, 1.5f, 0.9f, 0.0f, 5},   {7, 0.2f, 1.0f, 0.3f, 0},   {100, 3.0f, 0.99f, 0.0f, 64},
-                        {2, 1.0f, 0.5f, 0.0f, 1}};
+  const Case cases[] = {{40, 0.8f, 0.95f, 0.05f, 0},
+                        {1, 1.0f, 1.0f, 0.0f, 0},
+                        {128, 1.0f, 1.0f, 0.0f, 3},
+                        {64, 1.5f, 0.9f, 0.0f, 5},
+                        {7, 0.2f, 1.0f, 0.3f, 0},
+                        {100, 3.0f, 0.99f, 0.0f, 64},
+                        {2, 1.0f, 0.5f, 0.0f, 1},
+                        {40, 0.8f, 0.95f, 0.05f, 0, 1.3f, 0.0f, 0.0f, 64},
+                        {20, 1.0f, 1.0f, 0.0f, 2, 1.0f, 0.5f, 0.3f, 16},
+                        {64, 1.2f, 0.9f, 0.0f, 0, 0.7f, -0.5f, -1.0f, 1},
+                        {128, 2.0f, 1.0f, 0.0f, 4, 1.1f, 0.25f, 0.0f, 33}};
   const int vocabs[] = {100, 4096, 4097, 151936, kernels::kSampleMaxVocab};
   DeviceArray<unsigned long long> lists(kernels::sample_lists_bytes(kernels::kSampleMaxVocab) / 8);
   DeviceArray<unsigned int> count;
   count.upload({0u});
   DeviceArray<int32_t> out(1);
   DeviceArray<kernels::DrawArgs> dargs(1);
+  DeviceArray<int32_t> step_token(1);
   Candidates scratch;
   std::vector<float> terms;
-  int draws = 0, distinct_tokens = 0;
+  int draws = 0, distinct_tokens = 0, penalties_decided = 0;
   for (int vocab : vocabs) {
     for (int tied = 0; tied < 2; ++tied) {
       const std::vector<float> logits = draw_logits(vocab, static_cast<uint64_t>(vocab) * 2 + tied, tied == 1);
+      // The best 48 tokens: the penalties' windows take theirs from them.
+      Candidates best;
+      top_k_candidates(logits.data(), vocab, std::min(48, vocab - 1), &best);
       DeviceArray<float> dl;
       dl.upload(logits);
       for (size_t c = 0; c < std::size(cases); ++c) {
@@ -65,16 +81,39 @@ TEST(GpuSample, DrawsTheReferencesToken) {
           a.bias_token[b] = b == 1 ? a.bias_token[0] : static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
           a.bias[b] = b % 3 == 2 ? -INFINITY : static_cast<float>(static_cast<int>(rng() % 17) - 8) * 0.75f;
         }
+        // The window: tokens among the best, some named twice or more, a
+        // biased one; the step's own token is one of them.
+        int32_t own = 0;
+        if (cases[c].window > 0) {
+          a.repeat_penalty = cases[c].repeat;
+          a.frequency_penalty = cases[c].frequency;
+          a.presence_penalty = cases[c].presence;
+          a.penalize_step_token = 1;
+          a.n_recent = cases[c].window - 1;
+          auto pick = [&] { return best[rng() % best.size()].second; };
+          for (int i = 0; i < a.n_recent; ++i) a.recent[i] = i % 5 == 4 ? a.recent[i - 1] : pick();
+          if (a.n_bias > 0 && a.n_recent > 0) a.recent[0] = a.bias_token[0];
+          own = a.n_recent > 0 ? a.recent[a.n_recent / 2] : pick();
+        }
+        step_token.upload({own});
         std::vector<int32_t> seen;
         for (int d = 0; d < 12; ++d) {
           a.u = static_cast<float>(rng() >> 40) * 0x1.0p-24f;
           if (d == 0) a.u = 0.0f;
           if (d == 1) a.u = 1.0f - 0x1.0p-24f;
           std::vector<float> host = logits;
-          const int32_t want = draw_in_step(host.data(), vocab, a, &scratch, &terms);
+          const int32_t want = draw_in_step(host.data(), vocab, a, own, &scratch, &terms);
+          if (cases[c].window > 0) {
+            kernels::DrawArgs off = a;
+            off.repeat_penalty = 1.0f;
+            off.frequency_penalty = off.presence_penalty = 0.0f;
+            std::vector<float> plain = logits;
+            penalties_decided += draw_in_step(plain.data(), vocab, off, own, &scratch, &terms) != want;
+          }
           dargs.upload({a});
           out.poison();
-          CUDA_ASSERT(kernels::launch_sample(dl.get(), vocab, dargs.get(), lists.get(), count.get(), out.get(), nullptr));
+          CUDA_ASSERT(kernels::launch_sample(dl.get(), vocab, dargs.get(), step_token.get(), lists.get(), count.get(),
+                                             out.get(), nullptr));
           const int32_t got = out.download()[0];
           ASSERT_EQ(got, want) << "vocab " << vocab << (tied ? " tied" : "") << ", case " << c << " (k " << a.top_k
                                << "), u " << a.u;
@@ -87,6 +126,7 @@ TEST(GpuSample, DrawsTheReferencesToken) {
   }
   EXPECT_EQ(count.download()[0], 0u) << "each launch leaves the count at zero";
   EXPECT_GT(distinct_tokens, draws / 3) << "the draws hardly vary: the test would not see a wrong one";
+  EXPECT_GT(penalties_decided, 60) << "the penalties hardly change a draw: the test would not see a wrong one";
 }
 
 // Chunks whose bound passes all of their keys (every block's 127 best at
@@ -107,6 +147,8 @@ TEST(GpuSample, ChunksOfTiesSortWhole) {
   count.upload({0u});
   DeviceArray<int32_t> out(1);
   DeviceArray<kernels::DrawArgs> dargs(1);
+  DeviceArray<int32_t> step_token;
+  step_token.upload({0});
   Candidates scratch;
   std::vector<float> terms;
   std::set<int32_t> seen;
@@ -116,9 +158,10 @@ TEST(GpuSample, ChunksOfTiesSortWhole) {
     a.inv_temperature = 1.0f;
     a.u = static_cast<float>(d) / 16.0f;
     std::vector<float> host = logits;
-    const int32_t want = draw_in_step(host.data(), vocab, a, &scratch, &terms);
+    const int32_t want = draw_in_step(host.data(), vocab, a, 0, &scratch, &terms);
     dargs.upload({a});
-    CUDA_ASSERT(kernels::launch_sample(dl.get(), vocab, dargs.get(), lists.get(), count.get(), out.get(), nullptr));
+    CUDA_ASSERT(kernels::launch_sample(dl.get(), vocab, dargs.get(), step_token.get(), lists.get(), count.get(),
+                                       out.get(), nullptr));
     ASSERT_EQ(out.download()[0], want) << "u " << a.u;
     seen.insert(want);
   }
@@ -132,8 +175,9 @@ TEST(GpuSample, AVocabularyPastTheLimitIsRefused) {
   DeviceArray<unsigned int> count(1);
   DeviceArray<int32_t> out(1);
   DeviceArray<kernels::DrawArgs> dargs(1);
-  EXPECT_EQ(kernels::launch_sample(dl.get(), kernels::kSampleMaxVocab + 1, dargs.get(), lists.get(), count.get(),
-                                   out.get(), nullptr),
+  DeviceArray<int32_t> step_token(1);
+  EXPECT_EQ(kernels::launch_sample(dl.get(), kernels::kSampleMaxVocab + 1, dargs.get(), step_token.get(), lists.get(),
+                                   count.get(), out.get(), nullptr),
             cudaErrorInvalidValue);
 }
 

@@ -282,7 +282,9 @@ Status CpuBackend::run_node(const Node& n, const StepInput& in) {
       const Activation& l = buf(n.src);
       draw_logits_.assign(l.data.begin() + static_cast<ptrdiff_t>(l.rows - 1) * l.width,
                           l.data.begin() + static_cast<ptrdiff_t>(l.rows) * l.width);
-      argmax_.assign(1, draw_in_step(draw_logits_.data(), l.width, *in.draw, &draw_candidates_, &draw_terms_));
+      // The step's own token, the last of the penalties' window.
+      argmax_.assign(1, draw_in_step(draw_logits_.data(), l.width, *in.draw, in.tokens[in.n_tokens - 1],
+                                     &draw_candidates_, &draw_terms_));
       return ok_status();
     }
     case Op::kQkvTail:

@@ -1133,7 +1133,11 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
     case Op::kSample: {
       const Act& l = act(n.src);
       const float* row = l.f32 + static_cast<size_t>(l.rows - 1) * l.width;
-      return launched(kernels::launch_sample(row, l.width, d_draw_, sample_lists_, sample_count_, d_argmax_, stream_), n);
+      // The step's last token ends the penalties' window (on the device: a
+      // step may be fed the token of the step before).
+      return launched(kernels::launch_sample(row, l.width, d_draw_, d_tokens_ + (n_tokens - 1), sample_lists_,
+                                             sample_count_, d_argmax_, stream_),
+                      n);
     }
     case Op::kCount:
       break;
