@@ -49,7 +49,8 @@
 #                  norm's and the pipelined gate/up's phases inside their blocks)
 #     daemon       minferd on the GPU in a sandbox like the unit's, queried over its socket
 #     serve        minferd on the GPU streaming completions of synth 0.5B Q8_0 and 7B Q4_K_M, greedy
-#                  and sampled (the daemon's default sampling, temperature 0.8): the decode rate a
+#                  and sampled (the daemon's default sampling, temperature 0.8; and with presence
+#                  and frequency penalties 0.5 and 0.3): the decode rate a
 #                  client sees (events a second) and the daemon's own gauge, decode steps ahead of
 #                  the host and sampled tokens drawn in the step (the default), drawn by the host
 #                  from copied logits (MINFER_NO_DRAW_IN_STEP=1), no steps ahead
@@ -127,7 +128,7 @@ stage_build() {
     -DMINFER_SYSTEMD=$systemd -DMINFER_TESTS=ON -DMINFER_PHASE_PROBES="${PHASE_PROBES:-OFF}" "${boost_po_args[@]}" ${CMAKE_ARGS:-} >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; return 1; }
   # shellcheck disable=SC2046
   ninja -C "$build" -j"$(nproc)" ${BUILD_TARGETS:-minfer minferd gpu_kernels_test gpu_engine_test engine_e2e_test gpu_matvec_bench $(timeline_target)} >"$out/build.log" 2>&1 \
-    || { grep -E "error|FAILED" "$out/build.log" | head -40; return 1; }
+    || { grep -E "error|FAILED|undefined reference|cannot find|No such file" "$out/build.log" | head -40; return 1; }
   note "build: ok in $(( $(date +%s) - t0 )) s (systemd $systemd)"
 }
 
@@ -493,12 +494,13 @@ try:
         except OSError:
             pass
         time.sleep(0.2)
-    for temperature in (0.0, 0.8):
+    penalties = {"presence_penalty": 0.5, "frequency_penalty": 0.3}
+    for temperature, extra in ((0.0, {}), (0.8, {}), (0.8, penalties)):
         rates, gauges, events = [], [], []
         for i in range(5):
             c = UnixConn(sys.argv[1])
             c.request("POST", "/v1/completions", json.dumps({"prompt": "Once upon a time", "max_tokens": int(sys.argv[3]),
-                      "temperature": temperature, "seed": i, "stream": True}), headers={"Content-Type": "application/json"})
+                      "temperature": temperature, "seed": i, "stream": True, **extra}), headers={"Content-Type": "application/json"})
             r = c.getresponse()
             times = []
             while True:
@@ -510,7 +512,7 @@ try:
             _, metrics = get("/metrics")
             for l in metrics.splitlines():
                 if l.startswith("minfer_decode_tokens_per_second "): gauges.append(float(l.split()[1]))
-        print(f"serve {sys.argv[2]} {'greedy' if temperature == 0 else f'T {temperature}'}: client "
+        print(f"serve {sys.argv[2]} {'greedy' if temperature == 0 else f'T {temperature}'}{' penalties' if extra else ''}: client "
               f"{statistics.median(rates):.0f} events/s (of {events}), daemon gauge {statistics.median(gauges):.0f} tok/s")
 except Exception as e:
     print(f"serve {sys.argv[2]}: failed ({type(e).__name__}: {e})")
