@@ -8,7 +8,7 @@
 //
 // One launch. Each block takes a chunk of kChunk logits as argmax_pack keys
 // (the larger logit first, the lower id on ties: the host sampler's order),
-// 8 a thread sorted in registers; a bound that at least kp threads' best keys
+// 8 a thread in registers; a bound that at least kp threads' best keys
 // reach (kp: the power of two at or above k) leaves a few times kp keys to
 // sort in shared memory (bitonic), and the block writes its best kp to
 // `lists` (a first form sorted all 4,096 keys of every chunk: minferd's
@@ -22,6 +22,10 @@
 // k 40, run 3's phase probes, µs): every block 12 (keys loaded and sorted
 // by thread 5.7, the bound 3.7 with 32 halvings — 2.0 with 16 — candidates
 // sorted 3.9), the last block's merge 10.1 and pick 4.3 (3.6 unrolled).
+// Session 31: keys by thread 2.9 with the thread's best key a maximum, not
+// a sort of its 8; the kernel 28.2 µs (CUPTI). A warp barrier between the
+// networks' stages of short strides, and one warp sorting the candidates,
+// were slower (bench/results/2026-12-04-h200-session31).
 #include "kernels/common.cuh"
 #include "kernels/dot.cuh"
 #include "kernels/draw.h"
@@ -116,20 +120,14 @@ __device__ void merge_lists(unsigned long long* s, const unsigned long long* lis
   }
 }
 
-// Keys r[0..8) sorted descending in registers (odd-even transposition: 28
-// compare-exchanges at fixed indices).
-__device__ __forceinline__ void sort8_desc(unsigned long long (&r)[kPerThread]) {
+// The largest of a thread's keys: all the bound needs of them (session 30
+// sorted the 8; the bound's count looks only at the best, and the
+// candidates are taken whatever their order).
+__device__ __forceinline__ unsigned long long max_key(const unsigned long long (&r)[kPerThread]) {
+  unsigned long long best = r[0];
 #pragma unroll
-  for (int pass = 0; pass < kPerThread; ++pass) {
-#pragma unroll
-    for (int i = pass % 2; i + 1 < kPerThread; i += 2) {
-      if (r[i] < r[i + 1]) {
-        const unsigned long long x = r[i];
-        r[i] = r[i + 1];
-        r[i + 1] = x;
-      }
-    }
-  }
+  for (int j = 1; j < kPerThread; ++j) best = r[j] > best ? r[j] : best;
+  return best;
 }
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, int vocab, const DrawArgs* args,
@@ -207,7 +205,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
     const int id = base + j * kThreads + static_cast<int>(threadIdx.x);
     r[j] = id < vocab ? draw_key(v[j], id) : 0ull;  // 0: below every logit
   }
-  sort8_desc(r);
+  const unsigned long long best = max_key(r);
   if (probing) stamp[2] = clock64();
   // A bound below the chunk's kp best: the largest 16-bit prefix of a key
   // (sign, exponent and 7 bits of the value) that at least kp threads' best
@@ -219,7 +217,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
   uint32_t lo = 0, hi = 0xFFFFu;
   while (lo < hi) {
     const uint32_t mid = lo + (hi - lo) / 2 + 1;
-    if (__syncthreads_count(static_cast<uint32_t>(r[0] >> 48) >= mid) >= kp) {
+    if (__syncthreads_count(static_cast<uint32_t>(best >> 48) >= mid) >= kp) {
       lo = mid;
     } else {
       hi = mid - 1;
