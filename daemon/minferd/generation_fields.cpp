@@ -187,6 +187,17 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
     sp.top_k = static_cast<int>(*i);
   }
   i.reset();
+  // llama.cpp's name for the penalties' window: the last N tokens, prompt
+  // included; -1 the whole context, 0 none.
+  if (auto e = read_integer(body, "repeat_last_n", &i)) return e;
+  if (i) {
+    if (*i < -1 || *i > limits.n_ctx) {
+      return out_of_range("repeat_last_n", static_cast<double>(*i),
+                          fmt::format("[-1, {}] (-1: the context size)", limits.n_ctx).c_str());
+    }
+    sp.penalty_last_n = *i == -1 ? limits.n_ctx : static_cast<int>(*i);
+  }
+  i.reset();
   if (auto e = read_integer(body, "seed", &i)) return e;
   if (i) out->seed = static_cast<uint64_t>(*i);  // negative seeds are seeds too
   if (auto e = read_logit_bias(body, limits.vocab_size, &sp)) return e;

@@ -43,7 +43,7 @@ TEST(CompletionRequest, AcceptsTheOpenAiFields) {
   GenerationSpec s;
   ASSERT_FALSE(completion(R"({"model":"x","prompt":"Once","max_tokens":8,"temperature":0.5,"top_p":0.9,"top_k":7,
     "min_p":0.1,"seed":-3,"stop":["a","b"],"presence_penalty":0.5,"frequency_penalty":-0.5,"repeat_penalty":1.1,
-    "logit_bias":{"5":-100,"6":2.5},"n":1,"stream":true,"stream_options":{"include_usage":true},"user":"u"})",
+    "repeat_last_n":32,"logit_bias":{"5":-100,"6":2.5},"n":1,"stream":true,"stream_options":{"include_usage":true},"user":"u"})",
                           &s));
   EXPECT_EQ(s.kind, ApiKind::kCompletion);
   EXPECT_EQ(s.prompt_text, "Once");
@@ -56,6 +56,7 @@ TEST(CompletionRequest, AcceptsTheOpenAiFields) {
   EXPECT_FLOAT_EQ(s.sampling.presence_penalty, 0.5f);
   EXPECT_FLOAT_EQ(s.sampling.frequency_penalty, -0.5f);
   EXPECT_FLOAT_EQ(s.sampling.repeat_penalty, 1.1f);
+  EXPECT_EQ(s.sampling.penalty_last_n, 32);
   EXPECT_EQ(s.seed, static_cast<uint64_t>(-3));
   EXPECT_EQ(s.stop, (std::vector<std::string>{"a", "b"}));
   ASSERT_EQ(s.sampling.logit_bias.size(), 2u);
@@ -63,6 +64,20 @@ TEST(CompletionRequest, AcceptsTheOpenAiFields) {
   EXPECT_EQ(s.sampling.logit_bias[1], (std::pair<int32_t, float>{6, 2.5f}));
   EXPECT_TRUE(s.stream);
   EXPECT_TRUE(s.include_usage);
+}
+
+// repeat_last_n (llama.cpp's): the penalties' window; -1 the context, 0
+// none; left out, the sampler's default (64).
+TEST(CompletionRequest, RepeatLastNSetsThePenaltiesWindow) {
+  GenerationSpec s;
+  ASSERT_FALSE(completion(R"({"prompt":"x","repeat_last_n":-1})", &s));
+  EXPECT_EQ(s.sampling.penalty_last_n, 256);
+  ASSERT_FALSE(completion(R"({"prompt":"x","repeat_last_n":0,"repeat_penalty":1.5})", &s));
+  EXPECT_EQ(s.sampling.penalty_last_n, 0);
+  EXPECT_FALSE(s.sampling.penalties());
+  ASSERT_FALSE(completion(R"({"prompt":"x"})", &s));
+  EXPECT_EQ(s.sampling.penalty_last_n, 64);
+  expect_error(completion(R"({"prompt":"x","repeat_last_n":"64"})"), "invalid_type", "repeat_last_n");
 }
 
 TEST(CompletionRequest, PromptForms) {
@@ -122,6 +137,8 @@ TEST(CompletionRequest, ValuesOutOfRange) {
   expect_error(completion(R"({"prompt":"x","presence_penalty":3})"), "invalid_value", "presence_penalty");
   expect_error(completion(R"({"prompt":"x","frequency_penalty":-2.5})"), "invalid_value", "frequency_penalty");
   expect_error(completion(R"({"prompt":"x","repeat_penalty":0})"), "invalid_value", "repeat_penalty");
+  expect_error(completion(R"({"prompt":"x","repeat_last_n":-2})"), "invalid_value", "repeat_last_n", "[-1, 256]");
+  expect_error(completion(R"({"prompt":"x","repeat_last_n":257})"), "invalid_value", "repeat_last_n", "is 257");
   expect_error(completion(R"({"prompt":"x","logit_bias":{"512":1}})"), "invalid_value", "logit_bias", "512");
   expect_error(completion(R"({"prompt":"x","logit_bias":{"abc":1}})"), "invalid_value", "logit_bias");
   expect_error(completion(R"({"prompt":"x","logit_bias":{"5":101}})"), "invalid_value", "logit_bias");
