@@ -15,7 +15,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   std::string prompt, system;
   int n_predict = 128;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f, repeat_penalty = 1.0f;
-  int top_k = 40;
+  int top_k = 40, repeat_last_n = 64;
   uint64_t seed = 0;
   std::vector<std::string> stops;
   po::options_description desc("minfer generate options");
@@ -28,6 +28,8 @@ int cmd_generate(const std::vector<std::string>& args) {
       ("top-p", po::value(&top_p)->default_value(top_p), "top-p (1: off)")
       ("min-p", po::value(&min_p)->default_value(min_p), "min-p (0: off)")
       ("repeat-penalty", po::value(&repeat_penalty)->default_value(repeat_penalty), "repetition penalty (1: off)")
+      ("repeat-last-n", po::value(&repeat_last_n)->default_value(repeat_last_n),
+       "tokens the penalties look at (-1: the context, 0: none)")
       ("seed,s", po::value(&seed)->default_value(seed), "sampling seed")
       ("stop", po::value(&stops)->composing(), "stop string (repeatable)")
       ("chat", "wrap the prompt in the model's chat template (user turn)")
@@ -39,6 +41,10 @@ int cmd_generate(const std::vector<std::string>& args) {
   if (!parse_args("usage: minfer generate -m FILE -p PROMPT [-n N] [--temp T ...] [--seed S] [--chat]", desc, nullptr,
                   args, vm, &code)) {
     return code;
+  }
+  if (repeat_last_n < -1) {
+    std::cerr << "minfer: --repeat-last-n is " << repeat_last_n << "; allowed -1 (the context) or more\n";
+    return 2;
   }
   auto engine = load_engine(eo);
   if (!engine) {
@@ -68,6 +74,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   req.sampling.top_p = top_p;
   req.sampling.min_p = min_p;
   req.sampling.repeat_penalty = repeat_penalty;
+  req.sampling.penalty_last_n = repeat_last_n == -1 ? e.info().n_ctx : repeat_last_n;
   req.sampling.seed = seed;
   req.stop = stops;
   req.ignore_eos = vm.count("ignore-eos") > 0;

@@ -13,6 +13,8 @@ void SamplingOptions::add_to(po::options_description& desc) {
       ("top-k", po::value(&top_k)->default_value(top_k), "top-k (0: off)")
       ("min-p", po::value(&min_p)->default_value(min_p), "min-p (0: off)")
       ("repeat-penalty", po::value(&repeat_penalty)->default_value(repeat_penalty), "repetition penalty (1: off)")
+      ("repeat-last-n", po::value(&repeat_last_n)->default_value(repeat_last_n),
+       "tokens the penalties look at (-1: the context, 0: none)")
       ("seed", po::value(&seed)->default_value(seed), "sampling seed (-1: the daemon picks one)")
       ("stop", po::value(&stop)->composing(), "stop string (repeatable)");
 }
@@ -24,6 +26,7 @@ void SamplingOptions::write(nlohmann::json& body) const {
   body["top_k"] = top_k;
   body["min_p"] = min_p;
   body["repeat_penalty"] = repeat_penalty;
+  body["repeat_last_n"] = repeat_last_n;
   if (seed >= 0) body["seed"] = seed;
   if (!stop.empty()) body["stop"] = stop;
 }

@@ -20,6 +20,7 @@ struct SamplingOptions {
   int top_k = 40;
   float min_p = 0.05f;
   float repeat_penalty = 1.0f;
+  int repeat_last_n = 64;  // the penalties' window (-1: the context)
   long long seed = -1;  // -1: let the daemon pick
   std::vector<std::string> stop;
 

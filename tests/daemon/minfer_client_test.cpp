@@ -55,6 +55,18 @@ TEST_F(MinferClient, CompleteStreamsTheText) {
   EXPECT_NE(r.out.find("5 prompt tokens, 27 generated; finish: length"), std::string::npos) << r.out;
 }
 
+// --repeat-last-n travels as repeat_last_n: a window past the context is the
+// daemon's 400, which the client shows; a short one with a penalty serves.
+TEST_F(MinferClient, RepeatLastNReachesTheDaemon) {
+  const CommandRun bad = run(minfer("complete --socket " + sock() + " --repeat-last-n 1000000 -n 4 \"Once\""));
+  EXPECT_NE(bad.status, 0) << bad.out;
+  EXPECT_NE(bad.out.find("'repeat_last_n' is 1000000; allowed [-1, "), std::string::npos) << bad.out;
+  const CommandRun ok = run(minfer("complete --socket " + sock() +
+                                   " --temperature 0.8 --seed 3 --repeat-penalty 1.5 --repeat-last-n 8 -n 12 \"Once\""));
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  EXPECT_NE(ok.out.find("12 generated"), std::string::npos) << ok.out;
+}
+
 TEST_F(MinferClient, ChatKeepsTheConversation) {
   const CommandRun r = run(minfer("chat --socket " + sock() + " --temperature 0 -n 6 --system \"Be kind.\""),
                     "Hello\nTell me more\n/quit\n");
