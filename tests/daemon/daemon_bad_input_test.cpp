@@ -179,6 +179,17 @@ TEST_F(DaemonBadInput, OutOfVocabularyTokensAndRanges) {
   expect_error(post_json(sock(), "/v1/completions", {{"prompt", "x"}, {"top_p", 1.5}}), 400, "invalid_value", "top_p");
   expect_error(post_json(sock(), "/v1/completions", {{"prompt", "x"}, {"logprobs", 5}}), 400, "unsupported_parameter",
                "logprobs");
+  for (int bad : {-2, 257}) {
+    const HttpResponse r = post_json(sock(), "/v1/completions", {{"prompt", "x"}, {"repeat_last_n", bad}});
+    expect_error(r, 400, "invalid_value", "repeat_last_n");
+    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("[-1, 256]"), std::string::npos) << r.body;
+  }
+  // The window in range, with penalties: served.
+  const HttpResponse ok = post_json(sock(), "/v1/completions",
+                                    {{"prompt", "Once"}, {"max_tokens", 6}, {"repeat_last_n", -1}, {"repeat_penalty", 1.3},
+                                     {"frequency_penalty", 0.5}});
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(ok.json()["usage"]["completion_tokens"], 6) << ok.body;
 }
 
 TEST_F(DaemonBadInput, UnknownPathsAre404AndWrongMethods405WithAllow) {
