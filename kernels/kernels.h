@@ -8,6 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "kernels/draw.h"
 #include "kernels/weight_layout.h"
@@ -333,6 +336,13 @@ void set_matvec_piped(int mode);
 int matvec_piped();
 // Pipelined launches so far (tests and benchmarks check that the path ran).
 uint64_t piped_launches();
+// Whether these weights take the pipelined kernel on this device when every
+// launch is asked to (mode 1): a type and rows it takes, and stages that fit
+// a block's shared memory — Jetson Orin's 163 KiB (MINFER_DEVICE_SHAPE=orin)
+// holds no gate/up of 7B's 18,944-wide Q8_0 rows, which the H200's 227
+// holds. `deferred`: with the deferred norm's scale. Tests.
+bool matvec_fits_piped(const MatvecTask* tasks, int n_tasks, bool deferred);
+bool gate_up_fits_piped(const DeviceWeight& gate, const DeviceWeight& up, bool deferred);
 // Steps of weights a pipelined launch keeps in flight (stages): as many as
 // fit, at least 2 and at most kDefaultPipedStages unless set_piped_stages
 // gives another limit (2 to 8; 0: the default). set_piped_early: how many of
@@ -418,6 +428,67 @@ cudaError_t set_bridge_probe(unsigned long long* buf);
 constexpr int kPhaseProbeKinds = 5;
 constexpr int kPhaseProbeFields = 9;
 cudaError_t set_phase_probe(unsigned long long* buf);
+
+// ---- the device --------------------------------------------------------------
+
+// What the launchers size their grids and shared memory by: the current
+// device's SM count, the dynamic shared memory a block may opt into, its
+// compute capability — no newer than the kernels' own code (kernels_ptx_arch)
+// — and what an SM holds (shared memory, threads, blocks); zeros where the
+// runtime cannot tell. Asked once a process. Where
+// MINFER_DEVICE_SHAPE names a smaller device (below), each is the smaller of
+// the device's and the shape's, and `shaped` says so.
+struct DeviceLimits {
+  int sms = 0;
+  int max_smem = 0;
+  int cc_major = 0, cc_minor = 0;
+  int smem_per_sm = 0;
+  int threads_per_sm = 0;
+  int blocks_per_sm = 0;
+  bool shaped = false;
+};
+DeviceLimits device_limits();
+
+// A smaller device for the one present to run as: MINFER_DEVICE_SHAPE, read
+// once a process. The product runs on Jetson Orin (sm_87: 16 SMs on AGX Orin
+// 64 GB, 163 KiB of shared memory a block, 1,536 threads and 16 blocks an
+// SM) and is tested on an H200 (sm_90: 132 SMs, 227 KiB, 2,048 threads, 32
+// blocks). Shaped as Orin, the H200 takes Orin's launch shapes — grids over
+// 16 SMs, pipelines cut to its shared memory, the products that then do not
+// fit on their plain kernels, no programmatic dependent launch (sm_90 only)
+// — and with kernels built for compute_87 alone (CMAKE_CUDA_ARCHITECTURES=
+// 87-virtual, JIT-compiled by the driver) Orin's device code too; only its
+// clocks and its memory are not Orin's. tests/gpu/run_on_device.sh jetson
+// runs the GPU suites so.
+//
+// The text: a preset, then `key=value` overrides, comma-separated; or only
+// overrides. Presets: `orin` (Jetson AGX Orin 64 GB, as above). Keys: `sms`
+// (Orin NX and Orin Nano 8 GB have 8, Orin Nano 4 GB 4, AGX Orin 32 GB 14),
+// `cc` (8.7 or 87), `smem_per_block`, `smem_per_sm` (bytes),
+// `threads_per_sm`, `blocks_per_sm`. A field left out is the device's.
+struct DeviceShape {
+  std::string name;  // the preset, or "custom"
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  int smem_per_block = 0;
+  int smem_per_sm = 0;
+  int threads_per_sm = 0;
+  int blocks_per_sm = 0;
+};
+// nullopt with *error saying which part does not parse.
+std::optional<DeviceShape> parse_device_shape(std::string_view text, std::string* error);
+// MINFER_DEVICE_SHAPE's shape (nullopt when unset or empty); *error is set
+// when it is given but does not parse (the limits are then the device's:
+// the CUDA backend refuses to start, cuda_util.cpp).
+const std::optional<DeviceShape>& device_shape(std::string* error);
+// The virtual architecture (PTX) the kernels on this device came from, as
+// 10 * major + minor (87, 90), or 0 where the runtime cannot tell: with a
+// shape, whether the device code is the shape's or the device's own.
+int kernels_ptx_arch();
+// Blocks of an empty kernel an SM holds with `threads` threads and `smem`
+// bytes of dynamic shared memory, as the launchers reckon it (launch.cuh's
+// blocks_per_sm: the shape's SM where there is one). Tests.
+int empty_kernel_blocks_per_sm(int threads, size_t smem);
 
 // ---- faults (tests only) ---------------------------------------------------
 

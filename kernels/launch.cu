@@ -1,9 +1,11 @@
 // The process-wide kernel switches (kernels.h) and the device facts the
 // launchers size their grids by (launch.cuh).
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <utility>
 
 #include "kernels/common.cuh"
 #include "kernels/kernels.h"
@@ -54,19 +56,80 @@ cudaError_t set_phase_probe(unsigned long long* buf) {
   return set_sample_probe(buf != nullptr ? buf + 3 * kPhaseProbeFields : nullptr);
 }
 
+namespace {
+// What the device has, then the shape's smaller figures (kernels.h).
+DeviceLimits shaped(DeviceLimits l) {
+  const std::optional<DeviceShape>& shape = device_shape(nullptr);
+  if (!shape) return l;
+  auto cap = [](int& have, int want) {
+    if (want > 0 && (have == 0 || want < have)) have = want;
+  };
+  cap(l.sms, shape->sms);
+  cap(l.max_smem, shape->smem_per_block);
+  cap(l.smem_per_sm, shape->smem_per_sm);
+  cap(l.threads_per_sm, shape->threads_per_sm);
+  cap(l.blocks_per_sm, shape->blocks_per_sm);
+  if (shape->cc_major > 0 && std::pair(shape->cc_major, shape->cc_minor) < std::pair(l.cc_major, l.cc_minor)) {
+    l.cc_major = shape->cc_major;
+    l.cc_minor = shape->cc_minor;
+  }
+  l.shaped = true;
+  return l;
+}
+}  // namespace
+
 DeviceLimits device_limits() {
   static const DeviceLimits limits = [] {
     DeviceLimits l;
     int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&l.max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&l.cc_major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+    const std::pair<cudaDeviceAttr, int*> attrs[] = {
+        {cudaDevAttrMultiProcessorCount, &l.sms},
+        {cudaDevAttrMaxSharedMemoryPerBlockOptin, &l.max_smem},
+        {cudaDevAttrComputeCapabilityMajor, &l.cc_major},
+        {cudaDevAttrComputeCapabilityMinor, &l.cc_minor},
+        {cudaDevAttrMaxSharedMemoryPerMultiprocessor, &l.smem_per_sm},
+        {cudaDevAttrMaxThreadsPerMultiProcessor, &l.threads_per_sm},
+        {cudaDevAttrMaxBlocksPerMultiprocessor, &l.blocks_per_sm},
+    };
+    bool ok = cudaGetDevice(&dev) == cudaSuccess;
+    for (const auto& [attr, value] : attrs) ok = ok && cudaDeviceGetAttribute(value, attr, dev) == cudaSuccess;
+    if (!ok) {
       (void)cudaGetLastError();
-      l = DeviceLimits{};
+      return DeviceLimits{};
     }
-    return l;
+    // What the kernels' code can do: a build without this device's own
+    // (compute_87 PTX, JIT-compiled for an sm_90 device) has none of sm_90's
+    // device paths — PDL waits, bulk copies — whatever the device is.
+    if (const int ptx = kernels_ptx_arch(); ptx > 0 && ptx < 10 * l.cc_major + l.cc_minor) {
+      l.cc_major = ptx / 10;
+      l.cc_minor = ptx % 10;
+    }
+    return shaped(l);
   }();
   return limits;
+}
+
+namespace {
+// The shared memory an sm_80 / sm_90 SM keeps for the system a block.
+constexpr size_t kSmemReservedPerBlock = 1024;
+__global__ void ptx_arch_probe_kernel() {}
+}  // namespace
+
+int kernels_ptx_arch() {
+  static const int arch = [] {
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, ptx_arch_probe_kernel) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return attr.ptxVersion;
+  }();
+  return arch;
+}
+
+int empty_kernel_blocks_per_sm(int threads, size_t smem) {
+  const void* kernel = reinterpret_cast<const void*>(ptx_arch_probe_kernel);
+  return blocks_per_sm(kernel, threads, smem, smem > (size_t{48} << 10) ? static_cast<int>(smem) : 0);
 }
 
 cudaError_t allow_dynamic_smem(const void* kernel, size_t smem) {
@@ -77,6 +140,10 @@ cudaError_t allow_dynamic_smem(const void* kernel, size_t smem) {
   if (smem <= have) return cudaSuccess;
   cudaFuncAttributes attr{};
   cudaError_t st = cudaFuncGetAttributes(&attr, kernel);
+  const DeviceLimits lim = device_limits();
+  if (st == cudaSuccess && lim.shaped && attr.sharedSizeBytes + smem > static_cast<size_t>(lim.max_smem)) {
+    return cudaErrorInvalidValue;  // what the shape's device answers
+  }
   if (st == cudaSuccess && attr.sharedSizeBytes + smem > size_t{48} << 10) {
     st = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   }
@@ -95,6 +162,20 @@ int blocks_per_sm(const void* kernel, int threads, size_t smem, int opt_in) {
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem) != cudaSuccess) {
     (void)cudaGetLastError();  // not left for the next launch's check
     n = 0;
+  }
+  // A shaped device's SM: its threads, blocks and shared memory (registers
+  // are 64 K an SM on both).
+  if (const DeviceLimits lim = device_limits(); lim.shaped && n > 0) {
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;
+    } else {
+      const size_t block_smem = attr.sharedSizeBytes + smem;
+      n = std::min({n, lim.threads_per_sm / std::max(threads, 1), lim.blocks_per_sm});
+      n = std::min(n, static_cast<int>(static_cast<size_t>(lim.smem_per_sm) / (block_smem + kSmemReservedPerBlock)));
+      if (block_smem > static_cast<size_t>(lim.max_smem)) n = 0;
+    }
   }
   cache[key] = n;
   return n;

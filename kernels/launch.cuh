@@ -6,24 +6,17 @@
 
 #include <utility>
 
+#include "kernels/kernels.h"
+
 namespace minfer::kernels {
 
 bool pdl_enabled();
 
-// The current device's SM count, the dynamic shared memory a block may opt
-// into and its compute capability's major number (zeros where the runtime
-// cannot tell); asked once a process.
-struct DeviceLimits {
-  int sms = 0;
-  int max_smem = 0;
-  int cc_major = 0;
-};
-DeviceLimits device_limits();
-
 // Blocks of `kernel` an SM holds with `threads` threads and `smem` bytes of
 // dynamic shared memory, once the kernel is opted into `opt_in` bytes of it
-// (0: left at the default 48 KB); 0 where it cannot be. Cached: eager
-// decode asks at every launch.
+// (0: left at the default 48 KB); 0 where it cannot be. On a shaped device
+// (device_limits) no more than the shape's SM holds. Cached: eager decode
+// asks at every launch.
 int blocks_per_sm(const void* kernel, int threads, size_t smem, int opt_in);
 
 // Opts `kernel` into `smem` bytes of dynamic shared memory where its static
@@ -32,7 +25,8 @@ int blocks_per_sm(const void* kernel, int threads, size_t smem, int opt_in);
 // block on head dim 64 (19 KB static, 32 KB of staged V rows) failed to
 // launch (cudaErrorInvalidValue) while only dynamic sizes over 48 KB were
 // opted in — unless a launch on head dim 128 had opted the kernel in before.
-// Remembers what each kernel was allowed.
+// Remembers what each kernel was allowed. On a shaped device more than the
+// shape's block may opt into is cudaErrorInvalidValue, as on that device.
 cudaError_t allow_dynamic_smem(const void* kernel, size_t smem);
 
 // set_phase_probe's parts (kernels.h): each kernel file's own probe pointer.

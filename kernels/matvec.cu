@@ -169,7 +169,10 @@ cudaError_t launch_matvec(const MatvecTask* tasks, int n_tasks, MatvecInput in, 
     // would take them launches nothing.
     cudaError_t st =
         in.defer_scale == nullptr ? launch_matvec_streamed(tasks, n_tasks, b.in, stream, !tail) : cudaErrorNotSupported;
-    if (st == cudaErrorNotSupported) st = launch_matvec_piped(tasks, n_tasks, b.in, in.defer_scale, stream, !tail);
+    if (st == cudaErrorNotSupported) {
+      st = launch_matvec_piped(tasks, n_tasks, b.in, in.defer_scale, stream,
+                               tail ? PipedCall::kWouldLaunch : PipedCall::kLaunch);
+    }
     if (st != cudaErrorNotSupported) return tail && st == cudaSuccess ? cudaErrorNotSupported : st;
   }
   size_t smem = 0;

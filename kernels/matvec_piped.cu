@@ -307,9 +307,9 @@ void set_piped_early(int steps) { g_piped_early.store(steps, std::memory_order_r
 int last_piped_stages() { return g_last_piped_stages.load(std::memory_order_relaxed); }
 
 cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& up, const DotInput& in, const float* defer_scale,
-                                 float* h, int8_t* hq, float2* hds, cudaStream_t stream) {
+                                 float* h, int8_t* hq, float2* hds, cudaStream_t stream, PipedCall call) {
   const DeviceWeight both[2] = {gate, up};
-  if (!wanted(gate_up_piped(), both, 2) || gate.type != up.type || gate.k != up.k || gate.n_rows != up.n_rows ||
+  if ((call != PipedCall::kFits && !wanted(gate_up_piped(), both, 2)) || gate.type != up.type || gate.k != up.k || gate.n_rows != up.n_rows ||
       gate.n_rows % 32 != 0 || !planes_aligned(up)) {
     return cudaErrorNotSupported;
   }
@@ -324,13 +324,14 @@ cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& u
       auto kernel = defer_scale != nullptr ? gate_up_piped_kernel<T, true> : gate_up_piped_kernel<T, false>;
       const ResidentShape sh = resident_shape(reinterpret_cast<const void*>(kernel), kPipedWarps * StageLayout<T, 2>::kBytes,
                                               staged_bytes(gate.k), n_groups, n_groups, 32 * (sizeof(float2) + sizeof(float)));
+      if (call != PipedCall::kLaunch) return sh.grid == 0 ? cudaErrorNotSupported : cudaSuccess;
       return launch_shaped(kernel, sh, stream, gate, up, in, defer_scale, h, hq, hds, sh.stages, sh.early);
     }
   });
 }
 
 cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotInput& in, const float* defer_scale,
-                                cudaStream_t stream, bool launch) {
+                                cudaStream_t stream, PipedCall call) {
   if (n_tasks < 1 || n_tasks > kMaxMatvecTasks) return cudaErrorNotSupported;
   PipedBatch b{};
   b.n_tasks = n_tasks;
@@ -345,7 +346,7 @@ cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotI
   }
   b.begin[n_tasks] = rows;
   const DeviceWeight w[kMaxMatvecTasks] = {b.t[0].w, b.t[1].w, b.t[2].w};
-  if (!wanted(matvec_piped(), w, n_tasks)) return cudaErrorNotSupported;
+  if (call != PipedCall::kFits && !wanted(matvec_piped(), w, n_tasks)) return cudaErrorNotSupported;
   return dispatch_wtype(tasks[0].w.type, [&](auto type) -> cudaError_t {
     constexpr int T = decltype(type)::value;
     if constexpr (kP16<T> == 0) {
@@ -357,12 +358,24 @@ cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotI
       auto kernel = defer_scale != nullptr ? matvec_piped_kernel<T, true> : matvec_piped_kernel<T, false>;
       const ResidentShape sh = resident_shape(reinterpret_cast<const void*>(kernel), kPipedWarps * StageLayout<T, 1>::kBytes,
                                               staged_bytes(tasks[0].w.k, kChunkSums<T>), rows, rows, 0);
-      if (!launch) return sh.grid == 0 ? cudaErrorNotSupported : cudaSuccess;
+      if (call != PipedCall::kLaunch) return sh.grid == 0 ? cudaErrorNotSupported : cudaSuccess;
       b.stages = sh.stages;
       b.early = sh.early;
       return launch_shaped(kernel, sh, stream, b);
     }
   });
+}
+
+bool matvec_fits_piped(const MatvecTask* tasks, int n_tasks, bool deferred) {
+  static const float kScale = 1.0f;  // only whether one is given counts
+  return launch_matvec_piped(tasks, n_tasks, DotInput{}, deferred ? &kScale : nullptr, nullptr, PipedCall::kFits) ==
+         cudaSuccess;
+}
+
+bool gate_up_fits_piped(const DeviceWeight& gate, const DeviceWeight& up, bool deferred) {
+  static const float kScale = 1.0f;
+  return launch_gate_up_piped(gate, up, DotInput{}, deferred ? &kScale : nullptr, nullptr, nullptr, nullptr, nullptr,
+                              PipedCall::kFits) == cudaSuccess;
 }
 
 cudaError_t set_gate_up_probe(unsigned long long* fields) {

@@ -11,12 +11,16 @@
 
 namespace minfer::kernels {
 
+// What a call does: launch; or launch nothing and answer cudaSuccess where
+// it would have launched (matvec.cu asks so for launches that must not take
+// it); or the same as if the mode were 1, every launch (*_fits_piped).
+enum class PipedCall { kLaunch, kWouldLaunch, kFits };
+
 // defer_scale: the deferred norm's scale (MatvecInput::defer_scale) or null.
-// launch = false: launches nothing, cudaSuccess where it would have launched
-// (matvec.cu asks for launches that must not take it).
 cudaError_t launch_matvec_piped(const MatvecTask* tasks, int n_tasks, const DotInput& in, const float* defer_scale,
-                                cudaStream_t stream, bool launch = true);
+                                cudaStream_t stream, PipedCall call = PipedCall::kLaunch);
 cudaError_t launch_gate_up_piped(const DeviceWeight& gate, const DeviceWeight& up, const DotInput& in, const float* defer_scale,
-                                 float* h, int8_t* hq, float2* hds, cudaStream_t stream);
+                                 float* h, int8_t* hq, float2* hds, cudaStream_t stream,
+                                 PipedCall call = PipedCall::kLaunch);
 
 }  // namespace minfer::kernels

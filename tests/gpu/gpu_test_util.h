@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernels.h"
+
 namespace minfer::test {
 
 // Empty when a device works, else why not.
@@ -22,19 +24,24 @@ inline std::string gpu_unavailable_reason() {
   return {};
 }
 
+// A MINFER_DEVICE_SHAPE that does not parse fails the test: the suites
+// would otherwise run as the device and say nothing.
 #define MINFER_REQUIRE_GPU()                                                     \
   do {                                                                           \
     const std::string minfer_gpu_why_ = ::minfer::test::gpu_unavailable_reason(); \
     if (!minfer_gpu_why_.empty()) GTEST_SKIP() << "GPU test skipped: " << minfer_gpu_why_; \
+    std::string minfer_shape_error_;                                             \
+    ::minfer::kernels::device_shape(&minfer_shape_error_);                       \
+    ASSERT_TRUE(minfer_shape_error_.empty()) << "MINFER_DEVICE_SHAPE: " << minfer_shape_error_; \
   } while (0)
 
-// Skips the test unless the current device's compute capability is at least
-// `major` (what needs it: a string), saying which device it has.
+// Skips the test unless the device's compute capability, as the kernels see
+// it (a MINFER_DEVICE_SHAPE's), is at least `major` (what needs it: a
+// string), saying which device it has.
 #define MINFER_REQUIRE_SM(major, what)                                                            \
   do {                                                                                            \
-    int minfer_dev_ = 0, minfer_major_ = 0;                                                       \
-    ASSERT_EQ(cudaGetDevice(&minfer_dev_), cudaSuccess);                                          \
-    ASSERT_EQ(cudaDeviceGetAttribute(&minfer_major_, cudaDevAttrComputeCapabilityMajor, minfer_dev_), cudaSuccess); \
+    const int minfer_major_ = ::minfer::kernels::device_limits().cc_major;                        \
+    ASSERT_GT(minfer_major_, 0) << "the device's compute capability is unknown";                  \
     if (minfer_major_ < (major)) GTEST_SKIP() << "needs sm_" << (major) << "0 (" << (what) << "); this device is sm_" << minfer_major_ << "x"; \
   } while (0)
 // sm_90: the streamed matvec's bulk copies.

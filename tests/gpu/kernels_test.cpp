@@ -526,6 +526,13 @@ TEST(GpuPiped, GateUpEqualsPlainBitForBit) {
     for (const bool deferred : {false, true}) {
       kernels::MatvecInput in{dx.get(), xq.rows()};
       if (deferred) in.defer_scale = scale.get();
+      // Its stages fit: every case on an sm_90 block's 227 KiB; on a
+      // smaller block (Orin's, MINFER_DEVICE_SHAPE) not all, and those take
+      // the plain kernel, asked to pipeline or not.
+      const bool fits = kernels::gate_up_fits_piped(gate.dev, up.dev, deferred);
+      if (kernels::device_limits().max_smem >= 227 * 1024) {
+        EXPECT_TRUE(fits) << "227 KiB a block holds every case";
+      }
       struct Out {
         std::vector<float> h, ds;
         std::vector<int8_t> q;
@@ -537,7 +544,7 @@ TEST(GpuPiped, GateUpEqualsPlainBitForBit) {
         const uint64_t before = kernels::piped_launches();
         CUDA_ASSERT(kernels::launch_gate_up_swiglu(gate.dev, up.dev, in, h.get(), hq.rows(), nullptr));
         kernels::set_gate_up_piped(-1);
-        EXPECT_EQ(kernels::piped_launches() - before, piped ? 1u : 0u) << "pipelined launches";
+        EXPECT_EQ(kernels::piped_launches() - before, piped && fits ? 1u : 0u) << "pipelined launches";
         o.h = h.download();
         o.q = hq.q.download();
         o.ds = hq.ds.download();
@@ -602,7 +609,17 @@ TEST(GpuPiped, MatvecEqualsPlainBitForBit) {
       const std::string label = what + (in.defer_scale != nullptr ? " deferred" : "");
       const int units = c.k / (c.type == DType::kQ8_0 ? 32 : 64);
       const bool gate_up = c.rows % 32 == 0 && (c.type == DType::kQ8_0 || c.type == DType::kQ4_K) && units >= 32;
-      const unsigned expected = (units >= 32 ? 1u : 0u) + (gate_up ? 1u : 0u);
+      // Whether their stages fit a block's shared memory (as in gate/up's
+      // test above: every case on 227 KiB).
+      const kernels::MatvecTask tasks[3] = {{w.dev}, {w2.dev}, {w3.dev}};
+      const bool deferred_in = in.defer_scale != nullptr;
+      const bool fits = kernels::matvec_fits_piped(tasks, 3, deferred_in);
+      const bool gate_up_fits = gate_up && kernels::gate_up_fits_piped(w.dev, w2.dev, deferred_in);
+      if (kernels::device_limits().max_smem >= 227 * 1024) {
+        EXPECT_EQ(fits, units >= 32) << label;
+        EXPECT_EQ(gate_up_fits, gate_up) << label;
+      }
+      const unsigned expected = (units >= 32 && fits ? 1u : 0u) + (gate_up_fits ? 1u : 0u);
       auto run = [&](bool piped, BatchOut& o) {
         kernels::set_matvec_piped(piped ? 1 : 0);  // 1: whatever the size
         kernels::set_gate_up_piped(piped ? 1 : 0);

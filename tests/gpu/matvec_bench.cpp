@@ -280,7 +280,7 @@ int main(int argc, char** argv) {
   CHECK(cudaGetDeviceProperties(&prop, 0));
   const auto copy = minfer::cuda::measure_copy_bandwidth_gbps();
   const double copy_gbps = copy ? *copy : 0.0;
-  minfer::kernels::set_pdl(prop.major >= 9);
+  minfer::kernels::set_pdl(minfer::kernels::device_limits().cc_major >= 9);  // the kernels' capability
   cudaStream_t stream;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::printf("%s, L2 %d MB, copy bandwidth %.0f GB/s\n\n", prop.name, prop.l2CacheSize >> 20, copy_gbps);

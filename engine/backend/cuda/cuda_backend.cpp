@@ -152,9 +152,10 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
     attn_split_cells_ = std::atoi(cells);
   }
   // Programmatic dependent launch overlaps each kernel's launch with its
-  // predecessor's run (Hopper and newer); MINFER_NO_PDL=1 turns it off.
+  // predecessor's run (Hopper and newer, with kernels built for it: the
+  // capability kernels::device_limits gives); MINFER_NO_PDL=1 turns it off.
   const char* no_pdl = std::getenv("MINFER_NO_PDL");
-  kernels::set_pdl(facts_.cc_major >= 9 && (no_pdl == nullptr || std::string_view(no_pdl) == "0"));
+  kernels::set_pdl(kernels::device_limits().cc_major >= 9 && (no_pdl == nullptr || std::string_view(no_pdl) == "0"));
   // Every kernel triggers right after its wait. Tried on the H200
   // (2026-12-02, not kept): the deferred norm, the q/k/v tail and decode
   // attention triggering at their start, so that the next kernel's blocks
@@ -225,7 +226,7 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // lose to the plain kernels on the H200 (7B gate/up Q4_K 37.5 vs 29.7 µs;
   // bench/results/2026-11-30-h200-session4). The same bits either way.
   const char* stream_env = std::getenv("MINFER_MATVEC_STREAM");
-  kernels::set_matvec_stream(facts_.cc_major >= 9 && stream_env != nullptr && std::string_view(stream_env) == "1");
+  kernels::set_matvec_stream(kernels::device_limits().cc_major >= 9 && stream_env != nullptr && std::string_view(stream_env) == "1");
   // Decode matvecs and gate/up pipelined through shared memory (kernels.h):
   // launches of at least 16 MiB of weights unless
   // MINFER_MATVEC_PIPED / MINFER_GATE_UP_PIPED say 0 (none) or 1 (every

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
+
+#include "kernels/kernels.h"
+#include "platform/log.h"
 
 namespace minfer::cuda {
 
@@ -36,10 +40,60 @@ bool is_sticky(cudaError_t status) {
 }
 
 std::string DeviceFacts::describe() const {
-  return fmt::format("{} (sm_{}{}, {} SMs, {:.1f} GiB, {})", name, cc_major, cc_minor, sm_count,
+  std::string shaped;
+  if (!shape.empty()) {
+    shaped = fmt::format(" shaped as {} ({} KiB of shared memory a block, kernels from compute_{})", shape,
+                         shared_per_block_optin / 1024, kernels_ptx_arch);
+  }
+  return fmt::format("{}{} (sm_{}{}, {} SMs, {:.1f} GiB, {})", name, shaped, cc_major, cc_minor, sm_count,
                      static_cast<double>(total_memory) / (1024.0 * 1024.0 * 1024.0),
                      integrated ? "integrated memory" : "discrete memory");
 }
+
+namespace {
+
+// MINFER_DEVICE_SHAPE on the facts: the figures the kernels go by
+// (kernels::device_limits), or why the shape cannot be run.
+Status apply_shape(const cudaDeviceProp& p, DeviceFacts* f) {
+  std::string error;
+  const std::optional<kernels::DeviceShape>& shape = kernels::device_shape(&error);
+  if (!error.empty()) return unexpected(ErrorCode::kInvalidArgument, "MINFER_DEVICE_SHAPE: " + error);
+  if (!shape) return ok_status();
+  // A shape is a smaller device: every figure it gives at most the device's,
+  // and its kernels' architecture no newer (the driver compiles PTX forward).
+  const std::pair<const char*, std::pair<long long, long long>> asks[] = {
+      {"sms", {shape->sms, p.multiProcessorCount}},
+      {"smem_per_block", {shape->smem_per_block, static_cast<long long>(p.sharedMemPerBlockOptin)}},
+      {"smem_per_sm", {shape->smem_per_sm, static_cast<long long>(p.sharedMemPerMultiprocessor)}},
+      {"threads_per_sm", {shape->threads_per_sm, p.maxThreadsPerMultiProcessor}},
+      {"blocks_per_sm", {shape->blocks_per_sm, p.maxBlocksPerMultiProcessor}},
+      {"cc", {10LL * shape->cc_major + shape->cc_minor, 10LL * p.major + p.minor}},
+  };
+  for (const auto& [key, v] : asks) {
+    if (v.first > v.second) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("MINFER_DEVICE_SHAPE '{}' asks for {} {}; {} has {}: a shape can only be smaller "
+                                    "than the device",
+                                    shape->name, key, v.first, p.name, v.second));
+    }
+  }
+  const kernels::DeviceLimits lim = kernels::device_limits();
+  f->shape = shape->name;
+  f->sm_count = lim.sms;
+  f->cc_major = lim.cc_major;
+  f->cc_minor = lim.cc_minor;
+  f->shared_per_block_optin = static_cast<size_t>(lim.max_smem);
+  f->kernels_ptx_arch = kernels::kernels_ptx_arch();
+  if (f->kernels_ptx_arch > 10 * f->cc_major + f->cc_minor) {
+    log::warn("MINFER_DEVICE_SHAPE '{}': the kernels came from compute_{}, so their code is this device's, not "
+              "sm_{}{}'s; only the launch shapes are the shape's (build with CMAKE_CUDA_ARCHITECTURES={}{}-virtual "
+              "for its code too)",
+              shape->name, f->kernels_ptx_arch, f->cc_major, f->cc_minor, f->cc_major, f->cc_minor);
+  }
+  return ok_status();
+}
+
+}  // namespace
 
 Expected<DeviceFacts> probe_device() {
   int count = 0;
@@ -62,6 +116,7 @@ Expected<DeviceFacts> probe_device() {
   f.shared_per_block_optin = p.sharedMemPerBlockOptin;
   f.l2_bytes = static_cast<size_t>(p.l2CacheSize);
   f.integrated = p.integrated != 0;
+  MINFER_TRY(apply_shape(p, &f));
   if (f.cc_major < 8) {
     return unexpected(ErrorCode::kUnsupported,
                       fmt::format("CUDA device {} has compute capability {}.{}; minfer's kernels need 8.0 or newer "

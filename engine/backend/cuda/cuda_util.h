@@ -30,10 +30,18 @@ struct DeviceFacts {
   size_t shared_per_block_optin = 0;
   size_t l2_bytes = 0;
   bool integrated = false;  // Jetson: GPU and CPU share DRAM
+  // Shaped as a smaller device (MINFER_DEVICE_SHAPE, kernels.h): the
+  // shape's name, and the virtual architecture its kernels came from (87,
+  // 90). Empty / 0 otherwise.
+  std::string shape;
+  int kernels_ptx_arch = 0;
   std::string describe() const;
 };
 
-// The first usable device, or why there is none.
+// The first usable device, or why there is none. With MINFER_DEVICE_SHAPE,
+// the device as the shape has it (the figures the kernels go by,
+// kernels::device_limits); a shape that does not parse, or asks for more
+// than the device has, is an error naming the setting.
 Expected<DeviceFacts> probe_device();
 
 // Device-to-device cudaMemcpy of 2 GiB, bytes read + written per second
