@@ -58,6 +58,11 @@
 #     bench-sampled  tg128 sampled (temperature 0.8, the default filters; and with a repetition
 #                  penalty 1.1) with the draw in the step and on the host, next to greedy: synth
 #                  0.5B Q8_0 and 7B Q4_K_M
+#     jetson       the GPU suites and a decode bench shaped as Jetson AGX Orin (MINFER_DEVICE_SHAPE, kernels.h:
+#                  16 SMs, 163 KiB of shared memory a block, 1,536 threads an SM, no PDL), from a build of
+#                  compute_87 PTX alone that the driver JIT-compiles for this GPU: Orin's device code and
+#                  launch shapes on this machine's clocks and memory (JETSON_SHAPES="orin orin,sms=4 ...";
+#                  its own build dir, JETSON_BUILD_DIR)
 #   default: build test bench-small
 #   BUILD_TARGETS="..." builds only those ninja targets (default: the tools, tests and benches)
 #   PHASE_PROBES=ON builds the kernels' phase probes in (-DMINFER_PHASE_PROBES; diagnostics only)
@@ -142,6 +147,41 @@ stage_test() {
     timeout "${GPU_TEST_TIMEOUT:-900}" "$build/tests/gpu/$t" --gtest_output=json:"$out/$t.json" >"$out/$t.log" 2>&1 || failed=1
     note "$t: $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/$t.log" | head -1) $(grep -c '^\[  FAILED  \]' "$out/$t.log") failed lines"
     grep -E '^\[  FAILED  \]|Failure|parity   \]|graphs   \]' "$out/$t.log" | head -40
+  done
+  return $failed
+}
+
+# Shaped as Jetson Orin: a build of compute_87 PTX alone (sm_87's code paths,
+# JIT-compiled by the driver), the GPU suites and a 0.5B decode bench under
+# each shape. The bench's speed is this GPU's memory on Orin's 16 SMs, not
+# Orin's; what it shows is that the shaped engine decodes, and its launches.
+stage_jetson() {
+  boost_po_fallback || return 1
+  local jbuild=${JETSON_BUILD_DIR:-$root/build-jetson} systemd=ON t0
+  [ -f /usr/include/systemd/sd-daemon.h ] || systemd=OFF
+  t0=$(date +%s)
+  cmake -S "$root" -B "$jbuild" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=87-virtual \
+    -DMINFER_SYSTEMD=$systemd -DMINFER_TESTS=ON "${boost_po_args[@]}" >"$out/configure-jetson.log" 2>&1 \
+    || { tail -30 "$out/configure-jetson.log"; return 1; }
+  ninja -C "$jbuild" -j"$(nproc)" minfer gpu_kernels_test gpu_engine_test >"$out/build-jetson.log" 2>&1 \
+    || { grep -E "error|FAILED|undefined reference|cannot find|No such file" "$out/build-jetson.log" | head -40; return 1; }
+  note "jetson build (compute_87 PTX only): ok in $(( $(date +%s) - t0 )) s"
+  # The driver's JIT of the kernels, kept on disk for the next binary.
+  export CUDA_CACHE_MAXSIZE=4294967296
+  local failed=0 shape tag t a
+  for shape in ${JETSON_SHAPES:-orin}; do
+    tag=${shape//[^a-z0-9]/-}
+    for t in gpu_kernels_test gpu_engine_test; do
+      t0=$(date +%s)
+      MINFER_DEVICE_SHAPE=$shape timeout "${GPU_TEST_TIMEOUT:-900}" "$jbuild/tests/gpu/$t" \
+        --gtest_output=json:"$out/jetson-$tag-$t.json" >"$out/jetson-$tag-$t.log" 2>&1 || failed=1
+      note "jetson $shape $t: $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/jetson-$tag-$t.log" | head -1) $(grep -c '^\[  FAILED  \]' "$out/jetson-$tag-$t.log") failed lines, $(grep -c '^\[  SKIPPED \]' "$out/jetson-$tag-$t.log") skipped lines ($(( $(date +%s) - t0 )) s)"
+      grep -E '^\[  FAILED  \]|Failure' "$out/jetson-$tag-$t.log" | head -40
+    done
+    a=$(build=$jbuild synth qwen2.5-0.5b q8_0)
+    build=$jbuild BENCH_ARGS="-p 512 -n 128" bench "$a" "0.5b-q8_0-shaped-$tag" MINFER_DEVICE_SHAPE="$shape"
+    python3 -c 'import json, sys; print("  backend:", json.load(open(sys.argv[1])).get("backend_detail", "?"))' \
+      "$out/bench-0.5b-q8_0-shaped-$tag.json" 2>&1 | tee -a "$summary"
   done
   return $failed
 }
@@ -583,6 +623,7 @@ for s in "${stages[@]}"; do
     daemon) stage_daemon || status=1 ;;
     serve) stage_serve || status=1 ;;
     bench-sampled) stage_bench_sampled || status=1 ;;
+    jetson) stage_jetson || status=1 ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac
 done
