@@ -1,5 +1,5 @@
 // The process-wide kernel switches (kernels.h) and the device facts the
-// launchers size their grids by (launch.cuh).
+// launchers size their grids by (kernels.h: device_limits; launch.cuh).
 #include <algorithm>
 #include <atomic>
 #include <map>
