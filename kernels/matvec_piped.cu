@@ -181,7 +181,15 @@ __global__ void __launch_bounds__(kPipedWarps * kWarp, 1)
 // 117.2 → 117.8, Q8_0 q/k/v 8.0 → 7.3; a decode step (CUPTI) 7B Q4_K_M
 // 1,695.0 → 1,690.1 µs; tg128 7B Q4_K_M 585 / 586 vs 586 / 584 tok/s, Q8_0
 // 441 / 437 vs 439 / 436 (bench/results/2026-12-03-h200-session28,
-// run2-tree.patch).)
+// run2-tree.patch).) Nor (H200, 2026-12-04, not kept) blocks of 16 warps on
+// half an SM's shared memory, so that the next kernel's block (a block of 32
+// warps holds all 65,536 registers) could start beside this one and load
+// its first stages while this one ends: it did start early — ffn_down 25-27
+// µs before gate/up ended — and shared DRAM with gate/up, which had two
+// stages of 16 warps in flight instead of three of 32. Kernel bench 7B
+// gate/up Q4_K 19.8 → 23.2 µs, Q8_0 34.2 → 37.9; a decode step (CUPTI) 7B
+// Q4_K_M 1,699.2 → 2,109.1 µs; tg128 7B Q4_K_M 589 → 473 tok/s, Q8_0 443 →
+// 386 (bench/results/2026-12-04-h200-session33, run2-tree.patch).
 struct PipedBatch {
   MatvecTask t[kMaxMatvecTasks];
   int begin[kMaxMatvecTasks + 1];  // first row of each task; begin[n_tasks]: all rows

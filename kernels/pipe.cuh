@@ -6,6 +6,16 @@
 // of kPipedWarps warps an SM, the launch exactly the resident blocks. Lane
 // l of a row takes units l, l + 32, ... in order, as the plain kernels
 // (matvec_kernels.cuh) do: the same sums, the same bits.
+//
+// What bounds them is their loads, not their arithmetic. On the H200
+// (2026-12-04, kernel bench, weights from DRAM, µs a launch; builds with the
+// dot products taken out, each staged unit's words folded instead, and with
+// the copies taken out, the dot products run on whatever the stages held):
+// 7B gate/up Q4_K 19.8 as it is, 18.5 without arithmetic, 11.8 without
+// copies (the copy rate: 18.0); ffn_down Q4_K 12.1 / 11.1 / 7.3; ffn_down
+// Q6_K 18.4 / 15.8 / 11.9; gate/up Q8_0 34.4 / 34.1 / 13.0. Fewer
+// instructions in the dot products can win at most the gap to the first
+// figure (bench/results/2026-12-04-h200-session33, run 1).
 #pragma once
 
 #include <cstddef>
