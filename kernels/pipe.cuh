@@ -364,7 +364,12 @@ __device__ __forceinline__ void run_phase(const P& p, const unsigned char* ring,
 // tg128 7B Q4_K_M 580 / 579 vs 577 / 578, Q8_0 444 / 443 vs 446 / 446; and
 // the run-time switch took the Q4_K matvec from 60 to 64 registers and
 // spilled in Q5_K's (bench/results/2026-12-03-h200-session27,
-// run4-tree.patch).
+// run4-tree.patch). Nor (2026-12-04) one or two steps copied before the
+// wait and the next two or three pulled into the L2 (prefetch.global.L2),
+// the activations staged before the rest went out: the norm before gate/up
+// 4.87 → 4.44 µs a launch, gate/up 20.69 → 21.82, ffn_down Q4_K 9.66 →
+// 12.86; tg128 7B Q4_K_M 587 → 561-579 tok/s, Q8_0 440 → 427-436
+// (bench/results/2026-12-04-h200-session33, run3-tree.patch).
 template <int kStages, class P, class Start, class Done>
 __device__ __forceinline__ void pipe_rows_n(const P& p, unsigned char* ring, int stages, int early, int lane, Start start,
                                             Done done) {
