@@ -69,6 +69,10 @@ const Case kCases[] = {
     {"7b down q8_0", false, {WType::kQ8_0}, {3584}, 18944},
     {"7b qkv q8_0", false, {WType::kQ8_0, WType::kQ8_0, WType::kQ8_0}, {3584, 512, 512}, 3584},
     {"0.5b gate_up q8_0", true, {WType::kQ8_0, WType::kQ8_0}, {4864}, 896},
+    // 152 blocks of 32 rows on 132 SMs: 20 SMs take two. The same kernel on
+    // 132 blocks (one an SM) and on 264 (two an SM): what the two cost.
+    {"0.5b gate_up q8_0 132 blocks", true, {WType::kQ8_0, WType::kQ8_0}, {4224}, 896},
+    {"0.5b gate_up q8_0 264 blocks", true, {WType::kQ8_0, WType::kQ8_0}, {8448}, 896},
     {"0.5b qkv q5_0+q8_0", false, {WType::kQ5_0, WType::kQ5_0, WType::kQ8_0}, {896, 128, 128}, 896},
     {"1.5b qkv q4_k+q6_k", false, {WType::kQ4_K, WType::kQ4_K, WType::kQ6_K}, {1536, 256, 256}, 1536},
     {"0.5b down q8_0", false, {WType::kQ8_0}, {896}, 4864},
