@@ -272,6 +272,12 @@ namespace piped {
 // Q4_K_M 483 / 491, Q8_0 397 / 398; the norm 5.44 → 3.43 µs a launch but
 // gate/up 36.06 → 38.48, q/k/v 5.70 → 7.66): the loads before the wait are
 // worth the norm's time they cost.
+// A block for every SM, though the one-block norm before gate/up holds an
+// SM when gate/up launches (a pipelined block needs a whole SM, so one of
+// gate/up's blocks starts ~5 µs late): on the H200 (2026-12-04, same build)
+// grids of SMs - 1 and - 2 blocks left gate/up's share of a 7B Q4_K_M step at
+// 20.67 vs 20.78 µs and tg128 at 590 vs 589 tok/s
+// (bench/results/2026-12-04-h200-session33, run5-tree.patch).
 ResidentShape resident_shape(const void* kernel, size_t stage_bytes, size_t fixed, int work, int max_blocks, size_t extra) {
   const DeviceLimits lim = device_limits();
   if (lim.sms == 0 || max_blocks < 1) return {};
