@@ -273,6 +273,16 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // Q8_0 385-396 vs 399 tok/s, Q4_K_M 501-509 vs 513; gate/up 34.87 → 34.38
   // µs a layer with 16 MiB, attention 10.90 → 13.81
   // (bench/results/2026-12-02-h200-session19).
+  // Nor (H200, 2026-12-04, not kept) a layer's later weights (attn_output,
+  // gate/up, ffn_down: 15 MB on 0.5B, up to half the L2) pulled into the L2
+  // by a kernel on a side stream, forked by an event after the layer's first
+  // product and joined at the step's end, so that no kernel of the chain
+  // carried the pull: the same bits, but 0.5B Q8_0's CUPTI step 449.7 →
+  // 462.1 µs, tg128 2,209 / 2,217 → 2,158 / 2,159 tok/s, 1.5B Q4_K_M 1,120 /
+  // 1,116 → 1,104 / 1,101, eager 0.5B 1,949 / 1,851 → 1,556 / 1,489. The
+  // small products already load their weights before their PDL wait; what
+  // their step waits for is the chain, not the bytes
+  // (bench/results/2026-12-04-h200-session34, run1-tree.patch).
   // MINFER_NORM_TAIL=1: a norm of the residual stream right after the
   // product that adds to it rides on that product's last block (one launch
   // fewer, the same bits). Opt-in: on the H200 (2026-12-01, same run) the
