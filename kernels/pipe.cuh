@@ -370,6 +370,14 @@ __device__ __forceinline__ void run_phase(const P& p, const unsigned char* ring,
 // 4.87 → 4.44 µs a launch, gate/up 20.69 → 21.82, ffn_down Q4_K 9.66 →
 // 12.86; tg128 7B Q4_K_M 587 → 561-579 tok/s, Q8_0 440 → 427-436
 // (bench/results/2026-12-04-h200-session33, run3-tree.patch).
+// No other road into the SM is faster (2026-12-04, session 34's
+// queue_probe.cu, a block an SM): with 192 KB of cp.async copies in flight
+// on every SM, a block's 4 KB from L2 took 3.9 µs whether loaded by its
+// threads (ld.global.cg or .nc) or by the copy engine (cp.async.bulk), 0.2-
+// 0.3 µs with nothing in flight; in clusters of two, 4 KB sent to a
+// streaming block by its neighbour — a multicast bulk copy or stores into
+// its shared memory — arrived with that block's own stream, 3.7-4.3 µs. The
+// data into an SM comes in behind the bytes already on their way to it.
 template <int kStages, class P, class Start, class Done>
 __device__ __forceinline__ void pipe_rows_n(const P& p, unsigned char* ring, int stages, int early, int lane, Start start,
                                             Done done) {
