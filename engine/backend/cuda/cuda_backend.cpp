@@ -1032,6 +1032,16 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       return launched(n.op == Op::kQkvTail ? kernels::launch_qkv_tail(a, stream_) : kernels::launch_kv_store(a, stream_), n);
     }
     case Op::kAttention: {
+      // Tried on the H200 (2026-12-04, not kept): decode attention and the O
+      // projection with its residual add in one launch (sm_90 clusters of 8
+      // blocks, each cluster computing the whole attention and sharing it in
+      // distributed shared memory, then each block its rows of W_o): within
+      // rounding of the two launches, one launch a layer fewer, but slower —
+      // 13.3 µs a 7B Q4_K_M layer against 4.2 + 3.8, 8.3 on 0.5B Q8_0 against
+      // 3.1 + 2.5; tg128 7B 550 vs 589 tok/s, 0.5B 1,939 vs 2,196. Every
+      // cluster reading the same K/V rows (2.3-2.8 µs to stage them) and the
+      // cluster exchange (1.4-1.7) cost more than the seam it removes
+      // (bench/results/2026-12-04-h200-session35, run2-tree.patch).
       Act& q = act(n.src);
       Act& out = act(n.dst);
       out.rows = q.rows;
