@@ -2,7 +2,7 @@
 // heads, two ways (AttentionArgs::decode_split picks; the backend takes one
 // launch while one block a head holds the whole sequence):
 //
-// - One launch: block (query head, chunk) takes up to kChunk cells of the
+// - Heads: block (query head, chunk) takes up to kChunk cells of the
 //   sequence. When the whole sequence fits one chunk — every chat turn of up
 //   to 256 tokens — the block normalises and writes the head's output (and
 //   its Q8 copy) itself. Longer sequences split into chunks
@@ -11,13 +11,15 @@
 //   a head) combines them, in chunk order, so the bits never depend on which
 //   block came last. Each K/V row is read once a query head (from L2 after
 //   the first).
-// - Split and combine: block (KV head, 32-cell chunk) scores its chunk for
-//   every query head of the group (each K/V row read once for the group),
-//   and a second launch combines.
+// - Split: block (KV head, range of cells) scores its range for every query
+//   head of the group (each K/V row read once for the group), as many ranges
+//   as fill the GPU, and the last block of each KV head combines them. Also
+//   one launch.
 //
 // The cell count is read from device memory, so the grid (sized for the
 // largest context) stays fixed across steps and a captured graph can be
 // replayed.
+#include <algorithm>
 #include <atomic>
 #include <type_traits>
 
@@ -33,256 +35,8 @@ constexpr int kMaxHeadDim = 256;
 
 __device__ unsigned long long* g_attention_probe = nullptr;  // set_attention_probe (kernels.h set_phase_probe)
 
-int block_threads(int head_dim) { return head_dim < 64 ? 64 : (head_dim + 31) / 32 * 32; }
-
 __device__ __forceinline__ float load_kv(const void* cache, bool f16, size_t i) {
   return f16 ? __half2float(static_cast<const __half*>(cache)[i]) : static_cast<const float*>(cache)[i];
-}
-
-// partials: [split][head][head_dim + 2]: the output sum, then max and sum of exp.
-//
-// Block (KV head, split) takes kSplitCells cells of the sequence and works in
-// few memory round trips: its cell indices are read before the PDL wait (the
-// host uploaded them before the step began, no kernel of the step writes
-// them); after it, the cells' positions and their whole K and V rows are
-// copied into shared memory at once (cp.async), so every later pass reads
-// shared memory. Scores: a warp a query head, a lane a cell (kSplitCells is
-// the warp's width), each lane's dot product over the whole head dimension;
-// the chunk's softmax statistics are then one warp max and one warp sum.
-// (Lanes splitting the head dimension, a warp sum a score, took a chain of
-// 5 shuffles for each of a group's scores: 7B's split kernel was 13.4 µs of
-// each layer's step, CUPTI timeline on the H200, 2026-12-01.) Weighted V
-// sum: threads split the dimensions and the cells, then add up in shared
-// memory.
-//
-// Tried on the H200 (2026-11-30): the combine done by the last split block
-// of each KV head (an atomic count, one launch a layer fewer) lost to the
-// second launch (0.5B Q8_0 tg128 975 vs 999 tok/s): every block paid a fence
-// and an atomic, and one block did the whole combine serially.
-constexpr int kSplitWarps = 8;
-constexpr int kSplitThreads = kSplitWarps * kWarp;
-// Tried on the H200 (2026-11-30, same run): 32 cells a block, twice the
-// blocks of 64, each with half the work: 0.5B Q8_0 tg128 1067 vs 995 tok/s,
-// 7B Q4_K_M 289 vs 280.
-constexpr int kSplitCells = 32;
-static_assert(kSplitCells == kWarp, "the scores take a lane a cell");
-
-struct SplitLayout {  // shared-memory carve-up, the same on host and device
-  // One staged K or V row: 16-byte pieces, an odd number of them, so that
-  // lanes reading "their" rows at the same offset hit distinct banks.
-  int row_stride;
-  size_t cells, visible, p, stats, q, kv, red, total;
-  __host__ __device__ SplitLayout(int head_dim, int group, bool f16, int split_cells) {
-    const int pieces = (head_dim * (f16 ? 2 : 4) + 15) / 16;
-    row_stride = (pieces | 1) * 16;
-    const int dim_threads = (head_dim + kWarp - 1) / kWarp * kWarp;
-    const int cell_groups = dim_threads >= kSplitThreads ? 1 : kSplitThreads / dim_threads;
-    cells = 0;
-    visible = cells + sizeof(int) * split_cells;
-    p = visible + sizeof(int) * split_cells;
-    stats = p + sizeof(float) * group * split_cells;
-    q = (stats + sizeof(float) * 2 * group + 15) / 16 * 16;
-    kv = (q + sizeof(float) * group * head_dim + 15) / 16 * 16;
-    red = kv + 2 * static_cast<size_t>(split_cells) * row_stride;
-    total = red + sizeof(float) * cell_groups * group * head_dim;
-  }
-};
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-
-__device__ __forceinline__ float staged(const unsigned char* row, bool f16, int d) {
-  return f16 ? __half2float(reinterpret_cast<const __half*>(row)[d]) : reinterpret_cast<const float*>(row)[d];
-}
-
-// Lane c's score of cell c (its K row staged at krow) against q (shared
-// memory, the same address for the whole warp: a broadcast), 16-byte reads.
-__device__ __forceinline__ float cell_score(const unsigned char* krow, const float* q, int hd, bool f16) {
-  float acc = 0.0f;
-  if (f16 && hd % 8 == 0) {
-    for (int d = 0; d < hd; d += 8) {
-      const int4 raw = *reinterpret_cast<const int4*>(krow + d * 2);
-      const __half2* h = reinterpret_cast<const __half2*>(&raw);
-      const float4 q0 = *reinterpret_cast<const float4*>(q + d), q1 = *reinterpret_cast<const float4*>(q + d + 4);
-      const float2 k0 = __half22float2(h[0]), k1 = __half22float2(h[1]), k2 = __half22float2(h[2]), k3 = __half22float2(h[3]);
-      acc = fmaf(q0.x, k0.x, acc);
-      acc = fmaf(q0.y, k0.y, acc);
-      acc = fmaf(q0.z, k1.x, acc);
-      acc = fmaf(q0.w, k1.y, acc);
-      acc = fmaf(q1.x, k2.x, acc);
-      acc = fmaf(q1.y, k2.y, acc);
-      acc = fmaf(q1.z, k3.x, acc);
-      acc = fmaf(q1.w, k3.y, acc);
-    }
-  } else if (!f16 && hd % 4 == 0) {
-    for (int d = 0; d < hd; d += 4) {
-      const float4 k = *reinterpret_cast<const float4*>(krow + d * 4);
-      const float4 qv = *reinterpret_cast<const float4*>(q + d);
-      acc = fmaf(qv.x, k.x, acc);
-      acc = fmaf(qv.y, k.y, acc);
-      acc = fmaf(qv.z, k.z, acc);
-      acc = fmaf(qv.w, k.w, acc);
-    }
-  } else {
-    for (int d = 0; d < hd; ++d) acc = fmaf(q[d], staged(krow, f16, d), acc);
-  }
-  return acc;
-}
-
-__global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(AttentionArgs a) {
-  extern __shared__ __align__(16) unsigned char split_smem[];
-  const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = blockIdx.x, split = blockIdx.y;
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const SplitLayout l(hd, group, a.cache_f16, kSplitCells);
-  int* cells = reinterpret_cast<int*>(split_smem + l.cells);
-  int* visible = reinterpret_cast<int*>(split_smem + l.visible);
-  float* p = reinterpret_cast<float*>(split_smem + l.p);          // [group][kSplitCells] weights
-  float* stats = reinterpret_cast<float*>(split_smem + l.stats);  // [group][2]
-  float* qs = reinterpret_cast<float*>(split_smem + l.q);         // [group][hd] the group's q rows
-  unsigned char* kst = split_smem + l.kv;                         // [kSplitCells][row_stride] K rows
-  unsigned char* vst = kst + static_cast<size_t>(kSplitCells) * l.row_stride;
-  float* red = reinterpret_cast<float*>(split_smem + l.red);      // [cell groups][group][hd]
-
-  // Before the wait: the sequence's cells (uploaded by the host, see above).
-  const int n_seq = *a.n_seq;
-  const int j0 = split * kSplitCells;
-  const int n_here = min(kSplitCells, n_seq - j0);
-  if (n_here > 0 && static_cast<int>(threadIdx.x) < n_here) cells[threadIdx.x] = a.seq_cells[j0 + threadIdx.x];
-  pdl_begin();
-  if (n_here <= 0) return;  // past the sequence: the combine reads only used chunks
-  __syncthreads();
-
-  // One round trip: positions, K and V rows, q.
-  const int kv_dim = a.n_kv_heads * hd;
-  const int esize = a.cache_f16 ? 2 : 4;
-  const int qpos = a.q_pos[0];
-  if (static_cast<int>(threadIdx.x) < n_here) visible[threadIdx.x] = a.cell_pos[cells[threadIdx.x]] <= qpos;
-  if ((hd * esize) % 16 == 0) {
-    const int chunks = hd * esize / 16;  // 16-byte pieces of a row
-    for (int i = threadIdx.x; i < 2 * n_here * chunks; i += kSplitThreads) {
-      const int which = i / (n_here * chunks), rest = i % (n_here * chunks), c = rest / chunks, piece = rest % chunks;
-      const unsigned char* src = static_cast<const unsigned char*>(which == 0 ? a.k_cache : a.v_cache) +
-                                 (static_cast<size_t>(cells[c]) * kv_dim + static_cast<size_t>(kvh) * hd) * esize + piece * 16;
-      cp_async16((which == 0 ? kst : vst) + static_cast<size_t>(c) * l.row_stride + piece * 16, src);
-    }
-  } else {
-    for (int i = threadIdx.x; i < 2 * n_here * hd; i += kSplitThreads) {
-      const int which = i / (n_here * hd), rest = i % (n_here * hd), c = rest / hd, d = rest % hd;
-      const size_t e = static_cast<size_t>(cells[c]) * kv_dim + static_cast<size_t>(kvh) * hd + d;
-      unsigned char* dst = (which == 0 ? kst : vst) + static_cast<size_t>(c) * l.row_stride;
-      const void* cache = which == 0 ? a.k_cache : a.v_cache;
-      if (a.cache_f16) reinterpret_cast<__half*>(dst)[d] = static_cast<const __half*>(cache)[e];
-      else reinterpret_cast<float*>(dst)[d] = static_cast<const float*>(cache)[e];
-    }
-  }
-  const float* qbase = a.q + static_cast<size_t>(kvh) * group * hd;
-  for (int i = threadIdx.x; i < group * hd; i += kSplitThreads) qs[i] = qbase[i];
-  cp_async_wait_all();
-  __syncthreads();
-
-  // Scores and the chunk's softmax statistics: warp w takes query heads w,
-  // w + 8, ...; lane c scores cell c over the whole head dimension, so a
-  // head's scores are one per lane (no shuffles for the dot products).
-  const float scale = rsqrtf(static_cast<float>(hd));
-  for (int g = warp; g < group; g += kSplitWarps) {
-    const float s = lane < n_here && visible[lane] != 0
-                        ? cell_score(kst + static_cast<size_t>(lane) * l.row_stride, qs + g * hd, hd, a.cache_f16) * scale
-                        : -INFINITY;
-    const float m = warp_max(s);
-    const float e = m == -INFINITY ? 0.0f : expf(s - m);
-    const float sum = warp_sum(e);
-    p[g * kSplitCells + lane] = e;
-    if (lane == 0) {
-      stats[2 * g] = m;
-      stats[2 * g + 1] = sum;
-    }
-  }
-  __syncthreads();
-
-  // Weighted V sum: thread (cell group cg, dim d) takes cells cg, cg + n_cg, ...
-  const int dim_threads = (hd + kWarp - 1) / kWarp * kWarp;
-  const int n_cg = dim_threads >= kSplitThreads ? 1 : kSplitThreads / dim_threads;
-  for (int t = threadIdx.x; t < n_cg * dim_threads; t += kSplitThreads) {
-    const int cg = t / dim_threads, d = t % dim_threads;
-    if (d >= hd) continue;
-    float acc[kMaxGroup];
-#pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) acc[g] = 0.0f;
-    for (int c = cg; c < n_here; c += n_cg) {
-      const float v = staged(vst + static_cast<size_t>(c) * l.row_stride, a.cache_f16, d);
-#pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) {
-        if (g >= group) break;
-        acc[g] += p[g * kSplitCells + c] * v;
-      }
-    }
-#pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      if (g >= group) break;
-      red[(cg * group + g) * hd + d] = acc[g];
-    }
-  }
-  __syncthreads();
-  for (int idx = threadIdx.x; idx < group * hd; idx += kSplitThreads) {
-    const int g = idx / hd, d = idx % hd;
-    float sum = 0.0f;
-    for (int cg = 0; cg < n_cg; ++cg) sum += red[(cg * group + g) * hd + d];
-    const int h = kvh * group + g;
-    a.partials[(static_cast<size_t>(split) * a.n_heads + h) * (hd + 2) + d] = sum;
-  }
-  if (static_cast<int>(threadIdx.x) < group) {
-    const int h = kvh * group + threadIdx.x;
-    float* st = a.partials + (static_cast<size_t>(split) * a.n_heads + h) * (hd + 2) + hd;
-    st[0] = stats[2 * threadIdx.x];
-    st[1] = stats[2 * threadIdx.x + 1];
-  }
-}
-
-// Block h combines head h's chunks: the largest chunk maximum, each chunk's
-// weight exp(max_s - max) (threads split the chunks: one round trip for all
-// statistics), then each output dimension as one pass over the chunks'
-// partial sums with the weights from shared memory (independent loads).
-__global__ void attention_combine_kernel(AttentionArgs a, int chunk, bool quantize) {
-  extern __shared__ float weight[];  // [chunks]
-  __shared__ float scratch[kWarp + 1];
-  pdl_begin();
-  const int h = blockIdx.x, hd = a.head_dim, t = threadIdx.x;
-  const int n_splits = (*a.n_seq + chunk - 1) / chunk;
-  const size_t stride = static_cast<size_t>(a.n_heads) * (hd + 2);
-  const float* head = a.partials + static_cast<size_t>(h) * (hd + 2);
-  float m = -INFINITY;
-  for (int s = t; s < n_splits; s += blockDim.x) {
-    const float* st = head + s * stride + hd;
-    if (st[1] > 0.0f) m = fmaxf(m, st[0]);
-  }
-  m = warp_max(m);
-  if (t % kWarp == 0) scratch[t / kWarp] = m;
-  __syncthreads();
-  m = -INFINITY;
-  for (int w = 0; w < static_cast<int>(blockDim.x + kWarp - 1) / kWarp; ++w) m = fmaxf(m, scratch[w]);
-  float part = 0.0f;
-  for (int s = t; s < n_splits; s += blockDim.x) {
-    const float* st = head + s * stride + hd;
-    const float w = st[1] > 0.0f ? expf(st[0] - m) : 0.0f;
-    weight[s] = w;
-    part += w * st[1];
-  }
-  const float denom = block_sum(part, scratch);  // its barriers also publish weight[]
-  const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
-  for (int d = t; d < hd; d += blockDim.x) {
-    float acc = 0.0f;
-#pragma unroll 8
-    for (int s = 0; s < n_splits; ++s) acc += weight[s] * head[s * stride + d];
-    const float v = acc * inv;
-    a.out[static_cast<size_t>(h) * hd + d] = v;
-    if (quantize) {
-      // hd % 32 == 0 and blockDim == hd: each warp holds one Q8 block.
-      quantize_block_q8(v, d % kWarp, (h * hd + d) / 32, a.out_q.q, static_cast<float2*>(a.out_q.ds));
-    }
-  }
 }
 
 // ---- One launch: a block a query head and chunk ----
@@ -450,6 +204,7 @@ __device__ __forceinline__ float piece_dot(const int4& raw, const float (&q)[kPi
 constexpr size_t kMaxStagedV = size_t{64} << 10;  // a chunk's V rows: up to 256 bytes a row
 std::atomic<uint64_t> g_staged_v_launches{0};
 std::atomic<uint64_t> g_fixed_shape_launches{0};
+std::atomic<uint64_t> g_split_launches{0};
 __host__ __device__ inline size_t staged_v_offset(int n_chunks) { return (sizeof(float) * static_cast<size_t>(n_chunks) + 15) / 16 * 16; }
 __device__ __forceinline__ void stage_piece(unsigned char* dst, const unsigned char* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -705,6 +460,420 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
   write_out(denom > 0.0f ? y / denom : 0.0f);
 }
 
+// ---- Split: a block a KV head and range of cells ----
+//
+// Deep into a context the one-launch kernel above reads each K/V row once a
+// query head. Here block (KV head, split) takes a contiguous range of the
+// sequence's cells for its whole query group, so each row is read once, by
+// one block; as many splits as fill the GPU once (split_grid: the SMs shared
+// out over the KV heads), each range at least kSplitMinCells cells. A block
+// works in passes of up to `cap` cells: their positions and K and V rows
+// copied into shared memory in one round trip (cp.async), the scores (a warp
+// a 32-cell tile and head, a lane a cell), the running softmax of each head
+// (max and sum of exp, rescaled across passes), then the V rows weighted (a
+// thread two dimensions of one or more heads). Its partial (unnormalized
+// sums, max, sum of exp) goes to `partials`, and the last block of the KV
+// head to finish (an atomic count, left at zero) combines the splits in
+// split order — a thread two dimensions of a head, its loads of all splits
+// out in batches — and writes the group's output and its Q8 copy: one launch.
+// Before (to 2026-12-04): blocks of 32 cells whatever the depth, and a
+// second launch to combine them a head at a time (a last-block combine over
+// that many partials had lost to it, H200, 2026-11-30); 4,096 cells deep a 7B
+// Q4_K_M layer spent 13.96 + 9.11 µs there (CUPTI) on 8.4 MB of K/V. This
+// kernel, its combine reading the partials from L2 8 splits a round trip,
+// took as long (23.78 µs); with them copied into shared memory at once, tg128
+// (H200, 2026-12-04, same machine kind, against the pair) 7B Q4_K_M 486 / 448
+// / 396 tok/s 1,024 / 4,096 / 8,192 deep vs 472 / 447 / 374, 0.5B Q8_0 1,542
+// / 1,406 / 1,277 vs 1,664 / 1,370 / 1,098. Where its ~20 µs a 7B layer at
+// 4,096 cells go is not yet measured (phase probe kinds 5 and 6;
+// bench/results/2026-12-04-h200-session36).
+constexpr int kSplitThreads = 512;
+constexpr int kSplitWarps = kSplitThreads / kWarp;
+constexpr int kSplitMinCells = 32;           // a split's range, at least (a tile: a lane a cell)
+constexpr int kSplitMaxCells = 128;          // a pass, at most
+constexpr int kSplitHeadsPerThread = 4;      // group ≤ 16 over ≥ 4 sets of dimension pairs (head_dim ≤ 256)
+
+__host__ __device__ constexpr size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+// Floats of a head's partial (its sums, max and sum of exp), rounded up so
+// that every partial starts on 16 bytes (the combine copies them by cp.async).
+__host__ __device__ constexpr int split_head_floats(int head_dim) { return (head_dim + 2 + 3) / 4 * 4; }
+
+struct SplitLayout {  // shared-memory carve-up, the same on host and device
+  bool pieces16;      // rows of whole 16-byte pieces: cp.async and 16-byte reads
+  int row_bytes;      // a cache row of one KV head
+  int kstride;        // a staged K row: an odd number of pieces (words), so that lanes reading
+                      // their cells' rows at one offset hit distinct banks
+  int vstride;        // a staged V row
+  size_t cells, ok, q, p, stats, wgt, k, v, rows_end;
+  __host__ __device__ SplitLayout(int head_dim, int group, bool f16, int cap, int splits) {
+    row_bytes = head_dim * (f16 ? 2 : 4);
+    pieces16 = row_bytes % 16 == 0;
+    kstride = pieces16 ? ((row_bytes / 16) | 1) * 16 : (((row_bytes + 3) / 4) | 1) * 4;
+    vstride = static_cast<int>(align16(static_cast<size_t>(row_bytes)));
+    cells = 0;                                                  // [cap] cache cells of the pass
+    ok = cells + sizeof(int) * cap;                             // [cap] visible to the query
+    q = align16(ok + sizeof(int) * cap);                        // [group][head_dim] q, then the outputs
+    p = align16(q + sizeof(float) * group * head_dim);          // [group][cap] scores, then weights
+    stats = p + sizeof(float) * group * cap;                    // [3][group] running max, sum, rescale
+    wgt = stats + sizeof(float) * 3 * group;                    // the combine: [2][group][splits] maxima (weights), sums; [group]
+    k = align16(wgt + sizeof(float) * (2 * static_cast<size_t>(group) * splits + group));  // [cap] K rows
+    v = k + static_cast<size_t>(cap) * kstride;                 // [cap] V rows
+    rows_end = v + static_cast<size_t>(cap) * vstride;          // then the combine's splits' partials from k on
+  }
+};
+
+// Lane c's score of its cell (K row staged at krow) against q (shared memory,
+// one address for the whole warp: a broadcast).
+__device__ __forceinline__ float cell_score(const unsigned char* krow, const float* q, int hd, bool f16, bool pieces16) {
+  float acc0 = 0.0f, acc1 = 0.0f;  // two chains
+  if (pieces16 && f16) {
+    for (int d = 0; d < hd; d += 8) {
+      const int4 raw = *reinterpret_cast<const int4*>(krow + d * 2);
+      const __half2* h = reinterpret_cast<const __half2*>(&raw);
+      const float4 q0 = *reinterpret_cast<const float4*>(q + d), q1 = *reinterpret_cast<const float4*>(q + d + 4);
+      const float2 k0 = __half22float2(h[0]), k1 = __half22float2(h[1]), k2 = __half22float2(h[2]), k3 = __half22float2(h[3]);
+      acc0 = fmaf(q0.x, k0.x, acc0);
+      acc1 = fmaf(q0.y, k0.y, acc1);
+      acc0 = fmaf(q0.z, k1.x, acc0);
+      acc1 = fmaf(q0.w, k1.y, acc1);
+      acc0 = fmaf(q1.x, k2.x, acc0);
+      acc1 = fmaf(q1.y, k2.y, acc1);
+      acc0 = fmaf(q1.z, k3.x, acc0);
+      acc1 = fmaf(q1.w, k3.y, acc1);
+    }
+  } else if (pieces16) {
+    for (int d = 0; d < hd; d += 4) {
+      const float4 k = *reinterpret_cast<const float4*>(krow + d * 4);
+      const float4 qv = *reinterpret_cast<const float4*>(q + d);
+      acc0 = fmaf(qv.x, k.x, acc0);
+      acc1 = fmaf(qv.y, k.y, acc1);
+      acc0 = fmaf(qv.z, k.z, acc0);
+      acc1 = fmaf(qv.w, k.w, acc1);
+    }
+  } else {
+    for (int d = 0; d < hd; ++d) {
+      const float k = f16 ? __half2float(reinterpret_cast<const __half*>(krow)[d]) : reinterpret_cast<const float*>(krow)[d];
+      acc0 = fmaf(q[d], k, acc0);
+    }
+  }
+  return acc0 + acc1;
+}
+
+// Dimensions 2 pair and 2 pair + 1 of a staged V row.
+__device__ __forceinline__ float2 row_pair(const unsigned char* row, int pair, bool f16) {
+  if (f16) return __half22float2(reinterpret_cast<const __half2*>(row)[pair]);
+  return reinterpret_cast<const float2*>(row)[pair];
+}
+
+__global__ void __launch_bounds__(kSplitThreads, 1) attention_split_kernel(AttentionArgs a, int* counters, int cap,
+                                                                           int comb_splits) {
+  extern __shared__ __align__(16) unsigned char split_smem[];
+  __shared__ bool last;
+  const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = blockIdx.x, split = blockIdx.y;
+  const int t = threadIdx.x, lane = t % kWarp, warp = t / kWarp;
+  const int n_grid = static_cast<int>(gridDim.y);
+  const bool f16 = a.cache_f16;
+  const SplitLayout l(hd, group, f16, cap, n_grid);
+  int* cells = reinterpret_cast<int*>(split_smem + l.cells);
+  int* ok = reinterpret_cast<int*>(split_smem + l.ok);
+  float* qs = reinterpret_cast<float*>(split_smem + l.q);
+  float* p = reinterpret_cast<float*>(split_smem + l.p);
+  float* m_run = reinterpret_cast<float*>(split_smem + l.stats);
+  float* l_run = m_run + group;
+  float* corr = l_run + group;
+  unsigned char* kst = split_smem + l.k;
+  unsigned char* vst = split_smem + l.v;
+  // Phase probe (kernels.h set_phase_probe, kinds 5 and 6 after the
+  // one-launch kernel's): thread 0's cycles a phase, summed over passes.
+  unsigned long long* probe = kPhaseProbes && g_attention_probe != nullptr ? g_attention_probe + 5 * kPhaseProbeFields : nullptr;
+  const bool probing = probe != nullptr && t == 0;
+  long long lap_at = probing ? clock64() : 0;
+  long long phase[kPhaseProbeFields] = {};
+  auto lap = [&](int field) {
+    if (!probing) return;
+    const long long now = clock64();
+    phase[field] += now - lap_at;
+    lap_at = now;
+  };
+  auto report = [&](unsigned long long* fields, int n) {
+    if (!probing) return;
+    atomicAdd(fields, 1ull);
+    for (int i = 1; i < n; ++i) atomicAdd(fields + i, static_cast<unsigned long long>(phase[i]));
+  };
+
+  // The splits: as many kSplitMinCells-cell ranges as the sequence holds, at
+  // most the grid's; a range may come out empty (its partial then counts
+  // nothing).
+  const int n_seq = *a.n_seq;
+  const int n_splits = max(1, min(n_grid, (n_seq + kSplitMinCells - 1) / kSplitMinCells));
+  const int per = (n_seq + n_splits - 1) / n_splits;
+  const int j0 = min(n_seq, split * per), j1 = min(n_seq, j0 + per);
+  // Before the wait: the first pass's cells (the host uploaded them before the step).
+  if (split < n_splits) {
+    for (int i = t; i < min(cap, j1 - j0); i += kSplitThreads) cells[i] = a.seq_cells[j0 + i];
+  }
+  lap(1);
+  pdl_begin();
+  if (split >= n_splits) return;
+  lap(2);
+
+  const int qpos = a.q_pos[0];
+  const float scale = rsqrtf(static_cast<float>(hd));
+  const int esize = f16 ? 2 : 4;
+  const size_t kv_row = static_cast<size_t>(a.n_kv_heads) * hd, head_off = static_cast<size_t>(kvh) * hd;
+  const float* qbase = a.q + static_cast<size_t>(kvh) * group * hd;
+  for (int i = t; i < group * hd; i += kSplitThreads) qs[i] = qbase[i];
+  if (t < group) {
+    m_run[t] = -INFINITY;
+    l_run[t] = 0.0f;
+  }
+  // The V sums: thread (set, pair) holds dimensions 2 pair, 2 pair + 1 of
+  // heads set, set + n_sets, ... (head_dim even; launch_attention_decode).
+  const int pairs = hd / 2, n_sets = kSplitThreads / pairs;
+  const int set = t / pairs, pair = t % pairs;
+  const bool summing = set < n_sets;
+  float2 acc[kSplitHeadsPerThread];
+#pragma unroll
+  for (int k = 0; k < kSplitHeadsPerThread; ++k) acc[k] = make_float2(0.0f, 0.0f);
+
+  for (int b0 = j0; b0 < j1; b0 += cap) {
+    const int n = min(cap, j1 - b0);
+    if (b0 != j0) {
+      __syncthreads();  // the last pass's reads are done
+      for (int i = t; i < n; i += kSplitThreads) cells[i] = a.seq_cells[b0 + i];
+    }
+    __syncthreads();
+    // One round trip: the positions, the K and V rows.
+    for (int i = t; i < n; i += kSplitThreads) ok[i] = a.cell_pos[cells[i]] <= qpos;
+    if (l.pieces16) {
+      const int pieces = l.row_bytes / 16, per_rows = n * pieces;
+      for (int i = t; i < 2 * per_rows; i += kSplitThreads) {
+        const int which = i / per_rows, rest = i % per_rows, c = rest / pieces, piece = rest % pieces;
+        const unsigned char* src = static_cast<const unsigned char*>(which == 0 ? a.k_cache : a.v_cache) +
+                                   (static_cast<size_t>(cells[c]) * kv_row + head_off) * esize + piece * 16;
+        unsigned char* dst = which == 0 ? kst + static_cast<size_t>(c) * l.kstride : vst + static_cast<size_t>(c) * l.vstride;
+        stage_piece(dst + piece * 16, src);
+      }
+    } else {
+      const int per_rows = n * hd;
+      for (int i = t; i < 2 * per_rows; i += kSplitThreads) {
+        const int which = i / per_rows, rest = i % per_rows, c = rest / hd, d = rest % hd;
+        const size_t e = static_cast<size_t>(cells[c]) * kv_row + head_off + d;
+        unsigned char* dst = which == 0 ? kst + static_cast<size_t>(c) * l.kstride : vst + static_cast<size_t>(c) * l.vstride;
+        const void* cache = which == 0 ? a.k_cache : a.v_cache;
+        if (f16) reinterpret_cast<__half*>(dst)[d] = static_cast<const __half*>(cache)[e];
+        else reinterpret_cast<float*>(dst)[d] = static_cast<const float*>(cache)[e];
+      }
+    }
+    staged_pieces_landed();
+    __syncthreads();
+    lap(3);
+
+    // Scores: warp w takes (tile, head) jobs w, w + 16, ...; lane c cell c of the tile.
+    const int tiles = (n + kWarp - 1) / kWarp;
+    for (int job = warp; job < tiles * group; job += kSplitWarps) {
+      const int g = job % group, c = job / group * kWarp + lane;
+      float s = -INFINITY;
+      if (c < n && ok[c] != 0) s = cell_score(kst + static_cast<size_t>(c) * l.kstride, qs + g * hd, hd, f16, l.pieces16) * scale;
+      p[g * cap + c] = s;
+    }
+    __syncthreads();
+    lap(4);
+
+    // Each head's running softmax: warp w heads w, w + 16.
+    for (int g = warp; g < group; g += kSplitWarps) {
+      float mx = -INFINITY;
+      for (int c = lane; c < n; c += kWarp) mx = fmaxf(mx, p[g * cap + c]);
+      mx = warp_max(mx);
+      const float m_old = m_run[g], m_new = fmaxf(m_old, mx);
+      float sum = 0.0f;
+      for (int c = lane; c < n; c += kWarp) {
+        const float e = m_new == -INFINITY ? 0.0f : expf(p[g * cap + c] - m_new);
+        p[g * cap + c] = e;
+        sum += e;
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) {
+        const float r = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
+        corr[g] = r;
+        l_run[g] = l_run[g] * r + sum;
+        m_run[g] = m_new;
+      }
+    }
+    __syncthreads();
+    lap(5);
+
+    // The V rows weighted.
+    if (summing) {
+#pragma unroll
+      for (int k = 0; k < kSplitHeadsPerThread; ++k) {
+        const int g = set + k * n_sets;
+        if (g >= group) break;
+        const float* w = p + g * cap;
+        float2 s0 = make_float2(0.0f, 0.0f), s1 = s0;
+        int c = 0;
+        for (; c + 1 < n; c += 2) {
+          const float2 v0 = row_pair(vst + static_cast<size_t>(c) * l.vstride, pair, f16);
+          const float2 v1 = row_pair(vst + static_cast<size_t>(c + 1) * l.vstride, pair, f16);
+          s0.x = fmaf(w[c], v0.x, s0.x);
+          s0.y = fmaf(w[c], v0.y, s0.y);
+          s1.x = fmaf(w[c + 1], v1.x, s1.x);
+          s1.y = fmaf(w[c + 1], v1.y, s1.y);
+        }
+        if (c < n) {
+          const float2 v0 = row_pair(vst + static_cast<size_t>(c) * l.vstride, pair, f16);
+          s0.x = fmaf(w[c], v0.x, s0.x);
+          s0.y = fmaf(w[c], v0.y, s0.y);
+        }
+        acc[k].x = fmaf(acc[k].x, corr[g], s0.x + s1.x);
+        acc[k].y = fmaf(acc[k].y, corr[g], s0.y + s1.y);
+      }
+    }
+    lap(6);
+  }
+  __syncthreads();  // q is read no more: its space takes the outputs
+
+  float* out_s = qs;  // [group][head_dim]
+  if (n_splits == 1) {
+    if (summing) {
+#pragma unroll
+      for (int k = 0; k < kSplitHeadsPerThread; ++k) {
+        const int g = set + k * n_sets;
+        if (g >= group) break;
+        const float inv = l_run[g] > 0.0f ? 1.0f / l_run[g] : 0.0f;
+        out_s[g * hd + 2 * pair] = acc[k].x * inv;
+        out_s[g * hd + 2 * pair + 1] = acc[k].y * inv;
+      }
+    }
+  } else {
+    // This split's partial; the KV head's last block combines them all.
+    const int head = split_head_floats(hd);
+    const size_t stride = static_cast<size_t>(a.n_heads) * head;  // a split's partials
+    float* base = a.partials + static_cast<size_t>(kvh) * group * head;
+    float* part = base + static_cast<size_t>(split) * stride;
+    if (summing) {
+#pragma unroll
+      for (int k = 0; k < kSplitHeadsPerThread; ++k) {
+        const int g = set + k * n_sets;
+        if (g >= group) break;
+        *reinterpret_cast<float2*>(part + g * head + 2 * pair) = acc[k];
+      }
+    }
+    if (t < group) {
+      part[t * head + hd] = m_run[t];
+      part[t * head + hd + 1] = l_run[t];
+    }
+    __threadfence();
+    __syncthreads();
+    if (t == 0) last = atomicAdd(&counters[kvh], 1) == n_splits - 1;
+    __syncthreads();
+    lap(7);
+    report(probe, 8);
+    if (!last) return;
+    if (probing) probe += kPhaseProbeFields;  // kind 6: the last block's combine
+    for (int i = 0; i < kPhaseProbeFields; ++i) phase[i] = 0;
+    if (t == 0) counters[kvh] = 0;  // ready for the next launch
+    __threadfence();
+    // The splits' partial sums into shared memory (where the K rows were),
+    // comb_splits at a time — every split in one round trip but for shapes
+    // whose partials outgrow the shared memory — with the statistics loaded
+    // meanwhile. (A thread's loads of the splits straight from L2, 8 at a
+    // time, took that many round trips.)
+    const int split_floats = group * head, pieces = split_floats / 4;  // a split's partials, in 16-byte pieces
+    float* comb = reinterpret_cast<float*>(kst);
+    auto fetch = [&](int s0) {
+      const int n = min(comb_splits, n_splits - s0);
+      for (int i = t; i < n * pieces; i += kSplitThreads) {
+        const int s = i / pieces, piece = i % pieces;
+        stage_piece(reinterpret_cast<unsigned char*>(comb + static_cast<size_t>(s) * split_floats + 4 * piece),
+                    reinterpret_cast<const unsigned char*>(base + (s0 + s) * stride + 4 * piece));
+      }
+    };
+    fetch(0);
+    float* ms = reinterpret_cast<float*>(split_smem + l.wgt);  // [group][n_grid] maxima, then weights
+    float* ls = ms + group * n_grid;                            // [group][n_grid] sums of exp
+    float* den = ls + group * n_grid;                           // [group]
+    for (int i = t; i < n_splits * group; i += kSplitThreads) {
+      const int s = i / group, g = i % group;
+      const float* st = base + s * stride + g * head + hd;
+      ms[g * n_grid + s] = __ldcg(st);
+      ls[g * n_grid + s] = __ldcg(st + 1);
+    }
+    __syncthreads();
+    lap(1);
+    for (int g = warp; g < group; g += kSplitWarps) {
+      float mx = -INFINITY;
+      for (int s = lane; s < n_splits; s += kWarp) {
+        if (ls[g * n_grid + s] > 0.0f) mx = fmaxf(mx, ms[g * n_grid + s]);
+      }
+      mx = warp_max(mx);
+      float d = 0.0f;
+      for (int s = lane; s < n_splits; s += kWarp) {
+        const float sum = ls[g * n_grid + s];
+        const float w = sum > 0.0f ? expf(ms[g * n_grid + s] - mx) : 0.0f;
+        ms[g * n_grid + s] = w;
+        d += w * sum;
+      }
+      d = warp_sum(d);
+      if (lane == 0) den[g] = d;
+    }
+    lap(2);
+    float2 y[kSplitHeadsPerThread];
+#pragma unroll
+    for (int k = 0; k < kSplitHeadsPerThread; ++k) y[k] = make_float2(0.0f, 0.0f);
+    for (int s0 = 0; s0 < n_splits; s0 += comb_splits) {
+      if (s0 > 0) {
+        __syncthreads();  // the last chunk's reads are done
+        fetch(s0);
+      }
+      staged_pieces_landed();
+      __syncthreads();  // (the first time, also the weights)
+      const int n = min(comb_splits, n_splits - s0);
+      if (summing) {
+#pragma unroll
+        for (int k = 0; k < kSplitHeadsPerThread; ++k) {
+          const int g = set + k * n_sets;
+          if (g >= group) break;
+          const float* w = ms + g * n_grid + s0;
+          const float* col = comb + g * head + 2 * pair;
+          for (int s = 0; s < n; ++s) {
+            const float2 v = *reinterpret_cast<const float2*>(col + static_cast<size_t>(s) * split_floats);
+            y[k].x = fmaf(w[s], v.x, y[k].x);
+            y[k].y = fmaf(w[s], v.y, y[k].y);
+          }
+        }
+      }
+    }
+    if (summing) {
+#pragma unroll
+      for (int k = 0; k < kSplitHeadsPerThread; ++k) {
+        const int g = set + k * n_sets;
+        if (g >= group) break;
+        const float inv = den[g] > 0.0f ? 1.0f / den[g] : 0.0f;
+        out_s[g * hd + 2 * pair] = y[k].x * inv;
+        out_s[g * hd + 2 * pair + 1] = y[k].y * inv;
+      }
+    }
+    __syncthreads();
+    lap(3);
+  }
+  __syncthreads();
+  // The group's outputs (its heads are consecutive), and their Q8 copy
+  // (head_dim % 32 == 0: whole Q8 blocks a warp).
+  float* out = a.out + static_cast<size_t>(kvh) * group * hd;
+  for (int i = t; i < group * hd; i += kSplitThreads) out[i] = out_s[i];
+  if (a.out_q.q != nullptr && hd % kWarp == 0) {
+    const int first = kvh * group * hd / kWarp;
+    for (int b = warp; b < group * hd / kWarp; b += kSplitWarps) {
+      quantize_block_q8(out_s[b * kWarp + lane], lane, first + b, a.out_q.q, static_cast<float2*>(a.out_q.ds));
+    }
+  }
+  if (probing) {
+    lap(n_splits == 1 ? 7 : 4);
+    report(probe, 8);
+  }
+}
+
 // Generic attention: block (KV head, token) walks the history in chunks of
 // blockDim cells with an online softmax, for the whole query group.
 __global__ void attention_generic_kernel(AttentionArgs a) {
@@ -817,6 +986,7 @@ __global__ void attention_generic_kernel(AttentionArgs a) {
 
 uint64_t attention_staged_v_launches() { return g_staged_v_launches.load(std::memory_order_relaxed); }
 uint64_t attention_fixed_shape_launches() { return g_fixed_shape_launches.load(std::memory_order_relaxed); }
+uint64_t attention_split_launches() { return g_split_launches.load(std::memory_order_relaxed); }
 
 cudaError_t set_attention_probe(unsigned long long* fields) {
   return cudaMemcpyToSymbol(g_attention_probe, &fields, sizeof(fields));
@@ -837,26 +1007,60 @@ cudaError_t launch_attention_generic(const AttentionArgs& a, cudaStream_t stream
 
 namespace {
 
-// Floats of the split kernel's partials (the larger need: 32-cell chunks);
-// the heads kernel's counters follow them.
+// Splits a KV head of the split kernel: the SMs shared out over the KV heads
+// (a block an SM), or set_attention_split_blocks's count (up to twice that);
+// never more than the cache holds kSplitMinCells-cell ranges. The partials
+// are sized for the most (split_most), whatever is set later.
+int split_most(int max_cells) {
+  return std::max(1, std::min(2 * std::max(1, device_limits().sms), (max_cells + kSplitMinCells - 1) / kSplitMinCells));
+}
+int split_grid(const AttentionArgs& a) {
+  const int fill = std::max(1, device_limits().sms / a.n_kv_heads);
+  const int set = attention_split_blocks();
+  const int want = set > 0 ? std::min(set, 2 * fill) : fill;
+  return std::max(1, std::min(want, split_most(a.max_cells)));
+}
+
+// Floats of the partials: the larger need of the heads kernel's 256-cell
+// chunks and the split kernel's splits; the counters follow them.
 size_t partial_floats(int n_heads, int head_dim, int max_cells) {
-  const size_t n_splits = static_cast<size_t>((max_cells + kSplitCells - 1) / kSplitCells);
-  return n_splits * static_cast<size_t>(n_heads) * static_cast<size_t>(head_dim + 2);
+  const size_t chunks = static_cast<size_t>((max_cells + kChunk - 1) / kChunk) * static_cast<size_t>(head_dim + 2);
+  const size_t splits = static_cast<size_t>(split_most(max_cells)) * static_cast<size_t>(split_head_floats(head_dim));
+  return std::max(chunks, splits) * static_cast<size_t>(n_heads);
 }
 
 bool fused_q8(const AttentionArgs& a) { return a.out_q.q != nullptr && a.head_dim % kWarp == 0; }
 
+// The most cells a pass of the split kernel stages: a multiple of 32 from 128
+// down whose rows fit the block's shared memory.
+int split_cap(int head_dim, int group, bool f16, int splits) {
+  const size_t limit = static_cast<size_t>(device_limits().max_smem);
+  for (int cap = kSplitMaxCells; cap >= kSplitMinCells; cap -= kWarp) {
+    if (SplitLayout(head_dim, group, f16, cap, splits).rows_end <= limit) return cap;
+  }
+  return 0;
+}
+
 cudaError_t launch_split(const AttentionArgs& a, int group, cudaStream_t stream) {
-  const int n_splits = (a.max_cells + kSplitCells - 1) / kSplitCells;
-  const size_t smem = SplitLayout(a.head_dim, group, a.cache_f16, kSplitCells).total;
-  const dim3 grid(a.n_kv_heads, n_splits);
+  const int splits = split_grid(a);
+  const int cap = split_cap(a.head_dim, group, a.cache_f16, splits);
+  if (cap == 0) return cudaErrorInvalidValue;
+  const SplitLayout l(a.head_dim, group, a.cache_f16, cap, splits);
+  // The combine's splits a round trip: all of them where the block's shared
+  // memory holds their partials (from the K rows on), else as many as it does.
+  const size_t split_bytes = sizeof(float) * static_cast<size_t>(group) * split_head_floats(a.head_dim);
+  const size_t room = static_cast<size_t>(device_limits().max_smem) - l.k;
+  const int comb_splits = static_cast<int>(std::min<size_t>(static_cast<size_t>(splits), room / split_bytes));
+  if (comb_splits < 1) return cudaErrorInvalidValue;
+  const size_t smem = std::max(l.rows_end, l.k + static_cast<size_t>(comb_splits) * split_bytes);
   if (const cudaError_t st = allow_dynamic_smem(reinterpret_cast<const void*>(attention_split_kernel), smem); st != cudaSuccess) {
     return st;
   }
-  cudaError_t e = launch_kernel(attention_split_kernel, grid, dim3(kSplitThreads), smem, stream, a);
-  if (e != cudaSuccess) return e;
-  return launch_kernel(attention_combine_kernel, dim3(a.n_heads), dim3(fused_q8(a) ? a.head_dim : block_threads(a.head_dim)),
-                       sizeof(float) * n_splits, stream, a, kSplitCells, fused_q8(a));
+  int* counters = reinterpret_cast<int*>(a.partials + partial_floats(a.n_heads, a.head_dim, a.max_cells));
+  const cudaError_t st =
+      launch_kernel(attention_split_kernel, dim3(a.n_kv_heads, splits), dim3(kSplitThreads), smem, stream, a, counters, cap, comb_splits);
+  if (st == cudaSuccess) g_split_launches.fetch_add(1, std::memory_order_relaxed);
+  return st;
 }
 
 cudaError_t launch_heads(const AttentionArgs& a, cudaStream_t stream) {
@@ -896,12 +1100,10 @@ cudaError_t launch_heads(const AttentionArgs& a, cudaStream_t stream) {
 }  // namespace
 
 size_t attention_partials_floats(int n_heads, int head_dim, int max_cells) {
-  return partial_floats(n_heads, head_dim, max_cells) + static_cast<size_t>(n_heads);  // + a counter a head
+  return partial_floats(n_heads, head_dim, max_cells) + static_cast<size_t>(n_heads);  // + a counter a head (KV head)
 }
 
-int attention_decode_launches(const AttentionArgs& a) {
-  return (a.decode_split ? 2 : 1) + (a.out_q.q != nullptr && !fused_q8(a) ? 1 : 0);
-}
+int attention_decode_launches(const AttentionArgs& a) { return 1 + (a.out_q.q != nullptr && !fused_q8(a) ? 1 : 0); }
 
 cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream) {
   const int group = a.n_kv_heads > 0 ? a.n_heads / a.n_kv_heads : 0;
@@ -909,7 +1111,10 @@ cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream)
       a.head_dim > kMaxHeadDim || a.max_cells < 1) {
     return cudaErrorInvalidValue;
   }
-  const cudaError_t e = a.decode_split ? launch_split(a, group, stream) : launch_heads(a, stream);
+  // The split kernel's threads take dimensions in pairs: odd head dims take
+  // the one-launch kernel.
+  const bool split = a.decode_split && a.head_dim % 2 == 0;
+  const cudaError_t e = split ? launch_split(a, group, stream) : launch_heads(a, stream);
   if (e != cudaSuccess || a.out_q.q == nullptr || fused_q8(a)) return e;
   return launch_quantize_q8(a.out, 1, a.n_heads * a.head_dim, a.out_q, stream);
 }

@@ -229,17 +229,18 @@ struct AttentionArgs {
 // (query head, 256-cell chunk); a sequence of one chunk is done by one block,
 // longer ones are split and the last block of each head combines the chunks
 // (counters at the end of `partials`, left at zero by every launch: zero the
-// scratch once before the first). With decode_split: split-K in 32-cell
-// chunks, a block per (KV head, chunk) for the whole query group (each K/V
-// row read once, not once a query head: faster deep into long contexts),
-// and a second launch combines.
+// scratch once before the first). With decode_split (even head dims): split-K
+// in one launch, a block per (KV head, range of cells) for the whole query
+// group (each K/V row read once, not once a query head: faster deep into long
+// contexts), as many ranges as fill the GPU, and the last block of each KV
+// head combines them.
 size_t attention_partials_floats(int n_heads, int head_dim, int max_cells);
 cudaError_t launch_attention_decode(const AttentionArgs& a, cudaStream_t stream);
 // Cells a block of the one-launch decode attention takes: sequences of up to
 // this many are done by one block a head, with no combine.
 constexpr int kAttentionChunkCells = 256;
-// Kernels launch_attention_decode launches: one, or split and combine (and a
-// Q8 quantization when the head dimension is not a multiple of 32).
+// Kernels launch_attention_decode launches: one (and a Q8 quantization when
+// the head dimension is not a multiple of 32).
 int attention_decode_launches(const AttentionArgs& a);
 // Flash attention for prefill (n_tokens ≥ 1): tiles of 64 queries against
 // streamed K/V tiles on tensor cores (mma.sync f16, f32 accumulate), online
@@ -282,6 +283,14 @@ bool attention_fit_batch();
 // same bits either way.
 void set_attention_fixed_shape(bool on);
 bool attention_fixed_shape();
+// Splits a KV head of the split decode attention: 0 (the default) as many as
+// fill the GPU once (its SMs over the KV heads), else that many, up to twice
+// the default. For A/B runs and tests (1: one block walks the whole sequence
+// in passes; a few: the combine over long ranges).
+void set_attention_split_blocks(int blocks);
+int attention_split_blocks();
+// Launches of the split decode attention so far (tests check which variant ran).
+uint64_t attention_split_launches();
 // Launches of the shape-compiled kernels so far (tests check that the path ran).
 uint64_t attention_fixed_shape_launches();
 // How decode matvecs schedule a row's loads (dot.cuh row_dot_t): 0 one unit
@@ -420,12 +429,17 @@ cudaError_t set_bridge_probe(unsigned long long* buf);
 // group of 32 rows more than the fewest) and of the sampling draw (kind 3,
 // every block: the wait, its keys loaded and sorted by thread, the bound,
 // its candidates sorted, its list published; kind 4, the last block: the
-// merge, the weights, the pick) adds 1 to
+// merge, the weights, the pick) and of the split decode attention (kind 5,
+// every block: before the wait, the wait, the K/V rows staged, the scores,
+// the softmax, the V sums — each summed over the block's passes — then the
+// partial written and counted, or the output where one block takes the
+// sequence; kind 6, the last block of a KV head: the splits' statistics
+// loaded, their weights, the sums over the splits, the output) adds 1 to
 // its kind's word 0 and each phase's SM clock cycles to the words after it
 // (tests/gpu/decode_timeline.cpp, MINFER_PHASE_PROBE=1, prints their means).
 // Null (the default): off. Compiled in only with -DMINFER_PHASE_PROBES=ON
 // (cudaErrorNotSupported otherwise): the kernels' code is then unchanged.
-constexpr int kPhaseProbeKinds = 5;
+constexpr int kPhaseProbeKinds = 7;
 constexpr int kPhaseProbeFields = 9;
 cudaError_t set_phase_probe(unsigned long long* buf);
 

@@ -18,6 +18,7 @@ std::atomic<int> g_attention_threads{0};
 std::atomic<bool> g_attention_stage_v{true};
 std::atomic<bool> g_attention_fit_batch{true};
 std::atomic<bool> g_attention_fixed_shape{true};
+std::atomic<int> g_attention_split_blocks{0};
 std::atomic<int> g_matvec_schedule{-1};
 std::atomic<int> g_matvec_lanes{0};
 std::atomic<bool> g_matvec_preload{true};
@@ -36,6 +37,8 @@ void set_attention_fit_batch(bool on) { g_attention_fit_batch.store(on, std::mem
 bool attention_fit_batch() { return g_attention_fit_batch.load(std::memory_order_relaxed); }
 void set_attention_fixed_shape(bool on) { g_attention_fixed_shape.store(on, std::memory_order_relaxed); }
 bool attention_fixed_shape() { return g_attention_fixed_shape.load(std::memory_order_relaxed); }
+void set_attention_split_blocks(int blocks) { g_attention_split_blocks.store(std::max(0, blocks), std::memory_order_relaxed); }
+int attention_split_blocks() { return g_attention_split_blocks.load(std::memory_order_relaxed); }
 int matvec_schedule() { return g_matvec_schedule.load(std::memory_order_relaxed); }
 void set_matvec_schedule(int s) { g_matvec_schedule.store(s, std::memory_order_relaxed); }
 int matvec_lanes() { return g_matvec_lanes.load(std::memory_order_relaxed); }

@@ -407,35 +407,44 @@ TEST_F(CudaSwitches, DeferNormMatchesWithinQ8Rounding) {
   EXPECT_NE(0, std::memcmp(on.data(), off.data(), on.size() * sizeof(float))) << "MINFER_DEFER_NORM changed nothing";
 }
 
-// MINFER_ATTN_DECODE=split|heads: decode attention by split and combine (a
-// block a KV head and 32 cells, a second launch) or in one launch a block a
-// query head. The sums run in another order (f32 rounding), amplified where
-// a Q8 activation crosses a rounding step, as above; one launch a layer more.
-// By default (auto) the backend switches from one to the other once the
+// MINFER_ATTN_DECODE=split|heads: decode attention a block a KV head and
+// range of cells, the last one combining (kernels.h), or a block a query head.
+// The sums run in another order (f32 rounding), amplified where a Q8
+// activation crosses a rounding step, as above; one launch a layer either
+// way. By default (auto) the backend switches from one to the other once the
 // sequence passes MINFER_ATTN_SPLIT_CELLS cells (here 48: the 9th of the 16
 // steps after the 40-token prompt): until then the same bits as one launch.
+// Auto runs without graphs, so that the split kernel's launches count steps.
 TEST_F(CudaSwitches, AttentionSplitMatchesWithinRounding) {
   std::vector<float> logits[3];
-  int launches[3] = {0, 0, 0};
+  int launches[2] = {0, 0};  // a graph's (heads, split)
+  uint64_t split_launches[3] = {0, 0, 0};
   const char* modes[3] = {"heads", "split", nullptr};
   ::setenv("MINFER_ATTN_SPLIT_CELLS", "48", 1);
   for (int i = 0; i < 3; ++i) {
     if (modes[i] != nullptr) ::setenv("MINFER_ATTN_DECODE", modes[i], 1);
     else ::unsetenv("MINFER_ATTN_DECODE");
-    auto b = make_backend(true, *m_, {});
+    BackendOptions o;
+    o.cuda_graphs = modes[i] != nullptr;
+    auto b = make_backend(true, *m_, o);
+    const uint64_t before = kernels::attention_split_launches();
     logits[i] = run_sequence(*b, *m_, prompt_, cont_);
-    launches[i] = b->decode_launches();
+    split_launches[i] = kernels::attention_split_launches() - before;
+    if (i < 2) launches[i] = b->decode_launches();
   }
   ::unsetenv("MINFER_ATTN_SPLIT_CELLS");
   const auto [heads, split, automatic] = std::tie(logits[0], logits[1], logits[2]);
-  EXPECT_EQ(launches[1] - launches[0], m_->config.n_layers);
+  EXPECT_EQ(launches[1], launches[0]);
+  EXPECT_EQ(split_launches[0], 0u);
+  EXPECT_GE(split_launches[1], static_cast<uint64_t>(m_->config.n_layers)) << "split mode never ran the split kernel";
   expect_rows_close(split, heads, m_->config.vocab_size, 4e-2, 40, 4e-2, "attention split vs one launch");
-  // Auto: one launch up to 48 cells (rows up to the 8th step), then split.
+  // Auto: one launch up to 48 cells (rows up to the 8th step), then split:
+  // the 8 steps of 49 to 56 cells, a launch a layer each.
   const size_t width = static_cast<size_t>(m_->config.vocab_size), same_rows = prompt_.size() + 8;
   ASSERT_EQ(automatic.size(), heads.size());
   EXPECT_EQ(0, std::memcmp(automatic.data(), heads.data(), same_rows * width * sizeof(float)))
       << "auto differs from one launch before the switch";
-  EXPECT_EQ(launches[2], launches[1]) << "auto's last step (56 cells) was not split and combine";
+  EXPECT_EQ(split_launches[2], static_cast<uint64_t>(8 * m_->config.n_layers)) << "auto's steps past 48 cells";
 }
 
 // MINFER_ATTN_THREADS=256: the one-launch decode attention's blocks at 256

@@ -281,9 +281,12 @@ int main(int argc, char** argv) {
         {"before the wait", "wait", "pass over x", "scale", "", "", "", ""},
         {"first stages and the wait", "activations staged", "rows", "Q8 of h", "*slowest rows", "", "", ""},
         {"wait", "keys by thread", "bound", "candidates sorted", "published", "", "", ""},
-        {"merge", "weights", "pick", "", "", "", "", ""}};
+        {"merge", "weights", "pick", "", "", "", "", ""},
+        {"before the wait", "wait", "K/V staged", "scores", "softmax", "V sums", "partial out", ""},
+        {"statistics", "weights", "sums", "output", "", "", "", ""}};
     const char* kinds[kernels::kPhaseProbeKinds] = {"attention (one chunk)", "deferred norm", "pipelined gate/up",
-                                                    "draw (every block)", "draw (the last block)"};
+                                                    "draw (every block)", "draw (the last block)", "split attention (every block)",
+                                                    "split attention (the last block)"};
     fmt::print("phase probe (thread 0 of each block, SM cycles at {} MHz as us, mean over blocks and launches)\n", khz / 1000);
     for (int k = 0; k < kernels::kPhaseProbeKinds; ++k) {
       const unsigned long long* r = h.data() + static_cast<size_t>(k) * kernels::kPhaseProbeFields;

@@ -1761,10 +1761,35 @@ TEST_P(GpuAttentionDecode, MatchesReference) {
   check_attention(GetParam(), 0, 2e-5);  // f32 arithmetic on exactly the stored K/V
 }
 
-// The split-and-combine pair (MINFER_ATTN_DECODE=split) on the same shapes.
+// The split kernel (MINFER_ATTN_DECODE=split) on the same shapes: as many
+// splits as fill the GPU.
 TEST_P(GpuAttentionDecode, SplitAndCombineMatchesReference) {
   MINFER_REQUIRE_GPU();
   check_attention(GetParam(), 0, 2e-5, /*decode_split=*/true);
+}
+
+// And with few splits a KV head (kernels::set_attention_split_blocks): one
+// block walking the whole sequence in passes of at most 128 cells (no
+// combine), and three whose ranges take several passes each before the
+// last one combines them.
+TEST_P(GpuAttentionDecode, SplitInPassesMatchesReference) {
+  MINFER_REQUIRE_GPU();
+  for (const int blocks : {1, 3}) {
+    SCOPED_TRACE(blocks);
+    kernels::set_attention_split_blocks(blocks);
+    check_attention(GetParam(), 0, 2e-5, /*decode_split=*/true);
+  }
+  kernels::set_attention_split_blocks(0);
+}
+
+// A shape whose splits' partials outgrow the last block's shared memory (a
+// KV head of 16 query heads of 256 dims, f32 cache, 264 splits of 35 cells):
+// the combine takes them a chunk of splits a round trip.
+TEST(GpuAttentionDecodeSplit, CombinesInChunksWhereThePartialsOutgrowSharedMemory) {
+  MINFER_REQUIRE_GPU();
+  kernels::set_attention_split_blocks(2 * kernels::device_limits().sms);
+  check_attention(AttnCase{16, 1, 256, 1, 9000, false}, 0, 2e-5, /*decode_split=*/true);
+  kernels::set_attention_split_blocks(0);
 }
 
 // The one-launch kernel at each block size (kernels::set_attention_threads;

@@ -16,7 +16,7 @@
 #        0.5B and 7B), again (the default again: order effects), quarter / warp
 #        (MINFER_MATVEC_LANES=8 / 32: a quarter-warp or a warp a matvec row; every model),
 #        generic (MINFER_MATVEC_TWO_TYPES=0: two-type q/k/v on the run-time-typed kernel; the Q4_K_M files),
-#        split (MINFER_ATTN_DECODE=split: decode attention by split and combine; 0.5B Q8_0, 7B Q4_K_M),
+#        split (MINFER_ATTN_DECODE=split: decode attention a block a KV head and range of cells; 0.5B Q8_0, 7B Q4_K_M),
 #        attn256 (MINFER_ATTN_THREADS=256: decode attention's blocks at 256 threads; 0.5B Q8_0, 1.5B, 7B),
 #        stages (MINFER_PIPED_STAGES=2 and =8: the pipelined products at most that many stages; 7B),
 #        early (MINFER_PIPED_EARLY=1 and =2: that many of their stages issued before the PDL wait; 7B),
@@ -44,6 +44,7 @@
 #                  kernel's instruction count and its opcodes' counts (SASS_FILTER: a regex of names)
 #     profile-large  7B Q4_K_M pp512 / tg128 time per op kind (minfer bench --profile)
 #     timeline     each decode kernel's share of a replayed step (CUPTI), 0.5B Q8_0 and 7B Q4_K_M
+#                  (TIMELINE_PROMPT=N: the steps after an N-token prompt, deep into the context)
 #                  (TIMELINE_MODELS="preset:type ..."; TIMELINE_ENVS="- NAME=VALUE ...": one a setting;
 #                  MINFER_PHASE_PROBE=1 with a build of PHASE_PROBES=ON: attention's, the deferred
 #                  norm's and the pipelined gate/up's phases inside their blocks)
@@ -401,7 +402,8 @@ stage_ncu_stream() {
 # (preset:type ...); every kernel of the last step goes to a CSV in the logs.
 # TIMELINE_ENVS="- NAME=VALUE ...": one timeline per entry, "-" with the
 # environment as it is, NAME=VALUE with that set (A/B of one kernel's share;
-# NAME=VALUE,NAME2=VALUE2 sets both).
+# NAME=VALUE,NAME2=VALUE2 sets both). TIMELINE_PROMPT=N: steps after a prompt
+# of N tokens (deep into the context) instead of one.
 stage_timeline() {
   [ -x "$build/tests/gpu/gpu_decode_timeline" ] || { note "timeline: gpu_decode_timeline not built (no CUPTI)"; return 0; }
   local m f e label
@@ -409,10 +411,11 @@ stage_timeline() {
     f=$(synth "${m%%:*}" "${m##*:}")
     for e in ${TIMELINE_ENVS:--}; do
       label=${m/:/-}
+      [ "${TIMELINE_PROMPT:-1}" = 1 ] || label="$label-d${TIMELINE_PROMPT}"
       [ "$e" = - ] || label="$label-${e//[^A-Za-z0-9]/_}"
       note "timeline $label"
       # shellcheck disable=SC2046
-      env $([ "$e" = - ] || echo "${e//,/ }") "$build/tests/gpu/gpu_decode_timeline" "$f" 1 128 "$out/timeline-$label.csv" \
+      env $([ "$e" = - ] || echo "${e//,/ }") "$build/tests/gpu/gpu_decode_timeline" "$f" "${TIMELINE_PROMPT:-1}" 128 "$out/timeline-$label.csv" \
         2>"$out/timeline-$label.log" | tee -a "$summary" || { tail -5 "$out/timeline-$label.log"; return 1; }
     done
   done

@@ -118,15 +118,19 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   weights_ = &weights;
   options_ = options;
   graphs_enabled_ = options.cuda_graphs;
-  // Decode attention (cuda_backend.h, attn_mode_): one launch while one
-  // block a head holds the whole sequence; past that, split and combine. Past
-  // a chunk the one-launch kernel's own combine (the last block of a head)
-  // and its reads of each K/V row once a head lost to the split kernel or
-  // tied with it at every depth measured. H200 tg128 tok/s, same run
-  // (2026-12-01), one launch / split: 7B Q4_K_M from an empty context 431 /
-  // 413, 512 deep 384 / 403, 2,048 deep 378 / 383, 4,096 deep 329 / 358;
-  // 0.5B Q8_0 from empty 1,842 / 1,672, 1,024 deep 1,394 / 1,554, 4,096 deep
-  // 1,333 / 1,306, 8,192 deep 1,022 / 1,060.
+  // Decode attention (cuda_backend.h, attn_mode_): a block a query head
+  // (heads) until a layer's K/V rows reach kSplitKvBytes, then a block a KV
+  // head and range of cells (split). The heads kernel reads each K/V row once
+  // a query head, from L2 after the first, and takes fewer round trips; the
+  // split kernel reads each once. H200 tg128 tok/s (2026-12-04, same build,
+  // heads / split; bench/results/2026-12-04-h200-session36, run 4): 7B Q4_K_M
+  // (4 KV heads of 128, 512 KiB of K/V a layer per 256 cells) from empty 576 /
+  // 518, 1,024 deep 511 / 486, 4,096 deep 423 / 448, 8,192 deep 348 / 396;
+  // 0.5B Q8_0 (2 KV heads of 64) from empty 2,175 / 1,749, 1,024 deep 1,665 /
+  // 1,542, 4,096 deep 1,600 / 1,406, 8,192 deep 1,311 / 1,277. 8 MiB a layer
+  // is 4,096 cells on 7B and 16,384 on 0.5B: between the depths measured,
+  // where split won and where heads did. (Before, H200, 2026-12-01, the split
+  // kernel of 32-cell blocks and a combine launch won from 256 cells.)
   const char* attn = std::getenv("MINFER_ATTN_DECODE");
   const std::string_view attn_sv = attn != nullptr ? attn : "";
   attn_mode_ = attn_sv == "split" ? AttnDecode::kSplit : attn_sv == "heads" ? AttnDecode::kHeads : AttnDecode::kAuto;
@@ -147,10 +151,16 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // MINFER_ATTN_FIXED_SHAPE=0 (A/B runs; the same bits either way).
   const char* fixed_shape = std::getenv("MINFER_ATTN_FIXED_SHAPE");
   kernels::set_attention_fixed_shape(fixed_shape == nullptr || std::string_view(fixed_shape) != "0");
-  attn_split_cells_ = kernels::kAttentionChunkCells;
+  constexpr int64_t kSplitKvBytes = int64_t{8} << 20;
+  const int64_t kv_cell_bytes = int64_t{2} * config.n_kv_heads * config.head_dim * (options.kv_type == DType::kF16 ? 2 : 4);
+  attn_split_cells_ = static_cast<int>(std::max<int64_t>(kernels::kAttentionChunkCells, kSplitKvBytes / kv_cell_bytes));
   if (const char* cells = std::getenv("MINFER_ATTN_SPLIT_CELLS"); cells != nullptr && std::atoi(cells) > 0) {
     attn_split_cells_ = std::atoi(cells);
   }
+  // The split kernel's blocks a KV head (kernels.h set_attention_split_blocks;
+  // 0 or unset: as many as fill the GPU once). For A/B runs.
+  const char* split_blocks = std::getenv("MINFER_ATTN_SPLIT_BLOCKS");
+  kernels::set_attention_split_blocks(split_blocks != nullptr ? std::atoi(split_blocks) : 0);
   // Programmatic dependent launch overlaps each kernel's launch with its
   // predecessor's run (Hopper and newer, with kernels built for it: the
   // capability kernels::device_limits gives); MINFER_NO_PDL=1 turns it off.

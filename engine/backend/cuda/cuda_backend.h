@@ -193,10 +193,10 @@ class CudaBackend final : public Backend {
   void accumulate_profile();
 
   std::map<std::tuple<const Graph*, bool, bool>, Captured> captured_;  // (graph, profiling, attn_split_)
-  // Decode attention (kernels::launch_attention_decode): one launch a layer,
-  // or split and combine once the sequence passes attn_split_cells_ (one
-  // block a head's worth; see prepare()). Both decode graphs are captured
-  // together. MINFER_ATTN_DECODE=heads|split forces one;
+  // Decode attention (kernels::launch_attention_decode): a block a query
+  // head, or a block a KV head and range of cells once the sequence passes
+  // attn_split_cells_ (8 MiB of K/V a layer; see prepare()). Both decode
+  // graphs are captured together. MINFER_ATTN_DECODE=heads|split forces one;
   // MINFER_ATTN_SPLIT_CELLS=N moves the switch-over (tests).
   enum class AttnDecode { kAuto, kHeads, kSplit };
   AttnDecode attn_mode_ = AttnDecode::kAuto;
