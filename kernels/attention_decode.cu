@@ -1,6 +1,6 @@
 // Decode attention (one query token) over the cache history, grouped-query
-// heads, two ways (AttentionArgs::decode_split picks; the backend takes one
-// launch while one block a head holds the whole sequence):
+// heads, two ways (AttentionArgs::decode_split picks; the backend takes heads
+// until a layer's K/V rows reach 8 MiB, cuda_backend.cpp):
 //
 // - Heads: block (query head, chunk) takes up to kChunk cells of the
 //   sequence. When the whole sequence fits one chunk — every chat turn of up
