@@ -193,6 +193,18 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // µs a layer, the norm launch it saved 4.7; CUPTI step 7B Q4_K_M 1,680.1
   // → 2,032.3 µs, Q8_0 2,236.8 → 2,516.7, 0.5B Q8_0 (its gate/up's norm then
   // a launch) 446.4 → 462.6 (bench/results/2026-12-03-h200-session25).
+  // Nor (H200, 2026-12-04, same builds and runs, not kept) q, k and v in one
+  // pipelined block an SM that copies all its rows' weights (a 7B block: ~35
+  // rows, 70 KB) before the PDL wait, normalises the row itself after it and
+  // ends with the q/k/v tail, so that the norm before q/k/v is no launch: the
+  // same bits (kernel and engine tests), one launch a layer fewer, and the
+  // seam as long — its share 9.3-10.1 µs a 7B Q4_K_M layer against the norm
+  // launch's 4.7 and q/k/v's 4.7-5.2 (phase probe: the row behind the
+  // weights in flight 2.6 µs, warp 0's rows 2.4, the tail 1.1); its row
+  // loaded before the later stages went out, or 0-2 steps before the wait,
+  // moved nothing. tg128 7B Q4_K_M 586-590 vs 592 tok/s, Q8_0 441-445 vs
+  // 447, 1.5B Q8_0 1,031-1,033 vs 1,084-1,086
+  // (bench/results/2026-12-04-h200-session37, qkv-piped.patch).
   // Nor (H200, 2026-12-03, same build and run, not kept) the one-block norm
   // split into blocks of 8-32 of the row's 32-element groups, each writing
   // its Q8 groups and sums of squares, every product working the scale out
