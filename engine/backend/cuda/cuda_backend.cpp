@@ -305,6 +305,15 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // small products already load their weights before their PDL wait; what
   // their step waits for is the chain, not the bytes
   // (bench/results/2026-12-04-h200-session34, run1-tree.patch).
+  // Nor (H200, 2026-12-04, same build and run, not kept) for 7B, whose
+  // layers do not fit: 32-96 rows of each pipelined gate/up block (those
+  // after the ones its stages copy before its wait; 17-51 MB) pulled the
+  // same way once the layer's q/k/v or attention was launched: the same
+  // bits, but the pull's DRAM traffic slowed the seam more than gate/up
+  // gained (CUPTI, 64 rows: attention 3.93 → 7.18 µs a layer, gate/up 20.83
+  // → 19.95; step 1,693.9 → 1,780.2 µs); tg128 7B Q4_K_M 588 → 554-582
+  // tok/s, Q8_0 442 → 391-425 (bench/results/2026-12-04-h200-session37,
+  // l2-pull-rows.patch).
   // MINFER_NORM_TAIL=1: a norm of the residual stream right after the
   // product that adds to it rides on that product's last block (one launch
   // fewer, the same bits). Opt-in: on the H200 (2026-12-01, same run) the
