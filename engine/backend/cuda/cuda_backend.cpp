@@ -202,8 +202,8 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // launch's 4.7 and q/k/v's 4.7-5.2 (phase probe: the row behind the
   // weights in flight 2.6 µs, warp 0's rows 2.4, the tail 1.1); its row
   // loaded before the later stages went out, or 0-2 steps before the wait,
-  // moved nothing. tg128 7B Q4_K_M 586-590 vs 592 tok/s, Q8_0 441-445 vs
-  // 447, 1.5B Q8_0 1,031-1,033 vs 1,084-1,086
+  // moved nothing. tg128 7B Q4_K_M 584-590 vs 588-592 tok/s, Q8_0 439-445
+  // vs 442-447, 1.5B Q8_0 1,031-1,033 vs 1,084-1,086
   // (bench/results/2026-12-04-h200-session37, qkv-piped.patch).
   // Nor (H200, 2026-12-03, same build and run, not kept) the one-block norm
   // split into blocks of 8-32 of the row's 32-element groups, each writing
