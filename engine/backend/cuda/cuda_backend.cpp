@@ -1072,7 +1072,16 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       // 3.1 + 2.5; tg128 7B 550 vs 589 tok/s, 0.5B 1,939 vs 2,196. Every
       // cluster reading the same K/V rows (2.3-2.8 µs to stage them) and the
       // cluster exchange (1.4-1.7) cost more than the seam it removes
-      // (bench/results/2026-12-04-h200-session35, run2-tree.patch).
+      // (bench/results/2026-12-04-h200-session35, run2-tree.patch). Nor
+      // (H200, 2026-12-04, not kept) a block a head and slice of W_o's rows,
+      // each computing its head's attention and its rows' dot products with
+      // the head's columns, the slice's last block adding the heads' partial
+      // sums in head order (sequences of one chunk): a 7B Q4_K_M layer 16.2
+      // µs against 3.9 + 3.7, 0.5B Q8_0 9.7 against 3.1 + 2.5; tg128 7B 516
+      // vs 588 tok/s, 0.5B 1,838 vs 2,191. The fence, the slice's count and
+      // the last block's reads of every head's sums are L2 round trips on the
+      // layer's critical path, as many as the launch boundary costs
+      // (bench/results/2026-12-04-h200-session38, attention-o.patch).
       Act& q = act(n.src);
       Act& out = act(n.dst);
       out.rows = q.rows;
