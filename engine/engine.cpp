@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -105,6 +106,24 @@ uint64_t resident_bytes() {
   const int n = std::fscanf(f, "%llu %llu", &size, &resident);
   std::fclose(f);
   return n == 2 ? resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
+}
+
+// The speed switches a configuration or the environment turned off, by
+// their option names (minferd --cuda-graphs ..., engine_switches.h), or "".
+std::string switches_off(const EngineConfig& c) {
+  const EngineConfig d;
+  std::string off;
+  auto add = [&off](bool is_off, const char* name) {
+    if (is_off) off += (off.empty() ? "" : ", ") + std::string(name);
+  };
+  add(d.cuda_graphs && !c.cuda_graphs, "cuda-graphs");
+  add(d.fuse_qkv && !c.fuse_qkv, "fuse-qkv");
+  add(d.fuse_ffn && !c.fuse_ffn, "fuse-ffn");
+  add(d.fa_prefill && !c.fa_prefill, "fa-prefill");
+  add(d.lookahead != 0 && c.lookahead == 0, "lookahead");
+  add(d.draw_in_step && !c.draw_in_step, "draw-in-step");
+  add(d.prefix_cache && !c.prefix_cache, "prefix-cache");
+  return off;
 }
 
 std::string describe_weight_types(const ModelWeights& w) {
@@ -365,6 +384,16 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   if (config.n_ctx < 0 || config.n_batch <= 0) {
     return unexpected(ErrorCode::kInvalidArgument,
                       fmt::format("n_ctx {} must be >= 0 and n_batch {} > 0", config.n_ctx, config.n_batch));
+  }
+  if (!std::isfinite(config.step_timeout_ms) || config.step_timeout_ms <= 0 ||
+      !std::isfinite(config.step_timeout_per_token_ms) || config.step_timeout_per_token_ms < 0) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("step deadline {} ms + {} ms a token: the base must be positive and the per-token "
+                                  "part zero or positive",
+                                  config.step_timeout_ms, config.step_timeout_per_token_ms));
+  }
+  if (std::string off = switches_off(config); !off.empty()) {
+    log::warn("engine switches off: {} (for A/B runs: expect slower steps)", off);
   }
   const int n_ctx = config.n_ctx == 0 ? m.n_ctx_train : std::min(config.n_ctx, m.n_ctx_train);
   BackendOptions bo;

@@ -17,6 +17,9 @@ void EngineOptions::add_to(po::options_description& desc) {
       ("threads,t", po::value(&threads)->default_value(threads), "CPU threads (0: all cores)")
       ("cache-type", po::value(&kv_type)->default_value(kv_type), "KV cache type: f16 | f32")
       ("log-level", po::value(&log_level)->default_value(log_level), "trace | debug | info | warn | error | off");
+  po::options_description engine("GPU deadline, switches and tracing");
+  switches.add_to(engine);
+  desc.add(engine);
 }
 
 Expected<EngineConfig> EngineOptions::to_config() const {
@@ -29,6 +32,8 @@ Expected<EngineConfig> EngineOptions::to_config() const {
   c.n_batch = n_batch;
   c.n_threads = threads;
   c.kv_type = kv_type;
+  if (std::string e = switches.check(); !e.empty()) return unexpected(ErrorCode::kInvalidArgument, e);
+  switches.apply_to(&c);
   c.apply_environment();
   return c;
 }

@@ -1,11 +1,13 @@
 // Command-line options shared by the subcommands that load a model
-// (generate, tokenize, bench): model path, backend, context, threads, KV type.
+// (generate, tokenize, bench): model path, backend, context, threads, KV type,
+// and the engine switches minferd's configuration has too (engine_switches.h).
 #pragma once
 
 #include <boost/program_options.hpp>
 #include <string>
 #include <vector>
 
+#include "daemon/engine_switches.h"
 #include "engine/api.h"
 
 namespace minfer::cli {
@@ -19,6 +21,7 @@ struct EngineOptions {
   int n_batch = 512;
   int threads = 0;
   std::string kv_type = "f16";
+  EngineSwitches switches;  // --cuda-graphs, --step-timeout-ms, the A/B switches, --trace
   std::string log_level = "warn";
 
   void add_to(po::options_description& desc);

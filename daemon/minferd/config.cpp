@@ -25,6 +25,8 @@ po::options_description describe(DaemonConfig* c) {
       ("batch-size,b", po::value(&c->batch_size)->default_value(c->batch_size), "most prompt tokens per forward step")
       ("kv-type", po::value(&c->kv_type)->default_value(c->kv_type), "KV cache element type: f16 | f32")
       ("threads,t", po::value(&c->threads)->default_value(c->threads), "CPU threads for the engine (0: all cores)");
+  po::options_description engine("GPU deadline, switches and tracing");
+  c->engine.add_to(engine);
   po::options_description sock("Socket");
   sock.add_options()
       ("socket,s", po::value(&c->socket)->default_value(c->socket),
@@ -74,7 +76,7 @@ po::options_description describe(DaemonConfig* c) {
       ("debug-load-delay-ms", po::value(&c->debug_load_delay_ms)->default_value(c->debug_load_delay_ms),
        "sleep this long before loading the model (0: off)");
   po::options_description all;
-  all.add(model).add(sock).add(limits).add(logging).add(hooks);
+  all.add(model).add(engine).add(sock).add(limits).add(logging).add(hooks);
   return all;
 }
 
@@ -101,6 +103,7 @@ std::string check(const DaemonConfig& c) {
     return fmt::format("--backend is '{}'; expected auto, cpu or cuda", c.backend);
   }
   if (c.kv_type != "f16" && c.kv_type != "f32") return fmt::format("--kv-type is '{}'; expected f16 or f32", c.kv_type);
+  if (std::string e = c.engine.check(); !e.empty()) return e;
   if (log::Level l; !log::parse_level(c.log_level, &l)) {
     return fmt::format("--log-level is '{}'; expected trace, debug, info, warn, error, critical or off", c.log_level);
   }

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <string>
 
+#include "daemon/engine_switches.h"
+
 namespace minfer::daemon {
 
 inline constexpr const char* kDefaultConfigPath = "/etc/minfer/minferd.conf";
@@ -23,6 +25,8 @@ struct DaemonConfig {
   int batch_size = 512;
   std::string kv_type = "f16";
   int threads = 0;
+  // CUDA graphs, the GPU step deadline, the A/B switches, tracing.
+  EngineSwitches engine;
 
   // Socket.
   std::string socket = kDefaultSocketPath;

@@ -87,6 +87,7 @@ bool EngineWorker::load_and_warm_up() {
   ec.n_batch = config_.batch_size;
   ec.kv_type = config_.kv_type;
   ec.n_threads = config_.threads;
+  config_.engine.apply_to(&ec);
   ec.apply_environment();
   if (hooks_.on_progress) hooks_.on_progress(fmt::format("loading model {}", config_.model));
   if (config_.debug_load_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(config_.debug_load_delay_ms));

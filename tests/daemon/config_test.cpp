@@ -94,7 +94,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
       ++settings;
     }
   }
-  EXPECT_EQ(settings, 22);
+  EXPECT_EQ(settings, 32);
   DaemonConfig c;
   std::string msg;
   ASSERT_EQ(parse({"--config", write_file(uncommented)}, &c, &msg), ConfigOutcome::kRun) << msg << "\n" << uncommented;
@@ -122,6 +122,61 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
   EXPECT_EQ(c.log_level, d.log_level);
   EXPECT_EQ(c.log_sink, d.log_sink);
   EXPECT_EQ(c.debug_stall_engine_after_tokens, 0);
+  EngineConfig from_file, defaults;
+  c.engine.apply_to(&from_file);
+  EXPECT_EQ(from_file.cuda_graphs, defaults.cuda_graphs);
+  EXPECT_EQ(from_file.step_timeout_ms, defaults.step_timeout_ms);
+  EXPECT_EQ(from_file.step_timeout_per_token_ms, defaults.step_timeout_per_token_ms);
+  EXPECT_EQ(from_file.fuse_qkv, defaults.fuse_qkv);
+  EXPECT_EQ(from_file.fuse_ffn, defaults.fuse_ffn);
+  EXPECT_EQ(from_file.fa_prefill, defaults.fa_prefill);
+  EXPECT_EQ(from_file.lookahead, defaults.lookahead);
+  EXPECT_EQ(from_file.draw_in_step, defaults.draw_in_step);
+  EXPECT_EQ(from_file.prefix_cache, defaults.prefix_cache);
+  EXPECT_EQ(from_file.trace_path, defaults.trace_path);
+}
+
+TEST(Config, EngineSwitchesReachTheEngineConfig) {
+  const std::string file = write_file(
+      "cuda-graphs = false\nstep-timeout-ms = 2500\nstep-timeout-per-token-ms = 0.5\nfuse-qkv = no\n"
+      "fuse-ffn = off\nfa-prefill = 0\nlookahead = false\ndraw-in-step = false\nprefix-cache = false\n"
+      "trace = /var/lib/minfer/trace.json\n");
+  DaemonConfig c;
+  std::string msg;
+  ASSERT_EQ(parse({"--config", file, "--fuse-qkv", "true"}, &c, &msg), ConfigOutcome::kRun) << msg;
+  EngineConfig e;
+  c.engine.apply_to(&e);
+  EXPECT_FALSE(e.cuda_graphs);
+  EXPECT_EQ(e.step_timeout_ms, 2500.0);
+  EXPECT_EQ(e.step_timeout_per_token_ms, 0.5);
+  EXPECT_TRUE(e.fuse_qkv);  // the command line wins over the file
+  EXPECT_FALSE(e.fuse_ffn);
+  EXPECT_FALSE(e.fa_prefill);
+  EXPECT_EQ(e.lookahead, 0);
+  EXPECT_FALSE(e.draw_in_step);
+  EXPECT_FALSE(e.prefix_cache);
+  EXPECT_EQ(e.trace_path, "/var/lib/minfer/trace.json");
+  // On, lookahead is the backend's choice (-1), not forced on every backend (1).
+  ASSERT_EQ(parse({"--config", write_file(""), "--lookahead", "yes"}, &c, &msg), ConfigOutcome::kRun) << msg;
+  c.engine.apply_to(&e);
+  EXPECT_EQ(e.lookahead, -1);
+}
+
+TEST(Config, EngineSwitchErrorsNameTheOptionAndValue) {
+  DaemonConfig c;
+  std::string msg;
+  const std::string empty = write_file("");
+  EXPECT_EQ(parse({"--config", empty, "--step-timeout-ms", "0"}, &c, &msg), ConfigOutcome::kExitUsage);
+  EXPECT_NE(msg.find("--step-timeout-ms is 0"), std::string::npos) << msg;
+  EXPECT_EQ(parse({"--config", empty, "--step-timeout-ms", "-5"}, &c, &msg), ConfigOutcome::kExitUsage);
+  EXPECT_NE(msg.find("--step-timeout-ms is -5"), std::string::npos) << msg;
+  EXPECT_EQ(parse({"--config", empty, "--step-timeout-per-token-ms", "-1"}, &c, &msg), ConfigOutcome::kExitUsage);
+  EXPECT_NE(msg.find("--step-timeout-per-token-ms is -1"), std::string::npos) << msg;
+  EXPECT_EQ(parse({"--config", empty, "--step-timeout-ms", "inf"}, &c, &msg), ConfigOutcome::kExitUsage);
+  EXPECT_NE(msg.find("--step-timeout-ms is inf"), std::string::npos) << msg;
+  EXPECT_EQ(parse({"--config", write_file("cuda-graphs = maybe\n")}, &c, &msg), ConfigOutcome::kExitUsage);
+  EXPECT_NE(msg.find("cuda-graphs"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("maybe"), std::string::npos) << msg;
 }
 
 TEST(Config, HelpListsEveryOption) {
@@ -133,7 +188,10 @@ TEST(Config, HelpListsEveryOption) {
                            "--body-limit-bytes", "--stream-buffer-bytes", "--send-buffer-bytes",
                            "--request-timeout-ms", "--header-timeout-ms", "--idle-timeout-ms", "--shutdown-grace-ms",
                            "--heartbeat-timeout-ms", "--http-threads", "--log-level", "--log-sink",
-                           "--debug-stall-engine-after-tokens", "--debug-token-delay-ms", "--debug-load-delay-ms"}) {
+                           "--debug-stall-engine-after-tokens", "--debug-token-delay-ms", "--debug-load-delay-ms",
+                           "--cuda-graphs", "--step-timeout-ms", "--step-timeout-per-token-ms", "--fuse-qkv",
+                           "--fuse-ffn", "--fa-prefill", "--lookahead", "--draw-in-step", "--prefix-cache",
+                           "--trace"}) {
     EXPECT_NE(msg.find(name), std::string::npos) << name;
   }
 }

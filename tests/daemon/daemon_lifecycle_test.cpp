@@ -15,6 +15,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "tests/daemon/daemon_process.h"
 #include "tests/daemon/http_test_client.h"
@@ -328,6 +330,67 @@ TEST(DaemonLifecycle, ReadsItsConfigurationFileAndTheCommandLineWins) {
   DaemonProcess d2(dir2, spec);
   ASSERT_TRUE(d2.wait_ready()) << d2.log();
   EXPECT_EQ(http_request(d2.socket(), "GET", "/v1/models").json()["data"][0]["n_ctx"], 128);
+}
+
+// The engine switches of minferd.conf reach the engine: every A/B switch off
+// (and graphs, lookahead, the prefix cache) leaves the greedy text the
+// reference, the log names them, and `trace` writes a Chrome trace with an
+// event for every node of every step, closed on SIGTERM. An unwritable
+// trace file is a start-up error that names it.
+TEST(DaemonLifecycle, EngineSwitchesAndTraceFromTheConfigurationFile) {
+  TempDir dir;
+  std::ofstream(dir.file("minferd.conf"))
+      << "cuda-graphs = false\nfuse-qkv = false\nfuse-ffn = false\nfa-prefill = false\nlookahead = false\n"
+         "draw-in-step = false\nprefix-cache = false\nstep-timeout-ms = 5000\ntrace = "
+      << dir.file("trace.json") << "\n";
+  DaemonProcess d(dir, DaemonSpec{true, {"--config", dir.file("minferd.conf")}, {}, -1});
+  ASSERT_TRUE(d.wait_ready()) << d.log();
+  EXPECT_NE(d.log().find("engine switches off: cuda-graphs, fuse-qkv, fuse-ffn, fa-prefill, lookahead, draw-in-step, "
+                         "prefix-cache"),
+            std::string::npos)
+      << d.log();
+  EXPECT_NE(d.log().find("tracing every node to " + dir.file("trace.json")), std::string::npos) << d.log();
+  const Json body = {{"prompt", "Once upon a time"}, {"max_tokens", 27}, {"temperature", 0}};
+  const HttpResponse r = post_json(d.socket(), "/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["choices"][0]["text"], ", there was a little girl named Lily. She loved to play outside in the park.");
+  const auto st = d.stop(SIGTERM);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->code, 0) << d.log();
+  std::ifstream in(dir.file("trace.json"));
+  const Json trace = Json::parse(in, nullptr, false);
+  ASSERT_TRUE(trace.is_array()) << "the trace is not a closed JSON array";
+  // The steps: the daemon's warm-up (a prefill, 3 decode steps: 4 tokens),
+  // then the request's prefill of its 5 prompt tokens and 26 decode steps;
+  // each step's embedding node has the step's tokens as rows.
+  std::map<int, int> embed_rows;
+  std::set<std::string> ops;
+  for (const Json& e : trace) {
+    ASSERT_EQ(e["ph"], "X");
+    EXPECT_EQ(e["tid"], "cpu");
+    EXPECT_GE(e["dur"].get<double>(), 0.0);
+    EXPECT_EQ(e["args"]["nan"], 0) << e;
+    ops.insert(e["args"]["op"].get<std::string>());
+    if (e["args"]["op"] == "embed") embed_rows[e["args"]["step"].get<int>()] = e["args"]["shape"][0].get<int>();
+  }
+  ASSERT_EQ(embed_rows.size(), 31u);
+  std::vector<int> rows;
+  for (const auto& [step, n] : embed_rows) rows.push_back(n);
+  EXPECT_EQ(std::vector<int>(rows.begin() + 4, rows.end()), (std::vector<int>{5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                                               1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
+  // The fusions are off: their unfused ops run, the fused ones do not.
+  for (const char* op : {"rms_norm", "matmul", "rope", "kv_store", "attention", "swiglu", "add", "argmax"}) {
+    EXPECT_TRUE(ops.count(op)) << op;
+  }
+  EXPECT_FALSE(ops.count("qkv_tail"));
+  EXPECT_FALSE(ops.count("gate_up_swiglu"));
+
+  TempDir dir2;
+  DaemonProcess bad(dir2, DaemonSpec{true, {"--trace", "/nonexistent/trace.json"}, {}, -1});
+  const auto bad_st = bad.wait_exit(20s);
+  ASSERT_TRUE(bad_st.has_value());
+  EXPECT_EQ(bad_st->code, 1) << bad.log();
+  EXPECT_NE(bad.log().find("cannot open trace file '/nonexistent/trace.json'"), std::string::npos) << bad.log();
 }
 
 TEST(DaemonLifecycle, AnInheritedJournalStreamThatIsNotOurStderrKeepsLoggingToStderr) {

@@ -149,5 +149,38 @@ TEST(MinferBench, SampledDecodeTests) {
   EXPECT_NE(greedy_rp.out.find("--repeat-penalty in (0, 10] and with --temp"), std::string::npos) << greedy_rp.out;
 }
 
+// minfer's model-loading commands take minferd's engine switches: with
+// every speed switch off the greedy text is still the reference and a seeded
+// sample the same text, the warning names what is off, and a deadline that
+// is not positive is refused.
+TEST(MinferGenerate, EngineSwitchesLeaveTheTextUnchanged) {
+  const std::string generate =
+      std::string(MINFER_PATH) + " generate -m " + stories_model_path() + " --backend cpu -c 256 -t 1 -p 'Once upon a time'";
+  const std::string off =
+      " --cuda-graphs false --fuse-qkv false --fuse-ffn false --fa-prefill false --lookahead false --draw-in-step false "
+      "--prefix-cache false --step-timeout-ms 5000";
+  auto text = [](const std::string& command) { return run("sh -c \"" + command + " 2>/dev/null\""); };
+  const CommandRun greedy = text(generate + " -n 27 --temp 0");
+  ASSERT_EQ(greedy.status, 0) << greedy.out;
+  EXPECT_EQ(greedy.out, ", there was a little girl named Lily. She loved to play outside in the park.");
+  const CommandRun greedy_off = text(generate + " -n 27 --temp 0" + off);
+  ASSERT_EQ(greedy_off.status, 0) << greedy_off.out;
+  EXPECT_EQ(greedy_off.out, greedy.out);
+  const CommandRun sampled = text(generate + " -n 48 --temp 0.9 --seed 11");
+  const CommandRun sampled_off = text(generate + " -n 48 --temp 0.9 --seed 11" + off);
+  ASSERT_EQ(sampled.status, 0) << sampled.out;
+  EXPECT_GT(sampled.out.size(), 40u) << sampled.out;
+  EXPECT_EQ(sampled_off.out, sampled.out);
+  const CommandRun logged = run(generate + " -n 1" + off);
+  EXPECT_NE(logged.out.find("engine switches off: cuda-graphs, fuse-qkv, fuse-ffn, fa-prefill, lookahead, "
+                            "draw-in-step, prefix-cache"),
+            std::string::npos)
+      << logged.out;
+  const CommandRun bad = run(generate + " -n 1 --step-timeout-ms 0");
+  EXPECT_EQ(bad.status, 1) << bad.out;
+  EXPECT_NE(bad.out.find("--step-timeout-ms is 0; it must be a positive number of milliseconds"), std::string::npos)
+      << bad.out;
+}
+
 }  // namespace
 }  // namespace minfer::test

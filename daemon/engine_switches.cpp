@@ -1,0 +1,72 @@
+#include "daemon/engine_switches.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace minfer {
+
+namespace po = boost::program_options;
+
+namespace {
+// How --help shows a boolean's default (Boost shows 1 and 0).
+const char* shown(bool b) { return b ? "true" : "false"; }
+}  // namespace
+
+void EngineSwitches::add_to(po::options_description& desc) {
+  desc.add_options()
+      ("cuda-graphs", po::value(&cuda_graphs)->default_value(cuda_graphs, shown(cuda_graphs)),
+       "capture the decode steps as CUDA graphs at load and replay them (false: eager launches; "
+       "MINFER_NO_CUDA_GRAPH=1)")
+      ("step-timeout-ms", po::value(&step_timeout_ms)->default_value(step_timeout_ms),
+       "GPU deadline of one forward step, plus --step-timeout-per-token-ms for each of its tokens; a step past it "
+       "fails its request and marks the engine wedged")
+      ("step-timeout-per-token-ms", po::value(&step_timeout_per_token_ms)->default_value(step_timeout_per_token_ms),
+       "added to a step's deadline for each token it evaluates (prefill)")
+      ("fuse-qkv", po::value(&fuse_qkv)->default_value(fuse_qkv, shown(fuse_qkv)),
+       "A/B switch: q/k/v biases, RoPE and the K/V store fused (MINFER_NO_FUSE_QKV=1)")
+      ("fuse-ffn", po::value(&fuse_ffn)->default_value(fuse_ffn, shown(fuse_ffn)),
+       "A/B switch: gate/up products and SwiGLU fused (MINFER_NO_FUSE_FFN=1)")
+      ("fa-prefill", po::value(&fa_prefill)->default_value(fa_prefill, shown(fa_prefill)),
+       "A/B switch: flash-attention prefill kernel on CUDA (MINFER_NO_FA_PREFILL=1)")
+      ("lookahead", po::value(&lookahead)->default_value(lookahead, shown(lookahead)),
+       "A/B switch: decode steps queued on the GPU ahead of the host's handling of the token before "
+       "(MINFER_NO_LOOKAHEAD=1)")
+      ("draw-in-step", po::value(&draw_in_step)->default_value(draw_in_step, shown(draw_in_step)),
+       "A/B switch: sampled tokens drawn inside the decode step, on the GPU with CUDA (MINFER_NO_DRAW_IN_STEP=1)")
+      ("prefix-cache", po::value(&prefix_cache)->default_value(prefix_cache, shown(prefix_cache)),
+       "reuse the KV cache rows of the previous request's common prompt prefix")
+      ("trace", po::value(&trace)->default_value(trace),
+       "write a Chrome trace (Perfetto) of every node of every step to this file; slow: steps run eagerly and "
+       "read every output back (MINFER_TRACE=FILE)");
+}
+
+std::string EngineSwitches::check() const {
+  // A non-finite or non-positive deadline would make every step fail or never
+  // fail: neither is a bounded wait.
+  if (!std::isfinite(step_timeout_ms) || step_timeout_ms <= 0) {
+    return fmt::format("--step-timeout-ms is {}; it must be a positive number of milliseconds", step_timeout_ms);
+  }
+  if (!std::isfinite(step_timeout_per_token_ms) || step_timeout_per_token_ms < 0) {
+    return fmt::format("--step-timeout-per-token-ms is {}; it must be zero or a positive number of milliseconds",
+                       step_timeout_per_token_ms);
+  }
+  return {};
+}
+
+void EngineSwitches::apply_to(EngineConfig* config) const {
+  config->cuda_graphs = cuda_graphs;
+  config->step_timeout_ms = step_timeout_ms;
+  config->step_timeout_per_token_ms = step_timeout_per_token_ms;
+  config->fuse_qkv = fuse_qkv;
+  config->fuse_ffn = fuse_ffn;
+  config->fa_prefill = fa_prefill;
+  // On: the backend's choice (EngineConfig::lookahead -1: CUDA runs steps
+  // ahead, the CPU does not); off: never.
+  config->lookahead = lookahead ? EngineConfig{}.lookahead : 0;
+  config->draw_in_step = draw_in_step;
+  config->prefix_cache = prefix_cache;
+  config->trace_path = trace;
+}
+
+}  // namespace minfer

@@ -1,0 +1,38 @@
+// The engine settings that minferd's configuration (command line and
+// minferd.conf) and minfer's model-loading commands share beyond the model,
+// context and threads: CUDA graph capture, the bounded GPU wait's deadline,
+// the A/B switches (each changes speed, never the output) and tracing. The
+// defaults are EngineConfig's; the MINFER_* environment switches
+// (EngineConfig::apply_environment) still apply on top, so a switch turned
+// off in either place is off.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <string>
+
+#include "engine/api.h"
+
+namespace minfer {
+
+struct EngineSwitches {
+  bool cuda_graphs = EngineConfig{}.cuda_graphs;
+  double step_timeout_ms = EngineConfig{}.step_timeout_ms;
+  double step_timeout_per_token_ms = EngineConfig{}.step_timeout_per_token_ms;
+  bool fuse_qkv = EngineConfig{}.fuse_qkv;
+  bool fuse_ffn = EngineConfig{}.fuse_ffn;
+  bool fa_prefill = EngineConfig{}.fa_prefill;
+  bool lookahead = EngineConfig{}.lookahead != 0;
+  bool draw_in_step = EngineConfig{}.draw_in_step;
+  bool prefix_cache = EngineConfig{}.prefix_cache;
+  std::string trace;  // EngineConfig::trace_path
+
+  // Adds the options (--cuda-graphs, --step-timeout-ms, ...), stored into
+  // this object, to `desc`.
+  void add_to(boost::program_options::options_description& desc);
+  // "" when the values are usable, else an error naming the option and value.
+  std::string check() const;
+  // Sets the matching EngineConfig fields (the environment is not applied).
+  void apply_to(EngineConfig* config) const;
+};
+
+}  // namespace minfer
