@@ -313,6 +313,7 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   out.engine_ms = ms_between(t_gen, Clock::now());
   if (calls > 0 && calls == r.n_generated) account_previous();  // the last call was a token, not a tail
   r.ttft_ms = out.result.ttft_ms;
+  metrics_.count_cached_prompt_tokens(r.n_cached);
   out.result = std::move(r);
   if (out.result.n_generated > 1) metrics_.set_decode_rate(out.result.decode_tokens_per_s());
   if (out.result.finish == FinishReason::kError) {

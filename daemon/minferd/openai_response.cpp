@@ -24,7 +24,8 @@ Json head(const ResponseIdentity& id, bool chunk) {
 Json usage_json(const Usage& u) {
   return Json{{"prompt_tokens", u.prompt_tokens},
               {"completion_tokens", u.completion_tokens},
-              {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+              {"total_tokens", u.prompt_tokens + u.completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
 Json finish_json(const char* finish_reason) { return finish_reason ? Json(finish_reason) : Json(nullptr); }

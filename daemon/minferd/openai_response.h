@@ -26,6 +26,7 @@ const char* openai_finish_reason(FinishReason r);
 struct Usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int cached_tokens = 0;  // prompt tokens whose KV the prefix cache reused (OpenAI's prompt_tokens_details)
 };
 
 std::string completion_body(const ResponseIdentity& id, std::string_view text, const char* finish_reason,

@@ -10,7 +10,11 @@ void log_request(const RequestRecord& r) {
   const log::Level level = r.status >= 500 ? log::Level::kWarn : log::Level::kInfo;
   if (!log::enabled(level)) return;
   std::string message = fmt::format("request {} {} {} {} {:.1f} ms", r.id, r.method, r.target, r.status, r.total_ms);
-  if (r.gen_tokens >= 0) message += fmt::format(" prompt {} gen {}", r.prompt_tokens, r.gen_tokens);
+  if (r.gen_tokens >= 0) {
+    message += fmt::format(" prompt {}", r.prompt_tokens);
+    if (r.cached_tokens > 0) message += fmt::format(" ({} cached)", r.cached_tokens);
+    message += fmt::format(" gen {}", r.gen_tokens);
+  }
   if (!r.finish_reason.empty()) message += " " + r.finish_reason;
   if (!r.cancel_reason.empty()) message += " (" + r.cancel_reason + ")";
 
@@ -30,6 +34,7 @@ void log_request(const RequestRecord& r) {
   if (r.prep_ms >= 0) f.emplace_back("PREP_MS", fmt::format("{:.3f}", r.prep_ms));
   if (r.engine_ms >= 0) f.emplace_back("ENGINE_MS", fmt::format("{:.3f}", r.engine_ms));
   if (r.prompt_tokens >= 0) f.emplace_back("PROMPT_TOKENS", std::to_string(r.prompt_tokens));
+  if (r.cached_tokens >= 0) f.emplace_back("CACHED_TOKENS", std::to_string(r.cached_tokens));
   if (r.gen_tokens >= 0) f.emplace_back("GEN_TOKENS", std::to_string(r.gen_tokens));
   if (r.ttft_ms >= 0) f.emplace_back("TTFT_MS", fmt::format("{:.3f}", r.ttft_ms));
   if (r.tokens_per_s >= 0) f.emplace_back("TOKENS_PER_S", fmt::format("{:.1f}", r.tokens_per_s));

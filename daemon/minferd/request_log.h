@@ -1,5 +1,5 @@
 // The one log line per request (info; warn for 5xx). On journald every value
-// is also a structured field (REQUEST_ID, PROMPT_TOKENS, GEN_TOKENS, TTFT_MS,
+// is also a structured field (REQUEST_ID, PROMPT_TOKENS, CACHED_TOKENS, GEN_TOKENS, TTFT_MS,
 // TOKENS_PER_S, FINISH_REASON, BACKEND, PEER_PID/UID/GID, ...) so that
 // `journalctl -o json` and filters like `journalctl FINISH_REASON=cancelled`
 // work; on stderr they follow the message as KEY=value.
@@ -20,7 +20,7 @@ struct RequestRecord {
   int status = 0;  // 499: the client went away before an answer
   platform::PeerCredentials peer;
   double total_ms = 0, queue_ms = -1, prep_ms = -1, engine_ms = -1;
-  int prompt_tokens = -1, gen_tokens = -1;
+  int prompt_tokens = -1, cached_tokens = -1, gen_tokens = -1;
   double ttft_ms = -1, tokens_per_s = -1;
   std::string finish_reason;  // stop | length | cancelled | deadline | error
   std::string cancel_reason;  // client_gone | slow_reader | shutdown | deadline

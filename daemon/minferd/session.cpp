@@ -433,7 +433,7 @@ void Session::complete_generation(JobOutcome& o) {
     return;
   }
   const char* finish = openai_finish_reason(r.finish);
-  const Usage usage{r.n_prompt, r.n_generated};
+  const Usage usage{r.n_prompt, r.n_generated, r.n_cached};
   if (a.streaming) {
     stream_event(finish_chunk(a.identity, finish, a.include_usage));
     if (a.include_usage) stream_event(usage_chunk(a.identity, usage));
@@ -502,6 +502,7 @@ void Session::after_response() {
   if (a.job && a.job->kind == JobKind::kGenerate && ran) {
     const GenerationResult& r = a.outcome.result;
     rec.prompt_tokens = r.n_prompt;
+    rec.cached_tokens = r.n_cached;
     rec.gen_tokens = r.n_generated;
     if (r.n_generated > 0) rec.ttft_ms = r.ttft_ms;
     if (r.n_generated > 1) rec.tokens_per_s = r.decode_tokens_per_s();

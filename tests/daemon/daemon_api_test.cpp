@@ -127,7 +127,10 @@ TEST_F(DaemonApi, GreedyCompletionIsTheReferenceContinuation) {
   EXPECT_EQ(j["choices"][0]["index"], 0);
   EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
-  EXPECT_EQ(j["usage"], Json::parse(R"({"prompt_tokens":5,"completion_tokens":27,"total_tokens":32})"));
+  Json usage = j["usage"];
+  ASSERT_TRUE(usage.contains("prompt_tokens_details")) << usage;
+  usage.erase("prompt_tokens_details");  // what the prefix cache reused depends on the request before (below)
+  EXPECT_EQ(usage, Json::parse(R"({"prompt_tokens":5,"completion_tokens":27,"total_tokens":32})"));
   EXPECT_NE(r.header("server-timing").find("engine;dur="), std::string::npos);
   EXPECT_FALSE(r.header("x-request-id").empty());
 }
@@ -136,6 +139,34 @@ TEST_F(DaemonApi, TokenPromptGivesTheSameText) {
   const Json j = post("/v1/completions", {{"prompt", {1, 403, 407, 261, 378}}, {"max_tokens", 27}, {"temperature", 0}});
   EXPECT_EQ(j["choices"][0]["text"], kGreedy27);
   EXPECT_EQ(j["usage"]["prompt_tokens"], 5);
+}
+
+// usage.prompt_tokens_details.cached_tokens (OpenAI's field) counts the prompt
+// tokens whose KV the prefix cache reused from the request before: all but the
+// last for the same prompt, the common prefix otherwise (the BOS at least);
+// /metrics adds them up and the request's log line carries them.
+TEST_F(DaemonApi, CachedTokensCountWhatThePrefixCacheReused) {
+  const Json a = {{"prompt", {1, 403, 407, 261, 378}}, {"max_tokens", 3}, {"temperature", 0}};
+  post("/v1/completions", a);
+  auto cached_total = [] {
+    return metric_value(http_request(sock(), "GET", "/metrics").body, "minfer_prompt_tokens_cached_total");
+  };
+  const double before = cached_total();
+  auto cached = [](const Json& r) { return r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(); };
+  const Json again = post("/v1/completions", a);
+  EXPECT_EQ(again["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(cached(again), 4);
+  EXPECT_EQ(again["choices"][0]["text"], post("/v1/completions", a)["choices"][0]["text"]);
+  const Json longer = post("/v1/completions", {{"prompt", {1, 403, 407, 261, 378, 261}}, {"max_tokens", 3}, {"temperature", 0}});
+  EXPECT_EQ(cached(longer), 5);
+  const Json other = post("/v1/completions", {{"prompt", {1, 99, 100}}, {"max_tokens", 3}, {"temperature", 0}});
+  EXPECT_EQ(cached(other), 1);
+  const Json chat = post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}});
+  EXPECT_GE(cached(chat), 0);
+  EXPECT_EQ(cached_total() - before, 4 + 4 + 5 + 1 + cached(chat));
+  EXPECT_TRUE(eventually([] { return daemon_->log().find(" prompt 5 (4 cached) gen 3") != std::string::npos; }, 5s))
+      << daemon_->log();
+  EXPECT_NE(daemon_->log().find("CACHED_TOKENS=5"), std::string::npos) << daemon_->log();
 }
 
 TEST_F(DaemonApi, StopStringEndsTheTextAndFinishesWithStop) {
@@ -192,7 +223,12 @@ TEST_F(DaemonApi, StreamReassemblesToTheNonStreamedTextForTheSameSeed) {
   EXPECT_GT(s.chunks, 3u);
   EXPECT_EQ(s.text, whole["choices"][0]["text"]);
   EXPECT_EQ(s.finish_reason, whole["choices"][0]["finish_reason"]);
-  EXPECT_EQ(s.usage, whole["usage"]);
+  // The same counts; the stream's prompt is the one just served, so the
+  // prefix cache reused all of it but the last token, evaluated again.
+  EXPECT_EQ(s.usage["prompt_tokens"], whole["usage"]["prompt_tokens"]);
+  EXPECT_EQ(s.usage["completion_tokens"], whole["usage"]["completion_tokens"]);
+  EXPECT_EQ(s.usage["total_tokens"], whole["usage"]["total_tokens"]);
+  EXPECT_EQ(s.usage["prompt_tokens_details"]["cached_tokens"], 4);
   // And a second seed gives another text (the seed is honoured, not ignored).
   Json other = req;
   other["seed"] = 43;

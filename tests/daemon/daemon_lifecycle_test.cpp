@@ -354,6 +354,9 @@ TEST(DaemonLifecycle, EngineSwitchesAndTraceFromTheConfigurationFile) {
   const HttpResponse r = post_json(d.socket(), "/v1/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["choices"][0]["text"], ", there was a little girl named Lily. She loved to play outside in the park.");
+  const HttpResponse again = post_json(d.socket(), "/v1/completions", body);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.json()["usage"]["prompt_tokens_details"]["cached_tokens"], 0) << "prefix-cache = false";
   const auto st = d.stop(SIGTERM);
   ASSERT_TRUE(st.has_value());
   EXPECT_EQ(st->code, 0) << d.log();
@@ -361,8 +364,9 @@ TEST(DaemonLifecycle, EngineSwitchesAndTraceFromTheConfigurationFile) {
   const Json trace = Json::parse(in, nullptr, false);
   ASSERT_TRUE(trace.is_array()) << "the trace is not a closed JSON array";
   // The steps: the daemon's warm-up (a prefill, 3 decode steps: 4 tokens),
-  // then the request's prefill of its 5 prompt tokens and 26 decode steps;
-  // each step's embedding node has the step's tokens as rows.
+  // then each request's prefill of its 5 prompt tokens (all 5 the second time
+  // too: no prefix cache) and 26 decode steps; each step's embedding node has
+  // the step's tokens as rows.
   std::map<int, int> embed_rows;
   std::set<std::string> ops;
   for (const Json& e : trace) {
@@ -373,11 +377,14 @@ TEST(DaemonLifecycle, EngineSwitchesAndTraceFromTheConfigurationFile) {
     ops.insert(e["args"]["op"].get<std::string>());
     if (e["args"]["op"] == "embed") embed_rows[e["args"]["step"].get<int>()] = e["args"]["shape"][0].get<int>();
   }
-  ASSERT_EQ(embed_rows.size(), 31u);
-  std::vector<int> rows;
+  ASSERT_EQ(embed_rows.size(), 58u);
+  std::vector<int> rows, expected;
   for (const auto& [step, n] : embed_rows) rows.push_back(n);
-  EXPECT_EQ(std::vector<int>(rows.begin() + 4, rows.end()), (std::vector<int>{5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                                                                               1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
+  for (int request = 0; request < 2; ++request) {
+    expected.push_back(5);
+    expected.insert(expected.end(), 26, 1);
+  }
+  EXPECT_EQ(std::vector<int>(rows.begin() + 4, rows.end()), expected);
   // The fusions are off: their unfused ops run, the fused ones do not.
   for (const char* op : {"rms_norm", "matmul", "rope", "kv_store", "attention", "swiglu", "add", "argmax"}) {
     EXPECT_TRUE(ops.count(op)) << op;

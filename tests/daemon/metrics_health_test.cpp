@@ -35,6 +35,7 @@ TEST(Metrics, RendersCountersByLabel) {
   m.count_request(Endpoint::kNone, 404);
   m.count_cancellation(CancelReason::kClientGone);
   m.count_prompt_tokens(5);
+  m.count_cached_prompt_tokens(3);
   for (int i = 0; i < 7; ++i) m.count_generated_token();
   m.count_watchdog(true);
   m.count_watchdog(false);
@@ -47,7 +48,8 @@ TEST(Metrics, RendersCountersByLabel) {
                            "minfer_requests_total{endpoint=\"other\",status=\"404\"} 1\n",
                            "minfer_cancellations_total{reason=\"client_gone\"} 1\n",
                            "minfer_cancellations_total{reason=\"slow_reader\"} 0\n",
-                           "minfer_prompt_tokens_total 5\n", "minfer_generated_tokens_total 7\n",
+                           "minfer_prompt_tokens_total 5\n", "minfer_prompt_tokens_cached_total 3\n",
+                           "minfer_generated_tokens_total 7\n",
                            "minfer_watchdog_trips_total 1\n", "minfer_watchdog_pings_total 1\n",
                            "minfer_queue_depth 3\n", "minfer_engine_state{state=\"stalled\"} 1\n",
                            "minfer_engine_state{state=\"ready\"} 0\n", "model=\"a\\\"b\"",

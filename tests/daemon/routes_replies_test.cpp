@@ -68,7 +68,9 @@ TEST(OpenAiResponse, CompletionAndChatObjects) {
   const Json c = Json::parse(completion_body(id, "hi", "length", Usage{5, 2}));
   EXPECT_EQ(c, Json::parse(R"({"id":"cmpl-1","object":"text_completion","created":123,"model":"m.gguf",
     "system_fingerprint":null,"choices":[{"index":0,"text":"hi","logprobs":null,"finish_reason":"length"}],
-    "usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}})"));
+    "usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":0}}})"));
+  EXPECT_EQ(Json::parse(completion_body(id, "hi", "length", Usage{5, 2, 4}))["usage"]["prompt_tokens_details"],
+            Json::parse(R"({"cached_tokens":4})"));
   id.kind = ApiKind::kChat;
   const Json ch = Json::parse(completion_body(id, "yo", "stop", Usage{1, 1}));
   EXPECT_EQ(ch["object"], "chat.completion");
@@ -85,9 +87,10 @@ TEST(OpenAiResponse, StreamChunks) {
   EXPECT_TRUE(t.contains("usage") && t["usage"].is_null());
   EXPECT_FALSE(Json::parse(text_chunk(id, "abc", false)).contains("usage"));
   EXPECT_EQ(Json::parse(finish_chunk(id, "stop", false))["choices"][0]["finish_reason"], "stop");
-  const Json u = Json::parse(usage_chunk(id, Usage{3, 4}));
+  const Json u = Json::parse(usage_chunk(id, Usage{3, 4, 2}));
   EXPECT_TRUE(u["choices"].empty());
   EXPECT_EQ(u["usage"]["total_tokens"], 7);
+  EXPECT_EQ(u["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
   id.kind = ApiKind::kCompletion;
   EXPECT_EQ(Json::parse(text_chunk(id, "abc", false))["choices"][0]["text"], "abc");
   EXPECT_EQ(sse_event("{}"), "data: {}\n\n");
