@@ -108,10 +108,31 @@ struct EngineHealth {
   uint64_t steps = 0;
 };
 
+// A token with its log-probability under the model: the log-softmax of the
+// step's raw logits, before temperature, penalties, bias and the sampler's
+// filters (engine/sampling/logprobs.h).
+struct TokenLogprob {
+  TokenId token = 0;
+  float logprob = 0.0f;
+  std::string bytes;  // what it decodes to, control tokens rendered; may be part of a UTF-8 sequence
+};
+// A generated token's: its own, and the most likely tokens of its step, best
+// first (GenerationRequest::top_logprobs of them).
+struct TokenLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;
+};
+inline constexpr int kMaxTopLogprobs = 20;
+
 struct GenerationRequest {
   std::vector<TokenId> prompt;   // already tokenized (see Engine::tokenize)
   int max_tokens = 128;
   SamplingParams sampling;
+  // -1: none. 0..kMaxTopLogprobs: each generated token comes with its
+  // log-probability and this many of its step's most likely tokens; the
+  // steps' logits then go to the host, which picks the tokens (the same
+  // tokens as the device would: kernels/draw.h), so decode is slower.
+  int top_logprobs = -1;
   std::vector<std::string> stop; // stop strings (not included in the output)
   bool ignore_eos = false;
   // A request that runs past this fails with finish kDeadline.
@@ -130,6 +151,7 @@ struct TokenEvent {
   // string may carry only held-back text (a partial character or a partial
   // stop string): then tail is set and `token` repeats the last token.
   bool tail = false;
+  std::optional<TokenLogprobs> logprobs;  // when asked for (GenerationRequest::top_logprobs), on each token's event
 };
 
 struct GenerationResult {
@@ -139,6 +161,7 @@ struct GenerationResult {
   int n_prompt = 0;
   int n_cached = 0;                 // prompt tokens whose KV was reused
   int n_generated = 0;
+  std::vector<TokenLogprobs> logprobs;  // one per generated token, when asked for
   double prefill_ms = 0, decode_ms = 0, ttft_ms = 0;
   std::optional<Error> error;       // set when finish == kError
 

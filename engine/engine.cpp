@@ -19,6 +19,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/scheduler/runner.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/scheduler/stop_matcher.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "platform/log.h"
@@ -203,6 +204,10 @@ Status EngineImpl::validate(const GenerationRequest& req) const {
   if (req.max_tokens < 1) {
     return unexpected(ErrorCode::kInvalidArgument, fmt::format("max_tokens is {}; it must be at least 1", req.max_tokens));
   }
+  if (req.top_logprobs < -1 || req.top_logprobs > kMaxTopLogprobs) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("top_logprobs is {}; allowed -1 (none) to {}", req.top_logprobs, kMaxTopLogprobs));
+  }
   return req.sampling.validate(model.vocab_size);
 }
 
@@ -231,7 +236,10 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   runner->cells().truncate(seq, static_cast<int>(common));
   r.n_cached = static_cast<int>(common);
 
-  const bool device_argmax = req.sampling.plain_greedy();
+  // Log-probabilities need the step's logits on the host, which then picks
+  // the token too.
+  const bool want_logprobs = req.top_logprobs >= 0;
+  const bool device_argmax = req.sampling.plain_greedy() && !want_logprobs;
   StepOutput out;
   std::span<const int32_t> pending(req.prompt.data() + common, req.prompt.size() - common);
   // Heartbeat, cancellation and deadline after every prefill chunk: a long
@@ -261,8 +269,8 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // A sampled request's decode steps draw their tokens themselves where they
   // can; the first token, from the prefill's logits, is the host's (the same
   // draw: the generator's numbers are taken in token order either way).
-  const bool draw_in_step = !device_argmax && config.draw_in_step && backend->supports(Op::kSample) &&
-                            req.sampling.drawn_in_step(model.vocab_size);
+  const bool draw_in_step = !device_argmax && !want_logprobs && config.draw_in_step &&
+                            backend->supports(Op::kSample) && req.sampling.drawn_in_step(model.vocab_size);
   const bool picked = device_argmax || draw_in_step;
   kernels::DrawArgs draw;  // read by submit() only (a backend stages it with the step)
   std::vector<int32_t> history(req.prompt.begin(), req.prompt.end());
@@ -280,8 +288,22 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   const auto can_step = [&](int k) {
     return k < req.max_tokens && static_cast<int>(seq.cells.size()) + 1 < runner->n_ctx();
   };
+  // The host's pick from the step's logits (which the sampler changes in
+  // place), with the token's log-probabilities when asked for.
+  std::vector<float> raw_logits;
+  std::optional<TokenLogprobs> token_logprobs;
+  const auto pick_on_host = [&]() -> int32_t {
+    if (!want_logprobs) return sampler.sample(out.logits.data(), history);
+    raw_logits.assign(out.logits.begin(), out.logits.begin() + model.vocab_size);
+    const int32_t t = sampler.sample(out.logits.data(), history);
+    const StepLogprobs lp = step_logprobs(raw_logits, t, req.top_logprobs);
+    auto described = [&](int32_t id, float logprob) { return TokenLogprob{id, logprob, tokenizer->token_bytes(id, true)}; };
+    token_logprobs = TokenLogprobs{described(t, lp.chosen), {}};
+    for (const auto& [id, logprob] : lp.top) token_logprobs->top.push_back(described(id, logprob));
+    return t;
+  };
   const auto t_decode = Clock::now();
-  int32_t token = device_argmax ? out.argmax.at(0) : sampler.sample(out.logits.data(), history);
+  int32_t token = device_argmax ? out.argmax.at(0) : pick_on_host();
   for (;;) {
     const bool eos = !req.ignore_eos && tokenizer->is_end_of_generation(token);
     if (!eos && ahead > 0) {
@@ -304,6 +326,11 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     ++r.n_generated;
     TokenEvent ev;
     ev.token = token;
+    if (token_logprobs) {
+      r.logprobs.push_back(*token_logprobs);
+      ev.logprobs = std::move(token_logprobs);
+      token_logprobs.reset();
+    }
     ev.text = stops.push(decoder.push(token));
     r.text += ev.text;
     if (r.n_generated == 1) r.ttft_ms = ms_since(t0);
@@ -329,7 +356,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     }
     if (Status st = runner->collect_decode(seq, &out); !st) return fail(st.error());
     record_step();
-    token = picked ? out.argmax.at(0) : sampler.sample(out.logits.data(), history);
+    token = picked ? out.argmax.at(0) : pick_on_host();
   }
   r.decode_ms = ms_since(t_decode);
   if (Status st = runner->drain(seq); !st) return fail(st.error());

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
+#include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampler.h"
 
 namespace minfer {
@@ -193,6 +196,28 @@ TEST(Sampler, ValidateNamesTheParameter) {
   ASSERT_FALSE(st.has_value());
   EXPECT_NE(st.error().message.find("logit_bias token 10"), std::string::npos);
   EXPECT_TRUE(plain(0.7f).validate(10).has_value());
+}
+
+// Log-probabilities by hand: logits {1, 2, 3, 3, -inf}: Z = e + e² + 2e³,
+// log p(i) = l_i - ln Z; ties listed by id; -inf is impossible, not NaN.
+TEST(StepLogprobs, LogSoftmaxOfTheRawLogitsBestFirst) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> logits = {1.0f, 2.0f, 3.0f, 3.0f, -inf};
+  const double log_z = std::log(std::exp(1.0) + std::exp(2.0) + 2 * std::exp(3.0));
+  const StepLogprobs lp = step_logprobs(logits, 1, 3);
+  EXPECT_NEAR(lp.chosen, 2.0 - log_z, 1e-6);
+  ASSERT_EQ(lp.top.size(), 3u);
+  EXPECT_EQ(lp.top[0].first, 2);
+  EXPECT_EQ(lp.top[1].first, 3);
+  EXPECT_EQ(lp.top[2].first, 1);
+  EXPECT_NEAR(lp.top[0].second, 3.0 - log_z, 1e-6);
+  EXPECT_EQ(lp.top[0].second, lp.top[1].second);
+  EXPECT_EQ(step_logprobs(logits, 4, 0).chosen, -inf);
+  EXPECT_TRUE(step_logprobs(logits, 4, 0).top.empty());
+  EXPECT_EQ(step_logprobs(logits, 0, 9).top.size(), 5u);  // at most the vocabulary
+  // Large logits do not overflow: shifted by the largest.
+  const StepLogprobs big = step_logprobs(std::vector<float>{1000.0f, 1000.0f}, 0, 1);
+  EXPECT_NEAR(big.chosen, -std::log(2.0), 1e-6);
 }
 
 }  // namespace

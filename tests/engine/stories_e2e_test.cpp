@@ -5,7 +5,9 @@
 // sequence must continue it exactly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -163,6 +165,83 @@ TYPED_TEST(Stories, PrefixCacheReusesTheCommonPrefixAndChangesNothing) {
   const GenerationResult b = this->engine_->generate(greedy(prompt, 20), nullptr, nullptr);
   EXPECT_EQ(b.n_cached, static_cast<int>(prompt.size()) - 1);
   EXPECT_EQ(a.tokens, b.tokens);
+}
+
+// Log-probabilities: each generated token's equals the log-softmax of the
+// logits a teacher-forced evaluation of the same sequence gives (an
+// independent path: one prefill, no decode steps); the greedy pick is the
+// most likely token; the tokens and text are those of the request without
+// log-probabilities (greedy, and sampled with a seed, whose steps otherwise
+// draw their tokens themselves); top lists are best first, and each event
+// carries its token's.
+TYPED_TEST(Stories, LogprobsAreTheModelsAndChangeNoToken) {
+  const std::vector<int32_t> prompt = this->engine_->tokenize("Once upon a time", true, false);
+  GenerationRequest req = greedy(prompt, 24);
+  const GenerationResult plain = this->engine_->generate(req, nullptr, nullptr);
+  req.top_logprobs = 5;
+  std::vector<TokenLogprobs> streamed;
+  const GenerationResult r = this->engine_->generate(req, [&](const TokenEvent& e) {
+    if (e.logprobs) streamed.push_back(*e.logprobs);
+    EXPECT_EQ(e.logprobs.has_value(), !e.tail);
+    return true;
+  }, nullptr);
+  ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+  EXPECT_EQ(r.tokens, plain.tokens);
+  EXPECT_EQ(r.text, plain.text);
+  ASSERT_EQ(r.logprobs.size(), r.tokens.size());
+  ASSERT_EQ(streamed.size(), r.tokens.size());
+
+  std::vector<int32_t> seq = prompt;
+  seq.insert(seq.end(), r.tokens.begin(), r.tokens.end());
+  const auto logits = this->engine_->eval_logits(seq);
+  ASSERT_TRUE(logits.has_value()) << logits.error().message;
+  const int vocab = this->engine_->info().vocab_size;
+  for (size_t i = 0; i < r.tokens.size(); ++i) {
+    const TokenLogprobs& lp = r.logprobs[i];
+    const float* row = logits->data() + (prompt.size() - 1 + i) * static_cast<size_t>(vocab);
+    double max = row[0], sum = 0.0;
+    for (int v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
+    for (int v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
+    const double log_z = max + std::log(sum);
+    EXPECT_EQ(lp.chosen.token, r.tokens[i]);
+    EXPECT_NEAR(lp.chosen.logprob, row[r.tokens[i]] - log_z, 1e-3) << "token " << i;
+    ASSERT_EQ(lp.top.size(), 5u);
+    EXPECT_EQ(lp.top[0].token, lp.chosen.token) << "greedy takes the most likely";
+    EXPECT_EQ(lp.top[0].logprob, lp.chosen.logprob);
+    double mass = 0.0;
+    for (size_t k = 0; k < lp.top.size(); ++k) {
+      EXPECT_NEAR(lp.top[k].logprob, row[lp.top[k].token] - log_z, 1e-3);
+      if (k > 0) {
+        EXPECT_LE(lp.top[k].logprob, lp.top[k - 1].logprob);
+      }
+      mass += std::exp(lp.top[k].logprob);
+    }
+    EXPECT_LE(mass, 1.0 + 1e-5);
+    EXPECT_EQ(streamed[i].chosen.token, lp.chosen.token);
+    EXPECT_EQ(streamed[i].chosen.logprob, lp.chosen.logprob);
+  }
+  // The tokens' bytes join to the text (no stop string cut it, and its first
+  // token, ",", has no leading space for the decoder to drop).
+  std::string joined;
+  for (const TokenLogprobs& lp : r.logprobs) joined += lp.chosen.bytes;
+  EXPECT_EQ(joined, r.text);
+
+  GenerationRequest sampled = greedy(prompt, 24);
+  sampled.sampling.temperature = 0.9f;
+  sampled.sampling.seed = 5;
+  const GenerationResult s_plain = this->engine_->generate(sampled, nullptr, nullptr);
+  sampled.top_logprobs = 0;
+  const GenerationResult s_lp = this->engine_->generate(sampled, nullptr, nullptr);
+  EXPECT_EQ(s_lp.tokens, s_plain.tokens);
+  ASSERT_EQ(s_lp.logprobs.size(), s_lp.tokens.size());
+  for (const TokenLogprobs& lp : s_lp.logprobs) {
+    EXPECT_TRUE(lp.top.empty());
+    EXPECT_LE(lp.chosen.logprob, 0.0f);
+  }
+  sampled.top_logprobs = kMaxTopLogprobs + 1;
+  const GenerationResult bad = this->engine_->generate(sampled, nullptr, nullptr);
+  ASSERT_EQ(bad.finish, FinishReason::kError);
+  EXPECT_NE(bad.error->message.find("top_logprobs is 21; allowed -1 (none) to 20"), std::string::npos) << bad.error->message;
 }
 
 // The two decode orders side by side over one series of requests — each

@@ -1,0 +1,26 @@
+// Log-probabilities of a step's tokens under the model, for requests that ask
+// for them (GenerationRequest::top_logprobs): the log-softmax of the step's
+// raw logits — before temperature, penalties, bias and the sampler's filters,
+// as vLLM's default and OpenAI's "the model's" log-probabilities — of the
+// token picked and of the n most likely ones.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace minfer {
+
+struct StepLogprobs {
+  float chosen = 0.0f;                            // the picked token's
+  std::vector<std::pair<int32_t, float>> top;     // the n most likely (token, logprob), best first, ties by id
+};
+
+// `logits`: the step's [vocab] raw logits; `chosen`: the token picked from
+// them; `n`: how many of the most likely to list (at most the vocabulary).
+// The sum of exponentials is taken in double from the largest logit down, so
+// that no term overflows; a logit of -inf has log-probability -inf.
+StepLogprobs step_logprobs(std::span<const float> logits, int32_t chosen, int n);
+
+}  // namespace minfer
