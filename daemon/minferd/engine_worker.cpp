@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "daemon/minferd/request_parse.h"
 #include "platform/log.h"
@@ -292,6 +293,7 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     if (pending_latency_s) metrics_.token_latency().observe(*pending_latency_s);
   };
   const bool stream = spec.stream;
+  std::vector<TokenLogprobs> unsent_logprobs;  // streamed with the next piece of text
   auto on_token = [&](const TokenEvent& ev) {
     const auto now = Clock::now();
     beat();
@@ -305,7 +307,8 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     ++calls;
     last = now;
     on_generated_token();
-    if (stream && !ev.text.empty()) job.sink->text(ev.text);
+    if (stream && ev.logprobs) unsent_logprobs.push_back(*ev.logprobs);
+    if (stream && !ev.text.empty()) job.sink->text(ev.text, std::exchange(unsent_logprobs, {}));
     return !job.cancelled();
   };
   const auto t_gen = Clock::now();

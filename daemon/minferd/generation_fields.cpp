@@ -78,8 +78,40 @@ std::optional<ApiError> read_logit_bias(const Json& body, int vocab_size, Sampli
   return std::nullopt;
 }
 
+// Log-probabilities, in each endpoint's form: completions "logprobs": N (the
+// N most likely tokens listed too; OpenAI allows 5, minferd up to
+// kMaxTopLogprobs; false or null: none); chat "logprobs": true and
+// "top_logprobs": N (only with logprobs, as OpenAI requires).
+std::optional<ApiError> read_logprobs(const Json& body, ApiKind kind, int* out) {
+  const std::string range = fmt::format("[0, {}]", kMaxTopLogprobs);
+  if (kind == ApiKind::kCompletion) {
+    auto it = body.find("logprobs");
+    if (it == body.end() || it->is_null() || (it->is_boolean() && !it->get<bool>())) return std::nullopt;
+    if (!it->is_number_integer()) {
+      return invalid_request("logprobs", "invalid_type",
+                             fmt::format("'logprobs' must be an integer (how many of the most likely tokens to list, "
+                                         "{}), got {}",
+                                         range, json_type_phrase(*it)));
+    }
+    const int64_t n = it->get<int64_t>();
+    if (n < 0 || n > kMaxTopLogprobs) return out_of_range("logprobs", static_cast<double>(n), range.c_str());
+    *out = static_cast<int>(n);
+    return std::nullopt;
+  }
+  std::optional<bool> wanted;
+  if (auto e = read_bool(body, "logprobs", &wanted)) return e;
+  std::optional<int64_t> n;
+  if (auto e = read_integer(body, "top_logprobs", &n)) return e;
+  if (n && (*n < 0 || *n > kMaxTopLogprobs)) return out_of_range("top_logprobs", static_cast<double>(*n), range.c_str());
+  if (n && !wanted.value_or(false)) {
+    return invalid_request("top_logprobs", "invalid_value", "'top_logprobs' needs \"logprobs\": true");
+  }
+  if (wanted.value_or(false)) *out = static_cast<int>(n.value_or(0));
+  return std::nullopt;
+}
+
 // Features we do not implement are refused, not ignored: a client that asks
-// for log-probabilities or tools would otherwise silently get something else.
+// for tools would otherwise silently get something else.
 std::optional<ApiError> refuse_unsupported(const Json& body) {
   auto unsupported = [](const char* name, const std::string& why) {
     return invalid_request(name, "unsupported_parameter", fmt::format("'{}' {}; minferd does not support it", name, why));
@@ -88,13 +120,6 @@ std::optional<ApiError> refuse_unsupported(const Json& body) {
     auto it = body.find(name);
     return it != body.end() && !it->is_null();
   };
-  if (given("logprobs")) {
-    const Json& v = body["logprobs"];
-    if (!(v.is_boolean() && !v.get<bool>()) && !(v.is_number_integer() && v.get<int64_t>() == 0)) {
-      return unsupported("logprobs", "asks for log-probabilities");
-    }
-  }
-  if (given("top_logprobs")) return unsupported("top_logprobs", "asks for log-probabilities");
   if (given("echo") && !(body["echo"].is_boolean() && !body["echo"].get<bool>())) {
     return unsupported("echo", "asks for the prompt to be echoed");
   }
@@ -201,6 +226,7 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
   if (auto e = read_integer(body, "seed", &i)) return e;
   if (i) out->seed = static_cast<uint64_t>(*i);  // negative seeds are seeds too
   if (auto e = read_logit_bias(body, limits.vocab_size, &sp)) return e;
+  if (auto e = read_logprobs(body, out->kind, &out->top_logprobs)) return e;
   if (auto e = read_stop(body, &out->stop)) return e;
 
   std::optional<bool> stream;
@@ -258,6 +284,7 @@ std::optional<ApiError> make_generation_request(const GenerationSpec& spec, std:
   out->sampling = spec.sampling;
   out->sampling.seed = spec.seed.value_or(seed);
   out->stop = spec.stop;
+  out->top_logprobs = spec.top_logprobs;
   out->ignore_eos = false;
   return std::nullopt;
 }

@@ -36,6 +36,10 @@ struct GenerationSpec {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;             // stream_options.include_usage
+  // Log-probabilities (GenerationRequest::top_logprobs): -1 none; else each
+  // token's and this many alternatives (completions' "logprobs": N, chat's
+  // "logprobs": true with "top_logprobs": N).
+  int top_logprobs = -1;
 };
 
 // POST /tokenize: {"content", "add_special" (false), "parse_special" (true), "with_pieces" (false)}

@@ -40,8 +40,11 @@ class JobSink {
   virtual ~JobSink() = default;
   // The prompt passed every check and generation begins (a stream sends its head).
   virtual void started(int n_prompt) = 0;
-  // Streamed text (streaming generations only; never empty).
-  virtual void text(std::string piece) = 0;
+  // Streamed text (streaming generations only; never empty), with the
+  // log-probabilities of the tokens since the last piece when the request
+  // asked for them (tokens whose text is held back or cut by a stop string
+  // come with a later piece, or in the outcome).
+  virtual void text(std::string piece, std::vector<TokenLogprobs> logprobs) = 0;
   // The single outcome.
   virtual void finished(JobOutcome outcome) = 0;
 };

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/tokenizer/unicode.h"
+
 namespace minfer::daemon {
 namespace {
 
@@ -30,9 +32,48 @@ Json usage_json(const Usage& u) {
 
 Json finish_json(const char* finish_reason) { return finish_reason ? Json(finish_reason) : Json(nullptr); }
 
+Json logprobs_json(ApiKind kind, const ChoiceLogprobs* lp) {
+  if (lp == nullptr) return nullptr;
+  auto text_of = [](const TokenLogprob& t) { return unicode::sanitize_utf8(t.bytes); };
+  if (kind == ApiKind::kChat) {
+    auto entry = [&](const TokenLogprob& t) {
+      Json bytes = Json::array();
+      for (const unsigned char b : t.bytes) bytes.push_back(static_cast<int>(b));
+      return Json{{"token", text_of(t)}, {"logprob", t.logprob}, {"bytes", std::move(bytes)}};
+    };
+    Json content = Json::array();
+    for (const TokenLogprobs& tl : lp->tokens) {
+      Json e = entry(tl.chosen);
+      Json top = Json::array();
+      for (const TokenLogprob& t : tl.top) top.push_back(entry(t));
+      e["top_logprobs"] = std::move(top);
+      content.push_back(std::move(e));
+    }
+    return Json{{"content", std::move(content)}, {"refusal", nullptr}};
+  }
+  Json tokens = Json::array(), token_logprobs = Json::array(), top_logprobs = Json::array(), offsets = Json::array();
+  int64_t offset = lp->text_offset;
+  for (const TokenLogprobs& tl : lp->tokens) {
+    tokens.push_back(text_of(tl.chosen));
+    token_logprobs.push_back(tl.chosen.logprob);
+    Json top = Json::object();
+    // Two tokens can decode to the same string (a byte-fallback and a merged
+    // piece): the more likely one, listed first, keeps the key.
+    for (const TokenLogprob& t : tl.top) top.emplace(text_of(t), t.logprob);
+    top_logprobs.push_back(std::move(top));
+    offsets.push_back(offset);
+    offset += logprobs_text_chars(std::span<const TokenLogprobs>(&tl, 1));
+  }
+  return Json{{"tokens", std::move(tokens)},
+              {"token_logprobs", std::move(token_logprobs)},
+              {"top_logprobs", std::move(top_logprobs)},
+              {"text_offset", std::move(offsets)}};
+}
+
 // A choice of a chunk: chat carries a delta, completions carry text.
-Json chunk_choice(const ResponseIdentity& id, Json delta, std::string_view text, const char* finish_reason) {
-  Json c = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_json(finish_reason)}};
+Json chunk_choice(const ResponseIdentity& id, Json delta, std::string_view text, const char* finish_reason,
+                  const ChoiceLogprobs* logprobs = nullptr) {
+  Json c = {{"index", 0}, {"logprobs", logprobs_json(id.kind, logprobs)}, {"finish_reason", finish_json(finish_reason)}};
   if (id.kind == ApiKind::kChat) {
     c["delta"] = std::move(delta);
   } else {
@@ -62,10 +103,18 @@ const char* openai_finish_reason(FinishReason r) {
   return nullptr;
 }
 
+int64_t logprobs_text_chars(std::span<const TokenLogprobs> tokens) {
+  int64_t n = 0;
+  for (const TokenLogprobs& t : tokens) {
+    for (const unsigned char b : t.chosen.bytes) n += (b & 0xC0) != 0x80;
+  }
+  return n;
+}
+
 std::string completion_body(const ResponseIdentity& id, std::string_view text, const char* finish_reason,
-                            const Usage& usage) {
+                            const Usage& usage, const ChoiceLogprobs* logprobs) {
   Json j = head(id, false);
-  Json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_json(finish_reason)}};
+  Json choice = {{"index", 0}, {"logprobs", logprobs_json(id.kind, logprobs)}, {"finish_reason", finish_json(finish_reason)}};
   if (id.kind == ApiKind::kChat) {
     choice["message"] = Json{{"role", "assistant"}, {"content", std::string(text)}};
   } else {
@@ -80,12 +129,14 @@ std::string role_chunk(const ResponseIdentity& id, bool usage_null) {
   return chunk(id, chunk_choice(id, Json{{"role", "assistant"}, {"content", ""}}, "", nullptr), usage_null);
 }
 
-std::string text_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null) {
-  return chunk(id, chunk_choice(id, Json{{"content", std::string(text)}}, text, nullptr), usage_null);
+std::string text_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null,
+                       const ChoiceLogprobs* logprobs) {
+  return chunk(id, chunk_choice(id, Json{{"content", std::string(text)}}, text, nullptr, logprobs), usage_null);
 }
 
-std::string finish_chunk(const ResponseIdentity& id, const char* finish_reason, bool usage_null) {
-  return chunk(id, chunk_choice(id, Json::object(), "", finish_reason), usage_null);
+std::string finish_chunk(const ResponseIdentity& id, const char* finish_reason, bool usage_null,
+                         const ChoiceLogprobs* logprobs) {
+  return chunk(id, chunk_choice(id, Json::object(), "", finish_reason, logprobs), usage_null);
 }
 
 std::string usage_chunk(const ResponseIdentity& id, const Usage& usage) {

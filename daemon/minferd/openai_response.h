@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -29,14 +30,31 @@ struct Usage {
   int cached_tokens = 0;  // prompt tokens whose KV the prefix cache reused (OpenAI's prompt_tokens_details)
 };
 
+// A choice's (or a chunk's) log-probabilities, when the request asked for
+// them: its tokens', in OpenAI's shape for the endpoint — completions
+// {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}],
+// "text_offset"}, chat {"content": [{"token", "logprob", "bytes",
+// "top_logprobs": [{"token", "logprob", "bytes"}]}], "refusal": null}. Token
+// strings are the tokens' bytes with any byte that is not UTF-8 as U+FFFD
+// ("bytes" keeps them exact: a character split over tokens).
+struct ChoiceLogprobs {
+  std::span<const TokenLogprobs> tokens;
+  int64_t text_offset = 0;  // characters of the choice's tokens before the first of these
+};
+// Characters the tokens' bytes hold (UTF-8 lead bytes): what text_offset
+// advances by from one chunk to the next.
+int64_t logprobs_text_chars(std::span<const TokenLogprobs> tokens);
+
 std::string completion_body(const ResponseIdentity& id, std::string_view text, const char* finish_reason,
-                             const Usage& usage);
+                             const Usage& usage, const ChoiceLogprobs* logprobs = nullptr);
 
 // Streamed chunks. `usage_null`: with stream_options.include_usage every chunk
 // carries "usage": null and a last chunk (usage_chunk) carries the counts.
 std::string role_chunk(const ResponseIdentity& id, bool usage_null);  // chat's first chunk: the assistant role
-std::string text_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null);
-std::string finish_chunk(const ResponseIdentity& id, const char* finish_reason, bool usage_null);
+std::string text_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null,
+                       const ChoiceLogprobs* logprobs = nullptr);
+std::string finish_chunk(const ResponseIdentity& id, const char* finish_reason, bool usage_null,
+                         const ChoiceLogprobs* logprobs = nullptr);
 std::string usage_chunk(const ResponseIdentity& id, const Usage& usage);
 
 // One server-sent event carrying `data`, and the terminator.

@@ -61,8 +61,10 @@ class SessionSink final : public JobSink {
   void started(int) override {
     net::post(strand_, [s = session_, j = job_.lock()] { s->on_job_started(j); });
   }
-  void text(std::string piece) override {
-    net::post(strand_, [s = session_, j = job_.lock(), p = std::move(piece)]() mutable { s->on_job_text(j, std::move(p)); });
+  void text(std::string piece, std::vector<TokenLogprobs> logprobs) override {
+    net::post(strand_, [s = session_, j = job_.lock(), p = std::move(piece), l = std::move(logprobs)]() mutable {
+      s->on_job_text(j, std::move(p), std::move(l));
+    });
   }
   void finished(JobOutcome outcome) override {
     // The last call: dropping the session here breaks the cycle
@@ -316,6 +318,7 @@ void Session::start_job(Endpoint endpoint, http::request<http::string_body>& req
     const GenerationSpec& spec = job->generation;
     a.streaming = spec.stream;
     a.include_usage = spec.include_usage;
+    a.logprobs = spec.top_logprobs >= 0;
     a.identity.kind = spec.kind;
     a.identity.id = fmt::format("{}-{:x}{:06x}", spec.kind == ApiKind::kChat ? "chatcmpl" : "cmpl", ctx_.started_unix,
                                 a.record.id);
@@ -367,9 +370,17 @@ void Session::on_job_started(const std::shared_ptr<Job>& job) {
   if (a.identity.kind == ApiKind::kChat) stream_event(role_chunk(a.identity, a.include_usage));
 }
 
-void Session::on_job_text(const std::shared_ptr<Job>& job, std::string piece) {
+void Session::on_job_text(const std::shared_ptr<Job>& job, std::string piece, std::vector<TokenLogprobs> logprobs) {
   if (closed_ || !active_ || active_->job != job || active_->done || !active_->head_sent) return;
-  stream_event(text_chunk(active_->identity, piece, active_->include_usage));
+  Active& a = *active_;
+  if (a.logprobs) {
+    const ChoiceLogprobs lp{logprobs, a.logprobs_offset};
+    stream_event(text_chunk(a.identity, piece, a.include_usage, &lp));
+    a.logprobs_sent += logprobs.size();
+    a.logprobs_offset += logprobs_text_chars(logprobs);
+  } else {
+    stream_event(text_chunk(a.identity, piece, a.include_usage));
+  }
   if (unsent_bytes_ > ctx_.config.stream_buffer_bytes && !job->cancelled()) {
     // The client does not read its stream: stop generating for it.
     job->request_cancel(CancelReason::kSlowReader);
@@ -435,14 +446,19 @@ void Session::complete_generation(JobOutcome& o) {
   const char* finish = openai_finish_reason(r.finish);
   const Usage usage{r.n_prompt, r.n_generated, r.n_cached};
   if (a.streaming) {
-    stream_event(finish_chunk(a.identity, finish, a.include_usage));
+    // Tokens whose logprobs no piece of text carried (held back, then cut by
+    // a stop string, or ending the text) come with the finish.
+    const auto rest = std::span<const TokenLogprobs>(r.logprobs).subspan(std::min(a.logprobs_sent, r.logprobs.size()));
+    const ChoiceLogprobs lp{rest, a.logprobs_offset};
+    stream_event(finish_chunk(a.identity, finish, a.include_usage, a.logprobs && !rest.empty() ? &lp : nullptr));
     if (a.include_usage) stream_event(usage_chunk(a.identity, usage));
     send(stream_piece(kSseDone, a.version), false);
     send(stream_end(a.version), true);
     return;
   }
   HttpReply reply;
-  reply.body = completion_body(a.identity, r.text, finish, usage);
+  const ChoiceLogprobs lp{r.logprobs, 0};
+  reply.body = completion_body(a.identity, r.text, finish, usage, a.logprobs ? &lp : nullptr);
   // Where the time went, for clients and the load tool (Server-Timing, W3C).
   reply.headers.emplace_back("Server-Timing",
                              fmt::format("queue;dur={:.3f}, prep;dur={:.3f}, engine;dur={:.3f}", o.queue_ms,

@@ -46,7 +46,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Called through the job sink, on the strand.
   void on_job_started(const std::shared_ptr<Job>& job);
-  void on_job_text(const std::shared_ptr<Job>& job, std::string piece);
+  void on_job_text(const std::shared_ptr<Job>& job, std::string piece, std::vector<TokenLogprobs> logprobs);
   void on_job_finished(const std::shared_ptr<Job>& job, JobOutcome outcome);
 
  private:
@@ -63,6 +63,9 @@ class Session : public std::enable_shared_from_this<Session> {
     std::shared_ptr<Job> job;
     bool streaming = false;
     bool include_usage = false;
+    bool logprobs = false;      // the request asked for log-probabilities
+    size_t logprobs_sent = 0;   // tokens whose log-probabilities a streamed chunk carried
+    int64_t logprobs_offset = 0;  // completions' text_offset of the next streamed token
     bool head_sent = false;
     bool done = false;  // its outcome is decided (answer queued or cancellation logged)
     ResponseIdentity identity;

@@ -43,6 +43,9 @@ struct Reassembled {
   Json usage;
   bool done = false;
   size_t chunks = 0;
+  // The chunks' log-probabilities joined: completions' four lists, chat's content entries.
+  Json logprobs = Json{{"tokens", Json::array()}, {"token_logprobs", Json::array()}, {"top_logprobs", Json::array()},
+                       {"text_offset", Json::array()}, {"content", Json::array()}};
 };
 
 Reassembled reassemble(const std::string& body, const std::string& object, bool usage_expected) {
@@ -69,8 +72,20 @@ Reassembled reassemble(const std::string& body, const std::string& object, bool 
     if (c.contains("text")) out.text += c["text"].get<std::string>();
     if (c.contains("delta") && c["delta"].contains("content")) out.text += c["delta"]["content"].get<std::string>();
     if (!c["finish_reason"].is_null()) out.finish_reason = c["finish_reason"].get<std::string>();
+    if (!c["logprobs"].is_null()) {
+      for (auto& [key, list] : out.logprobs.items()) {
+        if (c["logprobs"].contains(key)) list.insert(list.end(), c["logprobs"][key].begin(), c["logprobs"][key].end());
+      }
+    }
   }
   return out;
+}
+
+// The characters of a UTF-8 string (its lead bytes).
+int64_t chars(const std::string& s) {
+  int64_t n = 0;
+  for (const unsigned char b : s) n += (b & 0xC0) != 0x80;
+  return n;
 }
 
 TEST_F(DaemonApi, HealthIsReadyWithBackendModelAndUptime) {
@@ -167,6 +182,102 @@ TEST_F(DaemonApi, CachedTokensCountWhatThePrefixCacheReused) {
   EXPECT_TRUE(eventually([] { return daemon_->log().find(" prompt 5 (4 cached) gen 3") != std::string::npos; }, 5s))
       << daemon_->log();
   EXPECT_NE(daemon_->log().find("CACHED_TOKENS=5"), std::string::npos) << daemon_->log();
+}
+
+// Completions' "logprobs": N: a token list that spells the text, each
+// token's log-probability (greedy: the best of its list of N), text offsets
+// in characters; the stream carries the same lists in its chunks. The text
+// is the one without log-probabilities.
+TEST_F(DaemonApi, CompletionLogprobsSpellTheTextAndStreamTheSame) {
+  Json req = {{"prompt", "Once upon a time"}, {"max_tokens", 27}, {"temperature", 0}, {"logprobs", 3}};
+  const Json j = post("/v1/completions", req);
+  EXPECT_EQ(j["choices"][0]["text"], kGreedy27);
+  const Json& lp = j["choices"][0]["logprobs"];
+  ASSERT_TRUE(lp.is_object()) << j;
+  ASSERT_EQ(lp["tokens"].size(), 27u) << lp;
+  ASSERT_EQ(lp["token_logprobs"].size(), 27u);
+  ASSERT_EQ(lp["top_logprobs"].size(), 27u);
+  ASSERT_EQ(lp["text_offset"].size(), 27u);
+  std::string spelled;
+  int64_t offset = 0;
+  for (size_t i = 0; i < 27; ++i) {
+    const std::string token = lp["tokens"][i].get<std::string>();
+    const double logprob = lp["token_logprobs"][i].get<double>();
+    EXPECT_EQ(lp["text_offset"][i], offset);
+    offset += chars(token);
+    spelled += token;
+    EXPECT_LE(logprob, 0.0);
+    const Json& top = lp["top_logprobs"][i];
+    ASSERT_EQ(top.size(), 3u) << top;
+    double best = -1e30;
+    for (const auto& [t, v] : top.items()) best = std::max(best, v.get<double>());
+    EXPECT_EQ(best, logprob) << "greedy takes its step's most likely token";
+    ASSERT_TRUE(top.contains(token)) << top;
+    EXPECT_EQ(top[token], logprob);
+  }
+  EXPECT_EQ(spelled, kGreedy27);
+
+  req["stream"] = true;
+  const HttpResponse r = post_json(sock(), "/v1/completions", req);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Reassembled s = reassemble(r.body, "text_completion", false);
+  EXPECT_EQ(s.text, kGreedy27);
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    EXPECT_EQ(s.logprobs[key], lp[key]) << key;
+  }
+  // Without the field, and with false: no log-probabilities.
+  req.erase("stream");
+  req["logprobs"] = false;
+  EXPECT_TRUE(post("/v1/completions", req)["choices"][0]["logprobs"].is_null());
+}
+
+// Chat's "logprobs": true with "top_logprobs": N: an entry a token with its
+// bytes, the same when streamed; a stop string ends the text but the tokens
+// generated up to it keep their entries, the streamed ones included.
+TEST_F(DaemonApi, ChatLogprobsAreEntriesWithBytesStreamedAlike) {
+  Json req = {{"messages", {{{"role", "user"}, {"content", "Tell me a story"}}}}, {"max_tokens", 20},
+              {"temperature", 0}, {"logprobs", true}, {"top_logprobs", 2}};
+  const Json j = post("/v1/chat/completions", req);
+  const Json& lp = j["choices"][0]["logprobs"];
+  ASSERT_TRUE(lp.is_object()) << j;
+  EXPECT_TRUE(lp["refusal"].is_null());
+  const Json& content = lp["content"];
+  ASSERT_EQ(content.size(), j["usage"]["completion_tokens"].get<size_t>());
+  std::string spelled;
+  for (const Json& e : content) {
+    std::string bytes;
+    for (const Json& b : e["bytes"]) bytes.push_back(static_cast<char>(b.get<int>()));
+    EXPECT_EQ(e["token"], bytes) << "ASCII tokens: the string is the bytes";
+    spelled += bytes;
+    ASSERT_EQ(e["top_logprobs"].size(), 2u) << e;
+    EXPECT_EQ(e["top_logprobs"][0]["token"], e["token"]) << e;
+    EXPECT_EQ(e["top_logprobs"][0]["logprob"], e["logprob"]);
+    EXPECT_LE(e["top_logprobs"][1]["logprob"].get<double>(), e["logprob"].get<double>());
+  }
+  EXPECT_EQ(spelled, j["choices"][0]["message"]["content"]);
+
+  Json sreq = req;
+  sreq["stream"] = true;
+  const HttpResponse r = post_json(sock(), "/v1/chat/completions", sreq);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Reassembled s = reassemble(r.body, "chat.completion.chunk", false);
+  EXPECT_EQ(s.logprobs["content"], content);
+
+  // A stop string inside the text: the entries run to the token that held it.
+  const std::string text = j["choices"][0]["message"]["content"].get<std::string>();
+  ASSERT_GT(text.size(), 12u) << text;
+  req["stop"] = text.substr(8, 4);
+  const Json stopped = post("/v1/chat/completions", req);
+  EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
+  const Json& stopped_content = stopped["choices"][0]["logprobs"]["content"];
+  ASSERT_GE(stopped_content.size(), 1u);
+  ASSERT_LE(stopped_content.size(), content.size());
+  EXPECT_EQ(stopped_content, Json(std::vector<Json>(content.begin(), content.begin() + stopped_content.size())));
+  sreq["stop"] = req["stop"];
+  const HttpResponse rs = post_json(sock(), "/v1/chat/completions", sreq);
+  const Reassembled ss = reassemble(rs.body, "chat.completion.chunk", false);
+  EXPECT_EQ(ss.text, stopped["choices"][0]["message"]["content"]);
+  EXPECT_EQ(ss.logprobs["content"], stopped_content);
 }
 
 TEST_F(DaemonApi, StopStringEndsTheTextAndFinishesWithStop) {

@@ -177,7 +177,7 @@ TEST_F(DaemonBadInput, OutOfVocabularyTokensAndRanges) {
   expect_error(post_json(sock(), "/v1/completions", {{"prompt", "x"}, {"logit_bias", {{"99999", 1}}}}), 400,
                "invalid_value", "logit_bias");
   expect_error(post_json(sock(), "/v1/completions", {{"prompt", "x"}, {"top_p", 1.5}}), 400, "invalid_value", "top_p");
-  expect_error(post_json(sock(), "/v1/completions", {{"prompt", "x"}, {"logprobs", 5}}), 400, "unsupported_parameter",
+  expect_error(post_json(sock(), "/v1/completions", {{"prompt", "x"}, {"logprobs", 25}}), 400, "invalid_value",
                "logprobs");
   for (int bad : {-2, 257}) {
     const HttpResponse r = post_json(sock(), "/v1/completions", {{"prompt", "x"}, {"repeat_last_n", bad}});

@@ -163,12 +163,47 @@ TEST(CompletionRequest, OnlyOneChoice) {
 }
 
 TEST(CompletionRequest, UnsupportedFeaturesAreRefused) {
-  expect_error(completion(R"({"prompt":"x","logprobs":2})"), "unsupported_parameter", "logprobs");
   expect_error(completion(R"({"prompt":"x","echo":true})"), "unsupported_parameter", "echo");
   expect_error(completion(R"({"prompt":"x","best_of":3})"), "unsupported_parameter", "best_of");
   expect_error(completion(R"({"prompt":"x","suffix":"end"})"), "unsupported_parameter", "suffix");
   // Their neutral values are fine.
   EXPECT_FALSE(completion(R"({"prompt":"x","logprobs":null,"echo":false,"best_of":1,"suffix":""})"));
+}
+
+// Log-probabilities: completions' "logprobs": N (0-20; false or null: none),
+// chat's "logprobs": true with "top_logprobs": N (only with it).
+TEST(GenerationRequest, LogprobsInEachEndpointsForm) {
+  GenerationSpec s;
+  ASSERT_FALSE(completion(R"({"prompt":"x"})", &s));
+  EXPECT_EQ(s.top_logprobs, -1);
+  for (const char* off : {"null", "false"}) {
+    ASSERT_FALSE(completion(std::string(R"({"prompt":"x","logprobs":)") + off + "}", &s));
+    EXPECT_EQ(s.top_logprobs, -1) << off;
+  }
+  ASSERT_FALSE(completion(R"({"prompt":"x","logprobs":0})", &s));
+  EXPECT_EQ(s.top_logprobs, 0);
+  ASSERT_FALSE(completion(R"({"prompt":"x","logprobs":20})", &s));
+  EXPECT_EQ(s.top_logprobs, 20);
+  GenerationRequest req;
+  ASSERT_FALSE(make_generation_request(s, {1, 2}, kLimits, 7, &req));
+  EXPECT_EQ(req.top_logprobs, 20);
+  expect_error(completion(R"({"prompt":"x","logprobs":21})"), "invalid_value", "logprobs", "'logprobs' is 21; allowed [0, 20]");
+  expect_error(completion(R"({"prompt":"x","logprobs":-1})"), "invalid_value", "logprobs");
+  expect_error(completion(R"({"prompt":"x","logprobs":true})"), "invalid_type", "logprobs", "must be an integer");
+  expect_error(completion(R"({"prompt":"x","logprobs":"3"})"), "invalid_type", "logprobs");
+
+  const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
+  ASSERT_FALSE(chat("{" + msgs + "}", &s));
+  EXPECT_EQ(s.top_logprobs, -1);
+  ASSERT_FALSE(chat("{" + msgs + R"(,"logprobs":false})", &s));
+  EXPECT_EQ(s.top_logprobs, -1);
+  ASSERT_FALSE(chat("{" + msgs + R"(,"logprobs":true})", &s));
+  EXPECT_EQ(s.top_logprobs, 0);
+  ASSERT_FALSE(chat("{" + msgs + R"(,"logprobs":true,"top_logprobs":4})", &s));
+  EXPECT_EQ(s.top_logprobs, 4);
+  expect_error(chat("{" + msgs + R"(,"top_logprobs":4})"), "invalid_value", "top_logprobs", "needs \"logprobs\": true");
+  expect_error(chat("{" + msgs + R"(,"logprobs":true,"top_logprobs":21})"), "invalid_value", "top_logprobs");
+  expect_error(chat("{" + msgs + R"(,"logprobs":2})"), "invalid_type", "logprobs");
 }
 
 TEST(ChatRequest, Messages) {
