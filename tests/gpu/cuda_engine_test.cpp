@@ -5,6 +5,7 @@
 // Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -608,6 +609,65 @@ TEST(CudaLookahead, EngineOrdersGiveTheSameTokens) {
   }
   EXPECT_EQ(results[1][3].finish, FinishReason::kCancelled);
   EXPECT_EQ(results[1][3].n_generated, 10);
+}
+
+// Log-probabilities on the GPU: a request that asks for them has the host
+// pick from copied logits, and gets the tokens the device's argmax (greedy)
+// and draw (sampled, top-k) give without them; its log-probabilities are
+// those of the CPU engine on the same file within the logits' parity
+// tolerance, and the same top tokens wherever their logits are apart.
+TEST(CudaLogprobs, SameTokensAsTheDevicePickAndTheCpusLogprobs) {
+  MINFER_REQUIRE_GPU();
+  const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
+  std::unique_ptr<Engine> engines[2];
+  for (int cuda = 0; cuda < 2; ++cuda) {
+    EngineConfig c;
+    c.model_path = path;
+    c.backend = cuda ? BackendChoice::kCuda : BackendChoice::kCpu;
+    c.n_ctx = 256;
+    auto e = Engine::load(c);
+    ASSERT_TRUE(e.has_value()) << e.error().message;
+    engines[cuda] = std::move(*e);
+  }
+  for (const float temperature : {0.0f, 0.9f}) {
+    SCOPED_TRACE(temperature == 0.0f ? "greedy" : "sampled");
+    GenerationRequest req;
+    req.prompt = some_tokens(7, 512, 5);
+    req.max_tokens = 32;
+    req.ignore_eos = true;
+    req.sampling.temperature = temperature;
+    req.sampling.seed = 9;
+    const GenerationResult picked_on_device = engines[1]->generate(req, nullptr, nullptr);
+    req.top_logprobs = 4;
+    const GenerationResult gpu = engines[1]->generate(req, nullptr, nullptr);
+    ASSERT_NE(gpu.finish, FinishReason::kError) << gpu.error->message;
+    EXPECT_EQ(gpu.tokens, picked_on_device.tokens);
+    // The CPU engine evaluates the GPU's tokens teacher-forced: its
+    // log-probability of each.
+    std::vector<int32_t> seq = req.prompt;
+    seq.insert(seq.end(), gpu.tokens.begin(), gpu.tokens.end());
+    const auto cpu_logits = engines[0]->eval_logits(seq);
+    ASSERT_TRUE(cpu_logits.has_value()) << cpu_logits.error().message;
+    ASSERT_EQ(gpu.logprobs.size(), gpu.tokens.size());
+    const int vocab = engines[0]->info().vocab_size;
+    for (size_t i = 0; i < gpu.tokens.size(); ++i) {
+      const float* row = cpu_logits->data() + (req.prompt.size() - 1 + i) * static_cast<size_t>(vocab);
+      double max = row[0], sum = 0.0;
+      for (int v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
+      for (int v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
+      const double log_z = max + std::log(sum);
+      // CudaSynthParity's bound on Q8_0 logits (5e-2 of the row's largest
+      // magnitude), twice: once in the logit, once in the normalizer.
+      double largest = 0;
+      for (int v = 0; v < vocab; ++v) largest = std::max(largest, std::fabs(static_cast<double>(row[v])));
+      const double tol = 2 * 5e-2 * largest;
+      EXPECT_NEAR(gpu.logprobs[i].chosen.logprob, row[gpu.tokens[i]] - log_z, tol) << "token " << i;
+      ASSERT_EQ(gpu.logprobs[i].top.size(), 4u);
+      for (const TokenLogprob& t : gpu.logprobs[i].top) {
+        EXPECT_NEAR(t.logprob, row[t.token] - log_z, tol) << "token " << i << " alternative " << t.token;
+      }
+    }
+  }
 }
 
 // Sampled requests on the GPU whose steps draw their tokens on the device
