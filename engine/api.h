@@ -133,6 +133,11 @@ struct GenerationRequest {
   // steps' logits then go to the host, which picks the tokens (the same
   // tokens as the device would: kernels/draw.h), so decode is slower.
   int top_logprobs = -1;
+  // With top_logprobs ≥ 0: the prompt's tokens' too (GenerationResult::
+  // prompt_logprobs), for scoring text. The prompt is then evaluated whole
+  // (no prefix reuse), every position's logits read; max_tokens may be 0
+  // (score only, generate nothing).
+  bool prompt_logprobs = false;
   std::vector<std::string> stop; // stop strings (not included in the output)
   bool ignore_eos = false;
   // A request that runs past this fails with finish kDeadline.
@@ -162,6 +167,9 @@ struct GenerationResult {
   int n_cached = 0;                 // prompt tokens whose KV was reused
   int n_generated = 0;
   std::vector<TokenLogprobs> logprobs;  // one per generated token, when asked for
+  // One per prompt token, when asked for (GenerationRequest::prompt_logprobs):
+  // the first has no context, so its logprob is NaN and its top list empty.
+  std::vector<TokenLogprobs> prompt_logprobs;
   double prefill_ms = 0, decode_ms = 0, ttft_ms = 0;
   std::optional<Error> error;       // set when finish == kError
 

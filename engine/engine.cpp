@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -201,8 +202,12 @@ Status EngineImpl::validate(const GenerationRequest& req) const {
                                     model.vocab_size));
     }
   }
-  if (req.max_tokens < 1) {
-    return unexpected(ErrorCode::kInvalidArgument, fmt::format("max_tokens is {}; it must be at least 1", req.max_tokens));
+  if (req.max_tokens < (req.prompt_logprobs ? 0 : 1)) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("max_tokens is {}; it must be at least {}", req.max_tokens, req.prompt_logprobs ? 0 : 1));
+  }
+  if (req.prompt_logprobs && req.top_logprobs < 0) {
+    return unexpected(ErrorCode::kInvalidArgument, "prompt_logprobs needs top_logprobs of 0 or more");
   }
   if (req.top_logprobs < -1 || req.top_logprobs > kMaxTopLogprobs) {
     return unexpected(ErrorCode::kInvalidArgument,
@@ -229,7 +234,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // Reuse the previous request's KV for the common prefix; at least the last
   // prompt token is evaluated again so that its logits exist.
   size_t common = 0;
-  if (config.prefix_cache) {
+  if (config.prefix_cache && !req.prompt_logprobs) {  // scoring reads every prompt position's logits
     const size_t limit = std::min(seq.tokens.size(), req.prompt.size() - 1);
     while (common < limit && seq.tokens[common] == req.prompt[common]) ++common;
   }
@@ -239,13 +244,35 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // Log-probabilities need the step's logits on the host, which then picks
   // the token too.
   const bool want_logprobs = req.top_logprobs >= 0;
+  auto described = [&](int32_t id, float logprob) { return TokenLogprob{id, logprob, tokenizer->token_bytes(id, true)}; };
   const bool device_argmax = req.sampling.plain_greedy() && !want_logprobs;
   StepOutput out;
   std::span<const int32_t> pending(req.prompt.data() + common, req.prompt.size() - common);
   // Heartbeat, cancellation and deadline after every prefill chunk: a long
   // prompt on a slow device neither looks stalled nor outlives its client.
+  // Scoring: each prefill step's rows give the log-probabilities of the
+  // prompt tokens they predict (row j of a step starting at prompt index
+  // `scored` predicts token scored + j + 1).
+  size_t scored = 0;
+  const int vocab = model.vocab_size;
+  if (req.prompt_logprobs) {
+    r.prompt_logprobs.push_back(TokenLogprobs{described(req.prompt[0], std::numeric_limits<float>::quiet_NaN()), {}});
+  }
+  const auto score_rows = [&] {
+    const size_t rows = out.logits.size() / static_cast<size_t>(vocab);
+    for (size_t j = 0; j < rows; ++j, ++scored) {
+      if (scored + 1 >= req.prompt.size()) continue;  // the last row predicts the first generated token
+      const std::span<const float> row(out.logits.data() + j * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
+      const int32_t next = req.prompt[scored + 1];
+      const StepLogprobs lp = step_logprobs(row, next, req.top_logprobs);
+      TokenLogprobs t{described(next, lp.chosen), {}};
+      for (const auto& [id, logprob] : lp.top) t.top.push_back(described(id, logprob));
+      r.prompt_logprobs.push_back(std::move(t));
+    }
+  };
   const auto after_chunk = [&]() -> Status {
     record_step();
+    if (req.prompt_logprobs) score_rows();
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       return unexpected(ErrorCode::kCancelled, "cancelled during prefill");
     }
@@ -254,7 +281,8 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     }
     return ok_status();
   };
-  if (Status st = runner->eval(seq, pending, Logits::kLast, device_argmax, &out, after_chunk); !st) {
+  const Logits prefill_logits = req.prompt_logprobs ? Logits::kAll : Logits::kLast;
+  if (Status st = runner->eval(seq, pending, prefill_logits, device_argmax, &out, after_chunk); !st) {
     if (st.error().code == ErrorCode::kCancelled || st.error().code == ErrorCode::kTimeout) {
       // The chunks evaluated so far stay in the cache for the next request.
       r.finish = st.error().code == ErrorCode::kCancelled ? FinishReason::kCancelled : FinishReason::kDeadline;
@@ -264,6 +292,14 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     return fail(st.error());
   }
   r.prefill_ms = ms_since(t0);
+  if (req.prompt_logprobs) {
+    // The last row is the next token's, as a Logits::kLast prefill gives it.
+    out.logits.erase(out.logits.begin(), out.logits.end() - vocab);
+    if (req.max_tokens == 0) {
+      r.finish = FinishReason::kLength;
+      return r;
+    }
+  }
 
   Sampler sampler(req.sampling, model.vocab_size);
   // A sampled request's decode steps draw their tokens themselves where they
@@ -297,7 +333,6 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     raw_logits.assign(out.logits.begin(), out.logits.begin() + model.vocab_size);
     const int32_t t = sampler.sample(out.logits.data(), history);
     const StepLogprobs lp = step_logprobs(raw_logits, t, req.top_logprobs);
-    auto described = [&](int32_t id, float logprob) { return TokenLogprob{id, logprob, tokenizer->token_bytes(id, true)}; };
     token_logprobs = TokenLogprobs{described(t, lp.chosen), {}};
     for (const auto& [id, logprob] : lp.top) token_logprobs->top.push_back(described(id, logprob));
     return t;

@@ -53,7 +53,8 @@ Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logit
     in.kv_cells = seq.cells.data() + first_cell;
     in.seq_cells = seq.cells.data();
     in.n_seq_cells = static_cast<int>(seq.cells.size());
-    Status st = backend_.run(graph(last ? logits : Logits::kNone, last && argmax), in, out);
+    const Logits wanted = last || logits == Logits::kAll ? logits : Logits::kNone;
+    Status st = backend_.run(graph(wanted, last && argmax), in, out);
     if (!st) {
       cells_.truncate(seq, static_cast<int>(first_cell));  // the step did not happen
       return st;

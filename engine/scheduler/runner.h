@@ -27,9 +27,10 @@ class Runner {
          FusionOptions fusion);
 
   // Evaluates `tokens` after the sequence's history and appends them to it.
-  // Logits (or argmax ids) come from the final step only: the last token's,
-  // or with Logits::kAll every token of that final step — callers wanting all
-  // rows pass at most max_tokens tokens.
+  // Logits (or argmax ids) come from the final step only, the last token's;
+  // with Logits::kAll every step computes every one of its tokens' logits,
+  // and `out` holds the step's rows when `after_step` runs (callers that want
+  // all rows read them there, or pass at most max_tokens tokens).
   // `after_step` (may be empty) runs after every forward step; an error it
   // returns stops the evaluation there (the steps done stay in the sequence).
   // Nothing may be in flight (see submit_decode()).

@@ -422,6 +422,79 @@ TEST(EngineDraw, StepsThatDrawGiveTheHostSamplersTokens) {
   }
 }
 
+// Scoring a prompt (prompt_logprobs): every prompt token after the first
+// gets the log-probability a teacher-forced evaluation gives it, over
+// prefill steps of 4 tokens (each step's rows read as it ends); the first
+// has none (NaN); nothing of the prompt comes from the prefix cache; with
+// max_tokens 0 nothing is generated, and with more the tokens are those of
+// the request without scoring.
+TEST(EnginePrefill, PromptLogprobsScoreEveryPromptTokenAcrossSteps) {
+  EngineConfig c;
+  c.model_path = test::stories_path();
+  c.backend = BackendChoice::kCpu;
+  c.n_ctx = 128;
+  c.n_batch = 4;
+  auto e = Engine::load(c);
+  ASSERT_TRUE(e.has_value()) << e.error().message;
+  const std::vector<int32_t> prompt = (*e)->tokenize("Once upon a time there was a little dog who liked to run", true, false);
+  ASSERT_GE(prompt.size(), 9u);
+  // eval_logits takes one step (at most n_batch tokens): the reference rows
+  // for the whole prompt come from a second engine with one big step.
+  EngineConfig big = c;
+  big.n_batch = 128;
+  auto whole = Engine::load(big);
+  ASSERT_TRUE(whole.has_value());
+  const auto ref = (*whole)->eval_logits(prompt);
+  ASSERT_TRUE(ref.has_value()) << ref.error().message;
+  const int vocab = (*e)->info().vocab_size;
+
+  GenerationRequest req;
+  req.prompt = prompt;
+  req.max_tokens = 0;
+  req.top_logprobs = 2;
+  req.prompt_logprobs = true;
+  req.sampling.temperature = 0.0f;
+  for (int pass = 0; pass < 2; ++pass) {  // the second: the same prompt again, scored whole again
+    const GenerationResult r = (*e)->generate(req, nullptr, nullptr);
+    ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+    EXPECT_EQ(r.finish, FinishReason::kLength);
+    EXPECT_EQ(r.n_generated, 0);
+    EXPECT_EQ(r.n_cached, 0);
+    ASSERT_EQ(r.prompt_logprobs.size(), prompt.size());
+    EXPECT_TRUE(std::isnan(r.prompt_logprobs[0].chosen.logprob));
+    EXPECT_TRUE(r.prompt_logprobs[0].top.empty());
+    EXPECT_EQ(r.prompt_logprobs[0].chosen.token, prompt[0]);
+    for (size_t i = 1; i < prompt.size(); ++i) {
+      const float* row = ref->data() + (i - 1) * static_cast<size_t>(vocab);
+      double max = row[0], sum = 0.0;
+      for (int v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
+      for (int v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
+      const double log_z = max + std::log(sum);
+      const TokenLogprobs& lp = r.prompt_logprobs[i];
+      EXPECT_EQ(lp.chosen.token, prompt[i]);
+      EXPECT_NEAR(lp.chosen.logprob, row[prompt[i]] - log_z, 1e-3) << "prompt token " << i;
+      ASSERT_EQ(lp.top.size(), 2u);
+      EXPECT_NEAR(lp.top[0].logprob, max - log_z, 1e-3);
+    }
+  }
+  req.max_tokens = 6;
+  const GenerationResult scored = (*e)->generate(req, nullptr, nullptr);
+  GenerationRequest plain = req;
+  plain.prompt_logprobs = false;
+  plain.top_logprobs = -1;
+  const GenerationResult unscored = (*e)->generate(plain, nullptr, nullptr);
+  EXPECT_EQ(scored.tokens, unscored.tokens);
+  EXPECT_EQ(scored.logprobs.size(), 6u);
+  plain.max_tokens = 0;
+  const GenerationResult refused = (*e)->generate(plain, nullptr, nullptr);
+  ASSERT_EQ(refused.finish, FinishReason::kError);
+  EXPECT_NE(refused.error->message.find("max_tokens is 0; it must be at least 1"), std::string::npos);
+  plain.prompt_logprobs = true;
+  const GenerationResult needs_top = (*e)->generate(plain, nullptr, nullptr);
+  ASSERT_EQ(needs_top.finish, FinishReason::kError);
+  EXPECT_NE(needs_top.error->message.find("prompt_logprobs needs top_logprobs"), std::string::npos);
+}
+
 TEST(EnginePrefill, DeadlineStopsBetweenChunksAndKeepsWhatWasDone) {
   EngineConfig c;
   c.model_path = test::stories_path();
