@@ -277,6 +277,14 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     return;
   }
   req.deadline = job.deadline;
+  if (spec.echo) {
+    // The prompt as the client wrote it; token prompts as their text.
+    if (!spec.prompt_is_tokens) {
+      out.echo_text = spec.prompt_text;
+    } else if (auto text = engine_->detokenize(spec.prompt_tokens)) {  // ids checked by the parser
+      out.echo_text = std::move(*text);
+    }
+  }
   out.prep_ms = ms_between(t_prep, Clock::now());
   metrics_.count_prompt_tokens(static_cast<int>(req.prompt.size()));
   job.sink->started(static_cast<int>(req.prompt.size()));

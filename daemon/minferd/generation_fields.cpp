@@ -112,7 +112,7 @@ std::optional<ApiError> read_logprobs(const Json& body, ApiKind kind, int* out) 
 
 // Features we do not implement are refused, not ignored: a client that asks
 // for tools would otherwise silently get something else.
-std::optional<ApiError> refuse_unsupported(const Json& body) {
+std::optional<ApiError> refuse_unsupported(const Json& body, ApiKind kind) {
   auto unsupported = [](const char* name, const std::string& why) {
     return invalid_request(name, "unsupported_parameter", fmt::format("'{}' {}; minferd does not support it", name, why));
   };
@@ -120,8 +120,8 @@ std::optional<ApiError> refuse_unsupported(const Json& body) {
     auto it = body.find(name);
     return it != body.end() && !it->is_null();
   };
-  if (given("echo") && !(body["echo"].is_boolean() && !body["echo"].get<bool>())) {
-    return unsupported("echo", "asks for the prompt to be echoed");
+  if (kind == ApiKind::kChat && given("echo") && !(body["echo"].is_boolean() && !body["echo"].get<bool>())) {
+    return unsupported("echo", "asks for the prompt to be echoed (completions only)");
   }
   if (given("best_of") && !(body["best_of"].is_number_integer() && body["best_of"].get<int64_t>() == 1)) {
     return unsupported("best_of", "asks for several candidates");
@@ -147,7 +147,7 @@ std::optional<ApiError> refuse_unsupported(const Json& body) {
 }  // namespace
 
 std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLimits& limits, GenerationSpec* out) {
-  if (auto e = refuse_unsupported(body)) return e;
+  if (auto e = refuse_unsupported(body, out->kind)) return e;
 
   std::optional<int64_t> n;
   if (auto e = read_integer(body, "n", &n)) return e;
@@ -168,7 +168,7 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
     if (auto e = read_integer(body, "max_tokens", &max_tokens)) return e;
   }
   if (max_tokens) {
-    if (*max_tokens < 1) {
+    if (*max_tokens < 0) {
       return invalid_request(max_name, "invalid_value", fmt::format("'{}' is {}; it must be at least 1", max_name, *max_tokens));
     }
     if (*max_tokens > limits.n_ctx - 1) {
@@ -227,11 +227,30 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
   if (i) out->seed = static_cast<uint64_t>(*i);  // negative seeds are seeds too
   if (auto e = read_logit_bias(body, limits.vocab_size, &sp)) return e;
   if (auto e = read_logprobs(body, out->kind, &out->top_logprobs)) return e;
+  if (out->kind == ApiKind::kCompletion) {
+    std::optional<bool> echo;
+    if (auto e = read_bool(body, "echo", &echo)) return e;
+    out->echo = echo.value_or(false);
+  }
+  // max_tokens 0 scores the prompt without generating: only with echo and
+  // logprobs, which say what to answer.
+  if (out->max_tokens == 0 && !(out->echo && out->top_logprobs >= 0)) {
+    return invalid_request(max_name, "invalid_value",
+                           fmt::format("'{}' is 0; it must be at least 1 (0 only with echo and logprobs, to score the "
+                                       "prompt)",
+                                       max_name));
+  }
   if (auto e = read_stop(body, &out->stop)) return e;
 
   std::optional<bool> stream;
   if (auto e = read_bool(body, "stream", &stream)) return e;
   out->stream = stream.value_or(false);
+  if (out->stream && out->echo) {
+    // The prompt's log-probabilities exist only once the prefill is done,
+    // after a stream's head: echo answers whole.
+    return invalid_request("echo", "unsupported_parameter",
+                           "'echo' with \"stream\": true; minferd echoes only in whole answers");
+  }
   auto so = body.find("stream_options");
   if (so != body.end() && !so->is_null()) {
     if (!so->is_object()) {
@@ -285,6 +304,7 @@ std::optional<ApiError> make_generation_request(const GenerationSpec& spec, std:
   out->sampling.seed = spec.seed.value_or(seed);
   out->stop = spec.stop;
   out->top_logprobs = spec.top_logprobs;
+  out->prompt_logprobs = spec.echo && spec.top_logprobs >= 0;
   out->ignore_eos = false;
   return std::nullopt;
 }

@@ -40,6 +40,9 @@ struct GenerationSpec {
   // token's and this many alternatives (completions' "logprobs": N, chat's
   // "logprobs": true with "top_logprobs": N).
   int top_logprobs = -1;
+  // Completions' echo: the answer's text starts with the prompt, and with
+  // logprobs its tokens are listed first (the first one with none).
+  bool echo = false;
 };
 
 // POST /tokenize: {"content", "add_special" (false), "parse_special" (true), "with_pieces" (false)}

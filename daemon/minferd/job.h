@@ -25,6 +25,7 @@ enum class JobKind { kGenerate, kTokenize, kDetokenize };
 struct JobOutcome {
   std::optional<ApiError> error;  // rejected or failed: answered with this
   GenerationResult result;        // kGenerate (finish says how it ended)
+  std::string echo_text;          // completions with echo: the prompt, as text
   std::vector<int32_t> tokens;    // kTokenize
   std::vector<std::string> pieces;  // kTokenize with_pieces: each token's text
   std::string content;            // kDetokenize

@@ -1,5 +1,6 @@
 #include "daemon/minferd/openai_response.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "engine/tokenizer/unicode.h"
@@ -55,8 +56,10 @@ Json logprobs_json(ApiKind kind, const ChoiceLogprobs* lp) {
   int64_t offset = lp->text_offset;
   for (const TokenLogprobs& tl : lp->tokens) {
     tokens.push_back(text_of(tl.chosen));
-    token_logprobs.push_back(tl.chosen.logprob);
-    Json top = Json::object();
+    // An echoed prompt's first token has no context: null, as OpenAI's.
+    const bool none = std::isnan(tl.chosen.logprob);
+    token_logprobs.push_back(none ? Json(nullptr) : Json(tl.chosen.logprob));
+    Json top = none ? Json(nullptr) : Json::object();
     // Two tokens can decode to the same string (a byte-fallback and a merged
     // piece): the more likely one, listed first, keeps the key.
     for (const TokenLogprob& t : tl.top) top.emplace(text_of(t), t.logprob);

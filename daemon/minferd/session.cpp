@@ -457,8 +457,14 @@ void Session::complete_generation(JobOutcome& o) {
     return;
   }
   HttpReply reply;
-  const ChoiceLogprobs lp{r.logprobs, 0};
-  reply.body = completion_body(a.identity, r.text, finish, usage, a.logprobs ? &lp : nullptr);
+  // Echo: the prompt's text and tokens first.
+  std::vector<TokenLogprobs> echoed;
+  if (!o.echo_text.empty() || !r.prompt_logprobs.empty()) {
+    echoed = r.prompt_logprobs;
+    echoed.insert(echoed.end(), r.logprobs.begin(), r.logprobs.end());
+  }
+  const ChoiceLogprobs lp{echoed.empty() ? std::span<const TokenLogprobs>(r.logprobs) : echoed, 0};
+  reply.body = completion_body(a.identity, o.echo_text + r.text, finish, usage, a.logprobs ? &lp : nullptr);
   // Where the time went, for clients and the load tool (Server-Timing, W3C).
   reply.headers.emplace_back("Server-Timing",
                              fmt::format("queue;dur={:.3f}, prep;dur={:.3f}, engine;dur={:.3f}", o.queue_ms,

@@ -280,6 +280,55 @@ TEST_F(DaemonApi, ChatLogprobsAreEntriesWithBytesStreamedAlike) {
   EXPECT_EQ(ss.logprobs["content"], stopped_content);
 }
 
+// Scoring with echo, as evaluation harnesses do: max_tokens 0 answers the
+// prompt's text and its tokens' log-probabilities (the first null); with
+// tokens generated, they follow the prompt's, the same as without echo; a
+// prompt token's log-probability is the one a generation from the prompt
+// before it gives that token.
+TEST_F(DaemonApi, EchoScoresThePromptAndListsItsTokensFirst) {
+  const Json scored = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}});
+  const Json& choice = scored["choices"][0];
+  EXPECT_EQ(choice["text"], "Once upon a time");
+  EXPECT_EQ(choice["finish_reason"], "length");
+  EXPECT_EQ(scored["usage"]["completion_tokens"], 0);
+  const Json& lp = choice["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 5u) << lp;
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  for (size_t i = 1; i < 5; ++i) {
+    EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0);
+    EXPECT_EQ(lp["top_logprobs"][i].size(), 1u);
+  }
+  EXPECT_EQ(lp["tokens"][1], " Once");
+
+  const Json plain = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 27}, {"temperature", 0}, {"logprobs", 1}});
+  const Json echoed = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 27}, {"temperature", 0},
+                                              {"logprobs", 1}, {"echo", true}});
+  EXPECT_EQ(echoed["choices"][0]["text"], std::string("Once upon a time") + kGreedy27);
+  const Json& elp = echoed["choices"][0]["logprobs"];
+  ASSERT_EQ(elp["tokens"].size(), 32u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(elp["token_logprobs"][i], lp["token_logprobs"][i]) << i;
+  for (size_t i = 0; i < 27; ++i) {
+    EXPECT_EQ(elp["tokens"][5 + i], plain["choices"][0]["logprobs"]["tokens"][i]);
+    EXPECT_EQ(elp["token_logprobs"][5 + i], plain["choices"][0]["logprobs"]["token_logprobs"][i]);
+  }
+  // Echo alone: the text, no log-probabilities.
+  const Json text_only = post("/v1/completions", {{"prompt", {1, 403, 407, 261, 378}}, {"max_tokens", 27}, {"temperature", 0},
+                                                 {"echo", true}});
+  EXPECT_EQ(text_only["choices"][0]["text"], std::string("Once upon a time") + kGreedy27);
+  EXPECT_TRUE(text_only["choices"][0]["logprobs"].is_null());
+
+  // The generation's first token scored as the sixth prompt token.
+  const Json ids = post("/tokenize", {{"content", "Once upon a time,"}, {"add_special", true}})["tokens"];
+  ASSERT_EQ(ids, Json::parse("[1, 403, 407, 261, 378, 432]"));
+  ASSERT_EQ(plain["choices"][0]["logprobs"]["tokens"][0], ",");
+  const Json six = post("/v1/completions", {{"prompt", ids}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 0}});
+  EXPECT_EQ(six["choices"][0]["logprobs"]["tokens"][5], ",");
+  ASSERT_EQ(six["choices"][0]["logprobs"]["token_logprobs"].size(), 6u);
+  EXPECT_NEAR(six["choices"][0]["logprobs"]["token_logprobs"][5].get<double>(),
+              plain["choices"][0]["logprobs"]["token_logprobs"][0].get<double>(), 1e-4);
+}
+
 TEST_F(DaemonApi, StopStringEndsTheTextAndFinishesWithStop) {
   const Json j = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0},
                                           {"stop", {"Lily", "never"}}});

@@ -163,7 +163,7 @@ TEST(CompletionRequest, OnlyOneChoice) {
 }
 
 TEST(CompletionRequest, UnsupportedFeaturesAreRefused) {
-  expect_error(completion(R"({"prompt":"x","echo":true})"), "unsupported_parameter", "echo");
+  expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"echo":true})"), "unsupported_parameter", "echo");
   expect_error(completion(R"({"prompt":"x","best_of":3})"), "unsupported_parameter", "best_of");
   expect_error(completion(R"({"prompt":"x","suffix":"end"})"), "unsupported_parameter", "suffix");
   // Their neutral values are fine.
@@ -204,6 +204,30 @@ TEST(GenerationRequest, LogprobsInEachEndpointsForm) {
   expect_error(chat("{" + msgs + R"(,"top_logprobs":4})"), "invalid_value", "top_logprobs", "needs \"logprobs\": true");
   expect_error(chat("{" + msgs + R"(,"logprobs":true,"top_logprobs":21})"), "invalid_value", "top_logprobs");
   expect_error(chat("{" + msgs + R"(,"logprobs":2})"), "invalid_type", "logprobs");
+}
+
+// Completions' echo: the prompt first in the answer; with logprobs the
+// prompt is scored (GenerationRequest::prompt_logprobs), and only then may
+// max_tokens be 0. Not with stream.
+TEST(CompletionRequest, EchoScoresThePromptWithLogprobs) {
+  GenerationSpec s;
+  ASSERT_FALSE(completion(R"({"prompt":"x","echo":true,"max_tokens":3})", &s));
+  EXPECT_TRUE(s.echo);
+  GenerationRequest req;
+  ASSERT_FALSE(make_generation_request(s, {1, 2}, kLimits, 7, &req));
+  EXPECT_FALSE(req.prompt_logprobs);
+  ASSERT_FALSE(completion(R"({"prompt":"x","echo":true,"logprobs":1,"max_tokens":0})", &s));
+  EXPECT_EQ(s.max_tokens, 0);
+  ASSERT_FALSE(make_generation_request(s, {1, 2}, kLimits, 7, &req));
+  EXPECT_TRUE(req.prompt_logprobs);
+  EXPECT_EQ(req.top_logprobs, 1);
+  EXPECT_EQ(req.max_tokens, 0);
+  expect_error(completion(R"({"prompt":"x","max_tokens":0})"), "invalid_value", "max_tokens",
+               "'max_tokens' is 0; it must be at least 1 (0 only with echo and logprobs");
+  expect_error(completion(R"({"prompt":"x","echo":true,"max_tokens":0})"), "invalid_value", "max_tokens");
+  expect_error(completion(R"({"prompt":"x","max_tokens":-1,"echo":true,"logprobs":1})"), "invalid_value", "max_tokens");
+  expect_error(completion(R"({"prompt":"x","echo":true,"stream":true})"), "unsupported_parameter", "echo");
+  expect_error(completion(R"({"prompt":"x","echo":"yes"})"), "invalid_type", "echo");
 }
 
 TEST(ChatRequest, Messages) {
