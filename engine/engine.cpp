@@ -281,8 +281,13 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     }
     return ok_status();
   };
+  // Scoring reads every row's logits: in steps of at most kScoreStepTokens,
+  // so that they take 64 rows × the vocabulary (39 MB for Qwen's 151,936),
+  // not --batch-size rows, on the device and in pinned host memory.
+  constexpr int kScoreStepTokens = 64;
   const Logits prefill_logits = req.prompt_logprobs ? Logits::kAll : Logits::kLast;
-  if (Status st = runner->eval(seq, pending, prefill_logits, device_argmax, &out, after_chunk); !st) {
+  const int step_tokens = req.prompt_logprobs ? kScoreStepTokens : 0;
+  if (Status st = runner->eval(seq, pending, prefill_logits, device_argmax, &out, after_chunk, step_tokens); !st) {
     if (st.error().code == ErrorCode::kCancelled || st.error().code == ErrorCode::kTimeout) {
       // The chunks evaluated so far stay in the cache for the next request.
       r.finish = st.error().code == ErrorCode::kCancelled ? FinishReason::kCancelled : FinishReason::kDeadline;

@@ -26,7 +26,7 @@ const Graph& Runner::graph(Logits logits, bool argmax, bool sample) {
 }
 
 Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out,
-                    const std::function<Status()>& after_step) {
+                    const std::function<Status()>& after_step, int step_tokens) {
   if (tokens.empty()) return unexpected(ErrorCode::kInvalidArgument, "eval of zero tokens");
   if (!in_flight_.empty()) {
     return unexpected(ErrorCode::kInternal, fmt::format("eval with {} decode steps in flight", in_flight_.size()));
@@ -39,7 +39,8 @@ Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logit
   }
   size_t done = 0;
   while (done < tokens.size()) {
-    const size_t n = std::min(tokens.size() - done, static_cast<size_t>(max_tokens_));
+    const int cap = step_tokens > 0 ? std::min(step_tokens, max_tokens_) : max_tokens_;
+    const size_t n = std::min(tokens.size() - done, static_cast<size_t>(cap));
     const bool last = done + n == tokens.size();
     const size_t first_cell = seq.cells.size();
     const int first_pos = seq.n_past();

@@ -33,9 +33,10 @@ class Runner {
   // all rows read them there, or pass at most max_tokens tokens).
   // `after_step` (may be empty) runs after every forward step; an error it
   // returns stops the evaluation there (the steps done stay in the sequence).
+  // `step_tokens` (0: max_tokens) caps the tokens a step takes.
   // Nothing may be in flight (see submit_decode()).
   Status eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out,
-              const std::function<Status()>& after_step = {});
+              const std::function<Status()>& after_step = {}, int step_tokens = 0);
 
   // Decode with steps in flight (Backend::submit/collect), so that the
   // device evaluates a token while the host hands out the one before.

@@ -477,6 +477,25 @@ TEST(EnginePrefill, PromptLogprobsScoreEveryPromptTokenAcrossSteps) {
       EXPECT_NEAR(lp.top[0].logprob, max - log_z, 1e-3);
     }
   }
+  // Scoring takes prefill steps of at most 64 tokens whatever n_batch
+  // allows: 100 tokens in two steps on the engine whose n_batch is 128.
+  GenerationRequest long_req = req;
+  long_req.prompt.clear();
+  for (int i = 0; i < 100; ++i) long_req.prompt.push_back(prompt[static_cast<size_t>(i) % prompt.size()]);
+  const uint64_t steps_before = (*whole)->health().steps;
+  const GenerationResult long_scored = (*whole)->generate(long_req, nullptr, nullptr);
+  ASSERT_NE(long_scored.finish, FinishReason::kError) << long_scored.error->message;
+  EXPECT_EQ((*whole)->health().steps, steps_before + 2);
+  const auto long_ref = (*whole)->eval_logits(long_req.prompt);
+  ASSERT_TRUE(long_ref.has_value());
+  for (size_t i = 1; i < long_req.prompt.size(); ++i) {
+    const float* row = long_ref->data() + (i - 1) * static_cast<size_t>(vocab);
+    double max = row[0], sum = 0.0;
+    for (int v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
+    for (int v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
+    EXPECT_NEAR(long_scored.prompt_logprobs[i].chosen.logprob, row[long_req.prompt[i]] - max - std::log(sum), 1e-3) << i;
+  }
+
   req.max_tokens = 6;
   const GenerationResult scored = (*e)->generate(req, nullptr, nullptr);
   GenerationRequest plain = req;

@@ -670,6 +670,56 @@ TEST(CudaLogprobs, SameTokensAsTheDevicePickAndTheCpusLogprobs) {
   }
 }
 
+// Scoring a prompt on the GPU (prompt_logprobs): 150 tokens, three prefill
+// steps of every row's logits (which grows the logits buffer, so the decode
+// graphs are captured again), within the CPU engine's log-probabilities; a
+// greedy request after it still gets the tokens it got before.
+TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
+  MINFER_REQUIRE_GPU();
+  const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
+  std::unique_ptr<Engine> engines[2];
+  for (int cuda = 0; cuda < 2; ++cuda) {
+    EngineConfig c;
+    c.model_path = path;
+    c.backend = cuda ? BackendChoice::kCuda : BackendChoice::kCpu;
+    c.n_ctx = 256;
+    auto e = Engine::load(c);
+    ASSERT_TRUE(e.has_value()) << e.error().message;
+    engines[cuda] = std::move(*e);
+  }
+  GenerationRequest greedy;
+  greedy.prompt = some_tokens(9, 512, 4);
+  greedy.max_tokens = 24;
+  greedy.ignore_eos = true;
+  greedy.sampling.temperature = 0.0f;
+  const GenerationResult before = engines[1]->generate(greedy, nullptr, nullptr);
+  GenerationRequest score;
+  score.prompt = some_tokens(150, 512, 8);
+  score.max_tokens = 0;
+  score.top_logprobs = 0;
+  score.prompt_logprobs = true;
+  const GenerationResult results[2] = {engines[0]->generate(score, nullptr, nullptr),
+                                       engines[1]->generate(score, nullptr, nullptr)};
+  for (const GenerationResult& r : results) {
+    ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+    ASSERT_EQ(r.prompt_logprobs.size(), score.prompt.size());
+  }
+  const auto cpu_logits = engines[0]->eval_logits(score.prompt);
+  ASSERT_TRUE(cpu_logits.has_value()) << cpu_logits.error().message;
+  const int vocab = engines[0]->info().vocab_size;
+  for (size_t i = 1; i < score.prompt.size(); ++i) {
+    const float* row = cpu_logits->data() + (i - 1) * static_cast<size_t>(vocab);
+    double largest = 0;
+    for (int v = 0; v < vocab; ++v) largest = std::max(largest, std::fabs(static_cast<double>(row[v])));
+    // CudaSynthParity's bound on Q8_0 logits, in the logit and the normalizer.
+    EXPECT_NEAR(results[1].prompt_logprobs[i].chosen.logprob, results[0].prompt_logprobs[i].chosen.logprob,
+                2 * 5e-2 * largest)
+        << "prompt token " << i;
+  }
+  const GenerationResult after = engines[1]->generate(greedy, nullptr, nullptr);
+  EXPECT_EQ(after.tokens, before.tokens);
+}
+
 // Sampled requests on the GPU whose steps draw their tokens on the device
 // (kernels::launch_sample, captured in the step's graph, with a second step
 // fed from the draw) against the host sampler drawing from copied logits:
