@@ -138,6 +138,11 @@ struct GenerationRequest {
   // (no prefix reuse), every position's logits read; max_tokens may be 0
   // (score only, generate nothing).
   bool prompt_logprobs = false;
+  // JSON mode (OpenAI's response_format json_object): every token keeps the
+  // output a prefix of one JSON object (engine/sampling/json_grammar.h), and
+  // generation ends when the object closes (finish kStop) — or at max_tokens,
+  // possibly mid-object. The host picks the tokens from copied logits.
+  bool json_object = false;
   std::vector<std::string> stop; // stop strings (not included in the output)
   bool ignore_eos = false;
   // A request that runs past this fails with finish kDeadline.

@@ -20,6 +20,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/scheduler/runner.h"
+#include "engine/sampling/json_grammar.h"
 #include "engine/sampling/logprobs.h"
 #include "engine/scheduler/stop_matcher.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -153,6 +154,9 @@ class EngineImpl {
   mutable std::mutex health_mutex;
   EngineHealth health;
   std::unique_ptr<TraceWriter> trace;
+  // Each token's bytes (control tokens: none), for constrained output; built
+  // by the first request that constrains.
+  std::vector<std::string> token_text;
 
   // After a failed step: a backend that can no longer run marks the engine
   // wedged (health, and through it the daemon's /health and watchdog).
@@ -244,8 +248,20 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // Log-probabilities need the step's logits on the host, which then picks
   // the token too.
   const bool want_logprobs = req.top_logprobs >= 0;
+  const bool constrained = req.json_object;
+  JsonObjectGrammar grammar;
+  if (constrained && token_text.empty()) {
+    token_text.resize(static_cast<size_t>(model.vocab_size));
+    for (int32_t id = 0; id < model.vocab_size; ++id) token_text[static_cast<size_t>(id)] = tokenizer->token_bytes(id, false);
+  }
+  // A token may come next if it has bytes and they keep the output a prefix
+  // of the object.
+  const auto allowed = [&](int32_t id) {
+    const std::string& bytes = token_text[static_cast<size_t>(id)];
+    return !bytes.empty() && grammar.accepts(bytes);
+  };
   auto described = [&](int32_t id, float logprob) { return TokenLogprob{id, logprob, tokenizer->token_bytes(id, true)}; };
-  const bool device_argmax = req.sampling.plain_greedy() && !want_logprobs;
+  const bool device_argmax = req.sampling.plain_greedy() && !want_logprobs && !constrained;
   StepOutput out;
   std::span<const int32_t> pending(req.prompt.data() + common, req.prompt.size() - common);
   // Heartbeat, cancellation and deadline after every prefill chunk: a long
@@ -310,7 +326,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // A sampled request's decode steps draw their tokens themselves where they
   // can; the first token, from the prefill's logits, is the host's (the same
   // draw: the generator's numbers are taken in token order either way).
-  const bool draw_in_step = !device_argmax && !want_logprobs && config.draw_in_step &&
+  const bool draw_in_step = !device_argmax && !want_logprobs && !constrained && config.draw_in_step &&
                             backend->supports(Op::kSample) && req.sampling.drawn_in_step(model.vocab_size);
   const bool picked = device_argmax || draw_in_step;
   kernels::DrawArgs draw;  // read by submit() only (a backend stages it with the step)
@@ -334,16 +350,24 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   std::vector<float> raw_logits;
   std::optional<TokenLogprobs> token_logprobs;
   const auto pick_on_host = [&]() -> int32_t {
-    if (!want_logprobs) return sampler.sample(out.logits.data(), history);
-    raw_logits.assign(out.logits.begin(), out.logits.begin() + model.vocab_size);
-    const int32_t t = sampler.sample(out.logits.data(), history);
+    if (want_logprobs) raw_logits.assign(out.logits.begin(), out.logits.begin() + model.vocab_size);
+    const int32_t t = constrained ? sampler.sample(out.logits.data(), history, allowed)
+                                  : sampler.sample(out.logits.data(), history);
+    if (t < 0) return t;  // nothing allowed
+    if (constrained) grammar.advance(token_text[static_cast<size_t>(t)]);
+    if (!want_logprobs) return t;
     const StepLogprobs lp = step_logprobs(raw_logits, t, req.top_logprobs);
     token_logprobs = TokenLogprobs{described(t, lp.chosen), {}};
     for (const auto& [id, logprob] : lp.top) token_logprobs->top.push_back(described(id, logprob));
     return t;
   };
   const auto t_decode = Clock::now();
+  const auto no_token = [&] {
+    return Error(ErrorCode::kUnsupported,
+                 fmt::format("JSON mode: no token of the vocabulary continues the output after {} tokens", r.n_generated));
+  };
   int32_t token = device_argmax ? out.argmax.at(0) : pick_on_host();
+  if (token < 0) return fail(no_token());
   for (;;) {
     const bool eos = !req.ignore_eos && tokenizer->is_end_of_generation(token);
     if (!eos && ahead > 0) {
@@ -375,7 +399,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     r.text += ev.text;
     if (r.n_generated == 1) r.ttft_ms = ms_since(t0);
     const bool keep_going = !on_token || on_token(ev);
-    if (stops.stopped()) {
+    if (stops.stopped() || (constrained && grammar.complete())) {
       r.finish = FinishReason::kStop;
       break;
     }
@@ -397,6 +421,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     if (Status st = runner->collect_decode(seq, &out); !st) return fail(st.error());
     record_step();
     token = picked ? out.argmax.at(0) : pick_on_host();
+    if (token < 0) return fail(no_token());
   }
   r.decode_ms = ms_since(t_decode);
   if (Status st = runner->drain(seq); !st) return fail(st.error());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace minfer {
 
@@ -95,10 +96,43 @@ void Sampler::apply_penalties(float* logits, const std::vector<int32_t>& history
                           params_.frequency_penalty, params_.presence_penalty);
 }
 
-int32_t Sampler::sample(float* logits, const std::vector<int32_t>& history) {
+bool Sampler::constrain(float* logits, const std::function<bool(int32_t)>& allowed, size_t need) {
+  const size_t vocab = static_cast<size_t>(vocab_size_);
+  std::vector<char> keep(vocab, 0);
+  size_t kept = 0;
+  if (need >= vocab) {
+    for (size_t i = 0; i < vocab; ++i) kept += keep[i] = allowed(static_cast<int32_t>(i)) ? 1 : 0;
+  } else {
+    // The best first (the lower id on ties), asked until `need` are allowed:
+    // a heap, not a sort, since the first few usually suffice.
+    candidates_.resize(vocab);
+    for (size_t i = 0; i < vocab; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
+    auto worse = [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); };
+    std::make_heap(candidates_.begin(), candidates_.end(), worse);
+    for (auto end = candidates_.end(); end != candidates_.begin() && kept < need; --end) {
+      std::pop_heap(candidates_.begin(), end, worse);
+      const int32_t id = (end - 1)->second;
+      if (allowed(id)) {
+        keep[static_cast<size_t>(id)] = 1;
+        ++kept;
+      }
+    }
+  }
+  for (size_t i = 0; i < vocab; ++i) {
+    if (!keep[i]) logits[i] = -std::numeric_limits<float>::infinity();
+  }
+  return kept > 0;
+}
+
+int32_t Sampler::sample(float* logits, const std::vector<int32_t>& history, const std::function<bool(int32_t)>& allowed) {
   const SamplingParams& p = params_;
   for (const auto& [id, bias] : p.logit_bias) logits[id] += bias;
   apply_penalties(logits, history);
+  if (allowed) {
+    const size_t vocab = static_cast<size_t>(vocab_size_);
+    const size_t need = p.greedy() ? 1 : (p.top_k > 0 && static_cast<size_t>(p.top_k) < vocab ? p.top_k : vocab);
+    if (!constrain(logits, allowed, need)) return -1;
+  }
 
   if (p.greedy()) {
     return static_cast<int32_t>(std::max_element(logits, logits + vocab_size_) - logits);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <span>
 #include <utility>
@@ -53,8 +54,13 @@ class Sampler {
   Sampler(const SamplingParams& params, int vocab_size);
 
   // Picks the next token from `logits` (modified in place). `history` holds
-  // the prompt and the tokens generated so far.
-  int32_t sample(float* logits, const std::vector<int32_t>& history);
+  // the prompt and the tokens generated so far. `allowed` (may be empty):
+  // tokens it refuses are never picked (constrained output, JSON mode) —
+  // after the bias and penalties, the best tokens it allows stand in for the
+  // best tokens (asked about in order, as many as the chain can use: one when
+  // greedy, top-k of them, every token without top-k); -1 when it allows none.
+  int32_t sample(float* logits, const std::vector<int32_t>& history,
+                 const std::function<bool(int32_t)>& allowed = {});
   // The next token's draw for a step that draws it (params.drawn_in_step()):
   // what sample() would use, taking the generator's next number as it would.
   // The tokens before the step's input token are `before` followed by
@@ -65,6 +71,9 @@ class Sampler {
 
  private:
   void apply_penalties(float* logits, const std::vector<int32_t>& history) const;
+  // Sets every logit but those of the `need` best tokens `allowed` allows to
+  // -inf; false when it allows none.
+  bool constrain(float* logits, const std::function<bool(int32_t)>& allowed, size_t need);
   double uniform();
   float uniform24();
 

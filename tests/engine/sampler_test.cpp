@@ -220,5 +220,40 @@ TEST(StepLogprobs, LogSoftmaxOfTheRawLogitsBestFirst) {
   EXPECT_NEAR(big.chosen, -std::log(2.0), 1e-6);
 }
 
+// A constraint (JSON mode's): greedy takes the best token it allows, even
+// past the bias; sampled draws, with top-k and without, never take one it
+// refuses and still follow the logits among the others; none allowed: -1.
+TEST(Sampler, AllowedTokensOnly) {
+  const std::vector<float> base = {5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.0f};
+  auto odd = [](int32_t t) { return t % 2 == 1; };
+  std::vector<float> l = base;
+  Sampler greedy(plain(0.0f), 6);
+  EXPECT_EQ(greedy.sample(l.data(), {}, odd), 1);
+  SamplingParams biased = plain(0.0f);
+  biased.logit_bias = {{5, 10.0f}};
+  l = base;
+  EXPECT_EQ(Sampler(biased, 6).sample(l.data(), {}, odd), 5);  // the bias counts first
+  for (const int top_k : {0, 2}) {
+    SamplingParams sp = plain(1.0f);
+    sp.top_k = top_k;
+    sp.seed = 3;
+    Sampler s(sp, 6);
+    int counts[6] = {};
+    for (int i = 0; i < 4000; ++i) {
+      l = base;
+      ++counts[s.sample(l.data(), {}, odd)];
+    }
+    EXPECT_EQ(counts[0] + counts[2] + counts[4], 0) << "top_k " << top_k;
+    // Among 1, 3, 5 the softmax of 4, 2, 0 (top-k 2: of 4 and 2 alone).
+    const double p1 = top_k == 2 ? 1.0 / (1.0 + std::exp(-2.0)) : 1.0 / (1.0 + std::exp(-2.0) + std::exp(-4.0));
+    EXPECT_NEAR(counts[1] / 4000.0, p1, 0.03) << "top_k " << top_k;
+    if (top_k == 2) {
+      EXPECT_EQ(counts[5], 0);
+    }
+  }
+  l = base;
+  EXPECT_EQ(greedy.sample(l.data(), {}, [](int32_t) { return false; }), -1);
+}
+
 }  // namespace
 }  // namespace minfer

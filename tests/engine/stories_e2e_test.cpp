@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/api.h"
+#include "engine/sampling/json_grammar.h"
 #include "tests/engine/test_models.h"
 
 namespace minfer {
@@ -242,6 +243,45 @@ TYPED_TEST(Stories, LogprobsAreTheModelsAndChangeNoToken) {
   const GenerationResult bad = this->engine_->generate(sampled, nullptr, nullptr);
   ASSERT_EQ(bad.finish, FinishReason::kError);
   EXPECT_NE(bad.error->message.find("top_logprobs is 21; allowed -1 (none) to 20"), std::string::npos) << bad.error->message;
+}
+
+// JSON mode: the story model's output, greedy or sampled, is always a prefix
+// of one JSON object (it never closes one by itself within 150 tokens, but
+// every token keeps the text valid); biased toward '}', the object closes at
+// once and generation ends there with kStop.
+TYPED_TEST(Stories, JsonModeKeepsTheOutputAJsonObject) {
+  const std::vector<int32_t> prompt = this->engine_->tokenize("Once upon a time", true, false);
+  for (int seed = 0; seed < 4; ++seed) {
+    GenerationRequest req = greedy(prompt, 150);
+    req.json_object = true;
+    if (seed > 0) {
+      req.sampling.temperature = 0.8f;
+      req.sampling.seed = static_cast<uint64_t>(seed);
+    }
+    const GenerationResult r = this->engine_->generate(req, nullptr, nullptr);
+    ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+    JsonObjectGrammar g;
+    EXPECT_TRUE(g.advance(r.text)) << "seed " << seed << ": " << r.text;
+    EXPECT_EQ(r.text.find('{'), r.text.find_first_not_of(' ')) << r.text;
+    if (r.finish == FinishReason::kStop) {
+      EXPECT_TRUE(g.complete());
+      EXPECT_TRUE(nlohmann::json::parse(r.text, nullptr, false).is_object()) << r.text;
+    }
+  }
+  // Every token that decodes to a closing brace, pushed up.
+  GenerationRequest req = greedy(prompt, 40);
+  req.json_object = true;
+  for (int32_t id = 0; id < this->engine_->info().vocab_size; ++id) {
+    const auto text = this->engine_->detokenize({id});
+    if (text && text->find('}') != std::string::npos) req.sampling.logit_bias.emplace_back(id, 50.0f);
+  }
+  ASSERT_FALSE(req.sampling.logit_bias.empty());
+  const GenerationResult closed = this->engine_->generate(req, nullptr, nullptr);
+  ASSERT_NE(closed.finish, FinishReason::kError) << closed.error->message;
+  EXPECT_EQ(closed.finish, FinishReason::kStop);
+  EXPECT_LE(closed.n_generated, 3);
+  const nlohmann::json object = nlohmann::json::parse(closed.text, nullptr, false);
+  EXPECT_TRUE(object.is_object() && object.empty()) << closed.text;
 }
 
 // The two decode orders side by side over one series of requests — each
