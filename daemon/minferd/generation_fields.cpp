@@ -135,13 +135,37 @@ std::optional<ApiError> refuse_unsupported(const Json& body, ApiKind kind) {
   if (given("tool_choice") && !(body["tool_choice"].is_string() && body["tool_choice"].get<std::string>() == "none")) {
     return unsupported("tool_choice", "asks for tool calls");
   }
-  if (given("response_format")) {
-    const Json& rf = body["response_format"];
-    if (!(rf.is_object() && rf.contains("type") && rf["type"] == "text")) {
-      return unsupported("response_format", "asks for structured output");
-    }
-  }
   return std::nullopt;
+}
+
+// response_format: {"type": "text"} (the default) or {"type": "json_object"}
+// (JSON mode: GenerationRequest::json_object). A JSON schema is refused: the
+// output would be JSON, but not held to the schema.
+std::optional<ApiError> read_response_format(const Json& body, bool* json_object) {
+  auto it = body.find("response_format");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) {
+    return invalid_request("response_format", "invalid_type",
+                           fmt::format("'response_format' must be an object, got {}", json_type_phrase(*it)));
+  }
+  auto type = it->find("type");
+  if (type == it->end() || !type->is_string()) {
+    return invalid_request("response_format", "invalid_value",
+                           "'response_format' needs a \"type\": \"text\" or \"json_object\"");
+  }
+  const std::string t = type->get<std::string>();
+  if (t == "text") return std::nullopt;
+  if (t == "json_object") {
+    *json_object = true;
+    return std::nullopt;
+  }
+  if (t == "json_schema") {
+    return invalid_request("response_format", "unsupported_parameter",
+                           "'response_format' of type json_schema asks for output held to a schema; minferd supports "
+                           "json_object (any JSON object) and text");
+  }
+  return invalid_request("response_format", "invalid_value",
+                         fmt::format("'response_format' type '{}'; expected text or json_object", t));
 }
 
 }  // namespace
@@ -227,6 +251,7 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
   if (i) out->seed = static_cast<uint64_t>(*i);  // negative seeds are seeds too
   if (auto e = read_logit_bias(body, limits.vocab_size, &sp)) return e;
   if (auto e = read_logprobs(body, out->kind, &out->top_logprobs)) return e;
+  if (auto e = read_response_format(body, &out->json_object)) return e;
   if (out->kind == ApiKind::kCompletion) {
     std::optional<bool> echo;
     if (auto e = read_bool(body, "echo", &echo)) return e;
@@ -305,6 +330,7 @@ std::optional<ApiError> make_generation_request(const GenerationSpec& spec, std:
   out->stop = spec.stop;
   out->top_logprobs = spec.top_logprobs;
   out->prompt_logprobs = spec.echo && spec.top_logprobs >= 0;
+  out->json_object = spec.json_object;
   out->ignore_eos = false;
   return std::nullopt;
 }

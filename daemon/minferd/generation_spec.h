@@ -43,6 +43,7 @@ struct GenerationSpec {
   // Completions' echo: the answer's text starts with the prompt, and with
   // logprobs its tokens are listed first (the first one with none).
   bool echo = false;
+  bool json_object = false;  // response_format {"type": "json_object"}
 };
 
 // POST /tokenize: {"content", "add_special" (false), "parse_special" (true), "with_pieces" (false)}

@@ -329,6 +329,36 @@ TEST_F(DaemonApi, EchoScoresThePromptAndListsItsTokensFirst) {
               plain["choices"][0]["logprobs"]["token_logprobs"][0].get<double>(), 1e-4);
 }
 
+// response_format json_object: the reply is held to one JSON object — the
+// story model's greedy reply opens one and is cut by max_tokens ("length");
+// pushed toward '}' (token 128) it closes at once and finishes with "stop",
+// streamed the same.
+TEST_F(DaemonApi, JsonObjectResponseFormatHoldsTheReplyToAnObject) {
+  Json req = {{"messages", {{{"role", "user"}, {"content", "Give me JSON"}}}}, {"max_tokens", 30}, {"temperature", 0},
+              {"response_format", {{"type", "json_object"}}}};
+  const Json open = post("/v1/chat/completions", req);
+  const std::string content = open["choices"][0]["message"]["content"].get<std::string>();
+  EXPECT_EQ(open["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(content.substr(0, 1), "{") << content;
+  const Json free_text = post("/v1/chat/completions", {{"messages", req["messages"]}, {"max_tokens", 30}, {"temperature", 0}});
+  EXPECT_NE(free_text["choices"][0]["message"]["content"].get<std::string>().substr(0, 1), "{");
+
+  req["logit_bias"] = {{"128", 50}};
+  const Json closed = post("/v1/chat/completions", req);
+  EXPECT_EQ(closed["choices"][0]["message"]["content"], "{}");
+  EXPECT_EQ(closed["choices"][0]["finish_reason"], "stop");
+  EXPECT_LE(closed["usage"]["completion_tokens"].get<int>(), 3);  // a space may come first (the decoder drops it)
+  req["stream"] = true;
+  const HttpResponse r = post_json(sock(), "/v1/chat/completions", req);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Reassembled s = reassemble(r.body, "chat.completion.chunk", false);
+  EXPECT_EQ(s.text, "{}");
+  EXPECT_EQ(s.finish_reason, "stop");
+  const Json completion = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"logit_bias", {{"128", 50}}},
+                                                   {"response_format", {{"type", "json_object"}}}});
+  EXPECT_EQ(completion["choices"][0]["text"], "{}");
+}
+
 TEST_F(DaemonApi, StopStringEndsTheTextAndFinishesWithStop) {
   const Json j = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0},
                                           {"stop", {"Lily", "never"}}});

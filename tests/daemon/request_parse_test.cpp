@@ -230,6 +230,26 @@ TEST(CompletionRequest, EchoScoresThePromptWithLogprobs) {
   expect_error(completion(R"({"prompt":"x","echo":"yes"})"), "invalid_type", "echo");
 }
 
+// response_format: text (the default) or json_object; anything else a 400.
+TEST(GenerationRequest, ResponseFormatTextOrJsonObject) {
+  GenerationSpec s;
+  const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
+  ASSERT_FALSE(chat("{" + msgs + "}", &s));
+  EXPECT_FALSE(s.json_object);
+  ASSERT_FALSE(chat("{" + msgs + R"(,"response_format":{"type":"text"}})", &s));
+  EXPECT_FALSE(s.json_object);
+  ASSERT_FALSE(chat("{" + msgs + R"(,"response_format":{"type":"json_object"}})", &s));
+  EXPECT_TRUE(s.json_object);
+  GenerationRequest req;
+  ASSERT_FALSE(make_generation_request(s, {1, 2}, kLimits, 7, &req));
+  EXPECT_TRUE(req.json_object);
+  ASSERT_FALSE(completion(R"({"prompt":"x","response_format":{"type":"json_object"}})", &s));
+  EXPECT_TRUE(s.json_object);
+  expect_error(chat("{" + msgs + R"(,"response_format":"json"})"), "invalid_type", "response_format");
+  expect_error(chat("{" + msgs + R"(,"response_format":{}})"), "invalid_value", "response_format");
+  expect_error(chat("{" + msgs + R"(,"response_format":{"type":"yaml"}})"), "invalid_value", "response_format", "'yaml'");
+}
+
 TEST(ChatRequest, Messages) {
   GenerationSpec s;
   ASSERT_FALSE(chat(R"({"messages":[{"role":"developer","content":"Be brief."},{"role":"user","content":
@@ -260,8 +280,9 @@ TEST(ChatRequest, BadMessages) {
                "unsupported_parameter", "messages[0].content[0]", "image_url");
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})"),
                "unsupported_parameter", "tools");
-  expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})"),
-               "unsupported_parameter", "response_format");
+  expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",
+               "json_schema":{"name":"x","schema":{}}}})"),
+               "unsupported_parameter", "response_format", "json_schema");
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0})"), "invalid_value",
                "max_completion_tokens");
 }
