@@ -79,7 +79,12 @@ void handle(const http::request<http::string_body>& req) {
   }
   GenerationRequest out;
   if (auto e = make_generation_request(spec, std::move(prompt), kLimits, 42, &out)) return check_error(*e);
-  if (out.max_tokens <= 0 || static_cast<int>(out.prompt.size()) + out.max_tokens > kLimits.n_ctx) __builtin_trap();
+  // At least one token to generate, unless the prompt is only scored (echo
+  // with logprobs); the engine's limits on what it is asked.
+  if (out.max_tokens < (out.prompt_logprobs ? 0 : 1)) __builtin_trap();
+  if (static_cast<int>(out.prompt.size()) + out.max_tokens > kLimits.n_ctx) __builtin_trap();
+  if (out.prompt_logprobs && out.top_logprobs < 0) __builtin_trap();
+  if (out.top_logprobs < -1 || out.top_logprobs > kMaxTopLogprobs) __builtin_trap();
 }
 
 }  // namespace

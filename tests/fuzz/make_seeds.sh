@@ -31,6 +31,8 @@ req completion-tokens POST /v1/completions '{"prompt": [1, 403, 407, 261], "max_
 req completion-array POST /v1/completions '{"prompt": ["Once"], "max_tokens": 4}'
 req chat POST /v1/chat/completions '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Tell me a story"}], "stream": true}'
 req chat-parts POST /v1/chat/completions '{"messages": [{"role": "developer", "content": [{"type": "text", "text": "Hi"}]}, {"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], "max_completion_tokens": 5}'
+req completion-score POST /v1/completions '{"prompt": "Once upon a time", "max_tokens": 0, "echo": true, "logprobs": 2}'
+req chat-json POST /v1/chat/completions '{"messages": [{"role": "user", "content": "JSON please"}], "max_tokens": 12, "response_format": {"type": "json_object"}, "logprobs": true, "top_logprobs": 3, "stream": true}'
 req tokenize POST /tokenize '{"content": "Once upon a time", "add_special": true, "parse_special": false, "with_pieces": true}'
 req detokenize POST /detokenize '{"tokens": [1, 403, 407]}'
 req bad-json POST /v1/completions '{"prompt": "x", "max_tokens": }'
