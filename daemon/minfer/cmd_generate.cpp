@@ -33,6 +33,7 @@ int cmd_generate(const std::vector<std::string>& args) {
       ("seed,s", po::value(&seed)->default_value(seed), "sampling seed")
       ("stop", po::value(&stops)->composing(), "stop string (repeatable)")
       ("chat", "wrap the prompt in the model's chat template (user turn)")
+      ("json", "JSON mode: the output is one JSON object")
       ("system", po::value(&system), "system message for --chat")
       ("no-bos", "do not add the BOS token")
       ("ignore-eos", "keep generating past end-of-generation tokens");
@@ -76,6 +77,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   req.sampling.repeat_penalty = repeat_penalty;
   req.sampling.penalty_last_n = repeat_last_n == -1 ? e.info().n_ctx : repeat_last_n;
   req.sampling.seed = seed;
+  req.json_object = vm.count("json") > 0;
   req.stop = stops;
   req.ignore_eos = vm.count("ignore-eos") > 0;
   GenerationResult r = e.generate(req, [](const TokenEvent& ev) {

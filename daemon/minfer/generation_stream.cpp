@@ -16,7 +16,8 @@ void SamplingOptions::add_to(po::options_description& desc) {
       ("repeat-last-n", po::value(&repeat_last_n)->default_value(repeat_last_n),
        "tokens the penalties look at (-1: the context, 0: none)")
       ("seed", po::value(&seed)->default_value(seed), "sampling seed (-1: the daemon picks one)")
-      ("stop", po::value(&stop)->composing(), "stop string (repeatable)");
+      ("stop", po::value(&stop)->composing(), "stop string (repeatable)")
+      ("json", po::bool_switch(&json), "JSON mode: the reply is one JSON object (response_format json_object)");
 }
 
 void SamplingOptions::write(nlohmann::json& body) const {
@@ -29,6 +30,7 @@ void SamplingOptions::write(nlohmann::json& body) const {
   body["repeat_last_n"] = repeat_last_n;
   if (seed >= 0) body["seed"] = seed;
   if (!stop.empty()) body["stop"] = stop;
+  if (json) body["response_format"] = {{"type", "json_object"}};
 }
 
 Expected<StreamSummary> stream_generation(SocketClient& client, std::string_view target, nlohmann::json body,

@@ -23,6 +23,7 @@ struct SamplingOptions {
   int repeat_last_n = 64;  // the penalties' window (-1: the context)
   long long seed = -1;  // -1: let the daemon pick
   std::vector<std::string> stop;
+  bool json = false;  // response_format json_object (JSON mode)
 
   void add_to(boost::program_options::options_description& desc);
   // Adds the fields to a request body.

@@ -67,6 +67,19 @@ TEST_F(MinferClient, RepeatLastNReachesTheDaemon) {
   EXPECT_NE(ok.out.find("12 generated"), std::string::npos) << ok.out;
 }
 
+// --json asks for JSON mode: the reply opens an object (the story model
+// never closes one within a few tokens); so does `minfer generate --json`.
+TEST_F(MinferClient, JsonModeFromTheCommandLine) {
+  const CommandRun r = run(minfer("complete --socket " + sock() + " -n 6 --temperature 0 --json 'Once upon a time'"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find_first_not_of(" "), r.out.find('{')) << r.out;
+  EXPECT_NE(r.out.find("finish: length"), std::string::npos) << r.out;
+  const CommandRun g = run("sh -c \"" + std::string(MINFER_PATH) + " generate -m " + stories_model_path() +
+                           " --backend cpu -c 256 -t 1 -n 6 --temp 0 --json -p 'Once upon a time' 2>/dev/null\"");
+  ASSERT_EQ(g.status, 0) << g.out;
+  EXPECT_EQ(g.out.substr(0, 1), "{") << g.out;
+}
+
 TEST_F(MinferClient, ChatKeepsTheConversation) {
   const CommandRun r = run(minfer("chat --socket " + sock() + " --temperature 0 -n 6 --system \"Be kind.\""),
                     "Hello\nTell me more\n/quit\n");
