@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <limits>
 #include <map>
 #include <mutex>
 
@@ -20,8 +19,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/scheduler/runner.h"
-#include "engine/sampling/json_grammar.h"
-#include "engine/sampling/logprobs.h"
+#include "engine/scheduler/host_pick.h"
 #include "engine/scheduler/stop_matcher.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "platform/log.h"
@@ -245,50 +243,22 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   runner->cells().truncate(seq, static_cast<int>(common));
   r.n_cached = static_cast<int>(common);
 
-  // Log-probabilities need the step's logits on the host, which then picks
-  // the token too.
+  // Log-probabilities and JSON mode need the step's logits on the host,
+  // which then picks the token too (host_pick.h).
   const bool want_logprobs = req.top_logprobs >= 0;
   const bool constrained = req.json_object;
-  JsonObjectGrammar grammar;
-  if (constrained && token_text.empty()) {
-    token_text.resize(static_cast<size_t>(model.vocab_size));
-    for (int32_t id = 0; id < model.vocab_size; ++id) token_text[static_cast<size_t>(id)] = tokenizer->token_bytes(id, false);
-  }
-  // A token may come next if it has bytes and they keep the output a prefix
-  // of the object.
-  const auto allowed = [&](int32_t id) {
-    const std::string& bytes = token_text[static_cast<size_t>(id)];
-    return !bytes.empty() && grammar.accepts(bytes);
-  };
-  auto described = [&](int32_t id, float logprob) { return TokenLogprob{id, logprob, tokenizer->token_bytes(id, true)}; };
+  if (constrained && token_text.empty()) token_text = token_texts(*tokenizer);
+  HostPick host(req, *tokenizer, token_text, model.vocab_size);
   const bool device_argmax = req.sampling.plain_greedy() && !want_logprobs && !constrained;
   StepOutput out;
   std::span<const int32_t> pending(req.prompt.data() + common, req.prompt.size() - common);
   // Heartbeat, cancellation and deadline after every prefill chunk: a long
   // prompt on a slow device neither looks stalled nor outlives its client.
-  // Scoring: each prefill step's rows give the log-probabilities of the
-  // prompt tokens they predict (row j of a step starting at prompt index
-  // `scored` predicts token scored + j + 1).
-  size_t scored = 0;
-  const int vocab = model.vocab_size;
-  if (req.prompt_logprobs) {
-    r.prompt_logprobs.push_back(TokenLogprobs{described(req.prompt[0], std::numeric_limits<float>::quiet_NaN()), {}});
-  }
-  const auto score_rows = [&] {
-    const size_t rows = out.logits.size() / static_cast<size_t>(vocab);
-    for (size_t j = 0; j < rows; ++j, ++scored) {
-      if (scored + 1 >= req.prompt.size()) continue;  // the last row predicts the first generated token
-      const std::span<const float> row(out.logits.data() + j * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
-      const int32_t next = req.prompt[scored + 1];
-      const StepLogprobs lp = step_logprobs(row, next, req.top_logprobs);
-      TokenLogprobs t{described(next, lp.chosen), {}};
-      for (const auto& [id, logprob] : lp.top) t.top.push_back(described(id, logprob));
-      r.prompt_logprobs.push_back(std::move(t));
-    }
-  };
+  std::optional<PromptScorer> scorer;
+  if (req.prompt_logprobs) scorer.emplace(req, *tokenizer, model.vocab_size, &r.prompt_logprobs);
   const auto after_chunk = [&]() -> Status {
     record_step();
-    if (req.prompt_logprobs) score_rows();
+    if (scorer) scorer->add_rows(out.logits);
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       return unexpected(ErrorCode::kCancelled, "cancelled during prefill");
     }
@@ -315,14 +285,13 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   r.prefill_ms = ms_since(t0);
   if (req.prompt_logprobs) {
     // The last row is the next token's, as a Logits::kLast prefill gives it.
-    out.logits.erase(out.logits.begin(), out.logits.end() - vocab);
+    out.logits.erase(out.logits.begin(), out.logits.end() - model.vocab_size);
     if (req.max_tokens == 0) {
       r.finish = FinishReason::kLength;
       return r;
     }
   }
 
-  Sampler sampler(req.sampling, model.vocab_size);
   // A sampled request's decode steps draw their tokens themselves where they
   // can; the first token, from the prefill's logits, is the host's (the same
   // draw: the generator's numbers are taken in token order either way).
@@ -334,7 +303,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // A step for token t (nullopt: the one the step before picks); the tokens
   // before it are the history less its last `unseen` ones, then `then`.
   const auto submit = [&](std::optional<int32_t> t, size_t unseen, std::span<const int32_t> then) {
-    if (draw_in_step) draw = sampler.step_draw(std::span<const int32_t>(history).first(history.size() - unseen), then);
+    if (draw_in_step) draw = host.sampler().step_draw(std::span<const int32_t>(history).first(history.size() - unseen), then);
     return runner->submit_decode(seq, t, device_argmax, draw_in_step ? &draw : nullptr);
   };
   StreamDecoder decoder(*tokenizer);
@@ -345,22 +314,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   const auto can_step = [&](int k) {
     return k < req.max_tokens && static_cast<int>(seq.cells.size()) + 1 < runner->n_ctx();
   };
-  // The host's pick from the step's logits (which the sampler changes in
-  // place), with the token's log-probabilities when asked for.
-  std::vector<float> raw_logits;
-  std::optional<TokenLogprobs> token_logprobs;
-  const auto pick_on_host = [&]() -> int32_t {
-    if (want_logprobs) raw_logits.assign(out.logits.begin(), out.logits.begin() + model.vocab_size);
-    const int32_t t = constrained ? sampler.sample(out.logits.data(), history, allowed)
-                                  : sampler.sample(out.logits.data(), history);
-    if (t < 0) return t;  // nothing allowed
-    if (constrained) grammar.advance(token_text[static_cast<size_t>(t)]);
-    if (!want_logprobs) return t;
-    const StepLogprobs lp = step_logprobs(raw_logits, t, req.top_logprobs);
-    token_logprobs = TokenLogprobs{described(t, lp.chosen), {}};
-    for (const auto& [id, logprob] : lp.top) token_logprobs->top.push_back(described(id, logprob));
-    return t;
-  };
+  const auto pick_on_host = [&] { return host.pick(out.logits.data(), history); };
   const auto t_decode = Clock::now();
   const auto no_token = [&] {
     return Error(ErrorCode::kUnsupported,
@@ -390,16 +344,15 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     ++r.n_generated;
     TokenEvent ev;
     ev.token = token;
-    if (token_logprobs) {
-      r.logprobs.push_back(*token_logprobs);
-      ev.logprobs = std::move(token_logprobs);
-      token_logprobs.reset();
+    if (auto lp = host.take_logprobs()) {
+      r.logprobs.push_back(*lp);
+      ev.logprobs = std::move(lp);
     }
     ev.text = stops.push(decoder.push(token));
     r.text += ev.text;
     if (r.n_generated == 1) r.ttft_ms = ms_since(t0);
     const bool keep_going = !on_token || on_token(ev);
-    if (stops.stopped() || (constrained && grammar.complete())) {
+    if (stops.stopped() || host.complete()) {
       r.finish = FinishReason::kStop;
       break;
     }

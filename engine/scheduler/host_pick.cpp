@@ -1,0 +1,68 @@
+#include "engine/scheduler/host_pick.h"
+
+#include <limits>
+
+#include "engine/sampling/logprobs.h"
+
+namespace minfer {
+
+std::vector<std::string> token_texts(const Tokenizer& tokenizer) {
+  std::vector<std::string> text(static_cast<size_t>(tokenizer.vocab_size()));
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) text[static_cast<size_t>(id)] = tokenizer.token_bytes(id, false);
+  return text;
+}
+
+TokenLogprobs describe_logprobs(const Tokenizer& tokenizer, std::span<const float> logits, int32_t chosen, int top_n) {
+  const StepLogprobs lp = step_logprobs(logits, chosen, top_n);
+  TokenLogprobs out{TokenLogprob{chosen, lp.chosen, tokenizer.token_bytes(chosen, true)}, {}};
+  for (const auto& [id, logprob] : lp.top) out.top.push_back(TokenLogprob{id, logprob, tokenizer.token_bytes(id, true)});
+  return out;
+}
+
+HostPick::HostPick(const GenerationRequest& request, const Tokenizer& tokenizer,
+                   const std::vector<std::string>& token_text, int vocab_size)
+    : request_(request),
+      tokenizer_(tokenizer),
+      token_text_(token_text),
+      vocab_size_(vocab_size),
+      json_(request.json_object),
+      sampler_(request.sampling, vocab_size) {}
+
+int32_t HostPick::pick(float* logits, const std::vector<int32_t>& history) {
+  const bool want_logprobs = request_.top_logprobs >= 0;
+  // The sampler changes the logits; log-probabilities are of the raw ones.
+  if (want_logprobs) raw_logits_.assign(logits, logits + vocab_size_);
+  int32_t t = -1;
+  if (json_) {
+    // A token may come next if it has bytes and they keep the output a
+    // prefix of the object.
+    t = sampler_.sample(logits, history, [this](int32_t id) {
+      const std::string& bytes = token_text_[static_cast<size_t>(id)];
+      return !bytes.empty() && grammar_.accepts(bytes);
+    });
+    if (t < 0) return t;
+    grammar_.advance(token_text_[static_cast<size_t>(t)]);
+  } else {
+    t = sampler_.sample(logits, history);
+  }
+  if (want_logprobs) logprobs_ = describe_logprobs(tokenizer_, raw_logits_, t, request_.top_logprobs);
+  return t;
+}
+
+PromptScorer::PromptScorer(const GenerationRequest& request, const Tokenizer& tokenizer, int vocab_size,
+                           std::vector<TokenLogprobs>* out)
+    : request_(request), tokenizer_(tokenizer), vocab_size_(vocab_size), out_(out) {
+  const int32_t first = request.prompt.at(0);
+  out_->push_back(TokenLogprobs{TokenLogprob{first, std::numeric_limits<float>::quiet_NaN(), tokenizer.token_bytes(first, true)}, {}});
+}
+
+void PromptScorer::add_rows(std::span<const float> logits) {
+  const size_t vocab = static_cast<size_t>(vocab_size_);
+  for (size_t j = 0; j < logits.size() / vocab; ++j, ++scored_) {
+    if (scored_ + 1 >= request_.prompt.size()) continue;  // the last row predicts the first generated token
+    out_->push_back(describe_logprobs(tokenizer_, logits.subspan(j * vocab, vocab), request_.prompt[scored_ + 1],
+                                      request_.top_logprobs));
+  }
+}
+
+}  // namespace minfer

@@ -1,0 +1,74 @@
+// What the host does with a step's logits when it, not the device, picks the
+// token: the sampler, JSON mode's constraint (json_grammar.h) and the
+// token's log-probabilities (logprobs.h) — and, for a scored prompt, the
+// prompt tokens' log-probabilities from every prefill row. Engine::generate
+// uses one HostPick per request.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "engine/api.h"
+#include "engine/sampling/json_grammar.h"
+#include "engine/sampling/sampler.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace minfer {
+
+// Each token's bytes, control tokens none: what JSON mode checks a token by.
+std::vector<std::string> token_texts(const Tokenizer& tokenizer);
+
+// A token's log-probabilities, with the bytes of each token named (control
+// tokens rendered).
+TokenLogprobs describe_logprobs(const Tokenizer& tokenizer, std::span<const float> logits, int32_t chosen, int top_n);
+
+class HostPick {
+ public:
+  // `token_text`: token_texts() of the model, read when the request is in JSON mode.
+  HostPick(const GenerationRequest& request, const Tokenizer& tokenizer, const std::vector<std::string>& token_text,
+           int vocab_size);
+
+  // The token picked from `logits` (which it changes) after `history`; -1
+  // when JSON mode allows none.
+  int32_t pick(float* logits, const std::vector<int32_t>& history);
+  // The last picked token's log-probabilities, when asked for (once).
+  std::optional<TokenLogprobs> take_logprobs() { return std::exchange(logprobs_, std::nullopt); }
+  // JSON mode: the object has closed.
+  bool complete() const { return json_ && grammar_.complete(); }
+  // The sampler, for the draws of steps that pick on the device.
+  Sampler& sampler() { return sampler_; }
+
+ private:
+  const GenerationRequest& request_;
+  const Tokenizer& tokenizer_;
+  const std::vector<std::string>& token_text_;
+  int vocab_size_;
+  bool json_;
+  Sampler sampler_;
+  JsonObjectGrammar grammar_;
+  std::vector<float> raw_logits_;
+  std::optional<TokenLogprobs> logprobs_;
+};
+
+// A scored prompt's log-probabilities (GenerationRequest::prompt_logprobs),
+// a prefill step's rows at a time: row j of a step starting at prompt index
+// `scored` predicts token scored + j + 1. The first token has none (NaN).
+class PromptScorer {
+ public:
+  PromptScorer(const GenerationRequest& request, const Tokenizer& tokenizer, int vocab_size,
+               std::vector<TokenLogprobs>* out);
+  void add_rows(std::span<const float> logits);
+
+ private:
+  const GenerationRequest& request_;
+  const Tokenizer& tokenizer_;
+  int vocab_size_;
+  std::vector<TokenLogprobs>* out_;
+  size_t scored_ = 0;
+};
+
+}  // namespace minfer
