@@ -25,6 +25,8 @@
 
 namespace minfer {
 
+class JsonSchema;  // engine/sampling/json_schema.h
+
 using TokenId = int32_t;
 
 enum class BackendChoice { kAuto, kCpu, kCuda };
@@ -143,6 +145,10 @@ struct GenerationRequest {
   // generation ends when the object closes (finish kStop) — or at max_tokens,
   // possibly mid-object. The host picks the tokens from copied logits.
   bool json_object = false;
+  // Structured output (response_format json_schema): the output is one value
+  // the compiled schema describes (engine/sampling/json_schema.h), ending as
+  // JSON mode does. Not with json_object.
+  std::shared_ptr<const JsonSchema> json_schema;
   std::vector<std::string> stop; // stop strings (not included in the output)
   bool ignore_eos = false;
   // A request that runs past this fails with finish kDeadline.

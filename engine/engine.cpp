@@ -211,6 +211,9 @@ Status EngineImpl::validate(const GenerationRequest& req) const {
   if (req.prompt_logprobs && req.top_logprobs < 0) {
     return unexpected(ErrorCode::kInvalidArgument, "prompt_logprobs needs top_logprobs of 0 or more");
   }
+  if (req.json_object && req.json_schema) {
+    return unexpected(ErrorCode::kInvalidArgument, "json_object and json_schema are two output formats; pick one");
+  }
   if (req.top_logprobs < -1 || req.top_logprobs > kMaxTopLogprobs) {
     return unexpected(ErrorCode::kInvalidArgument,
                       fmt::format("top_logprobs is {}; allowed -1 (none) to {}", req.top_logprobs, kMaxTopLogprobs));
@@ -246,7 +249,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // Log-probabilities and JSON mode need the step's logits on the host,
   // which then picks the token too (host_pick.h).
   const bool want_logprobs = req.top_logprobs >= 0;
-  const bool constrained = req.json_object;
+  const bool constrained = req.json_object || req.json_schema != nullptr;
   if (constrained && token_text.empty()) token_text = token_texts(*tokenizer);
   HostPick host(req, *tokenizer, token_text, model.vocab_size);
   const bool device_argmax = req.sampling.plain_greedy() && !want_logprobs && !constrained;
@@ -318,7 +321,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   const auto t_decode = Clock::now();
   const auto no_token = [&] {
     return Error(ErrorCode::kUnsupported,
-                 fmt::format("JSON mode: no token of the vocabulary continues the output after {} tokens", r.n_generated));
+                 fmt::format("constrained output: no token of the vocabulary continues it after {} tokens", r.n_generated));
   };
   int32_t token = device_argmax ? out.argmax.at(0) : pick_on_host();
   if (token < 0) return fail(no_token());

@@ -9,6 +9,7 @@
 
 #include "daemon/minferd/json_fields.h"
 #include "daemon/minferd/request_parse.h"
+#include "engine/sampling/json_schema.h"
 
 namespace minfer::daemon {
 namespace {
@@ -138,10 +139,12 @@ std::optional<ApiError> refuse_unsupported(const Json& body, ApiKind kind) {
   return std::nullopt;
 }
 
-// response_format: {"type": "text"} (the default) or {"type": "json_object"}
-// (JSON mode: GenerationRequest::json_object). A JSON schema is refused: the
-// output would be JSON, but not held to the schema.
-std::optional<ApiError> read_response_format(const Json& body, bool* json_object) {
+// response_format: {"type": "text"} (the default), {"type": "json_object"}
+// (JSON mode: GenerationRequest::json_object) or {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict", "description"}} (structured
+// output: the schema compiled here, so that a schema outside the subset is
+// this request's 400, naming the keyword).
+std::optional<ApiError> read_response_format(const Json& body, GenerationSpec* out) {
   auto it = body.find("response_format");
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_object()) {
@@ -156,16 +159,22 @@ std::optional<ApiError> read_response_format(const Json& body, bool* json_object
   const std::string t = type->get<std::string>();
   if (t == "text") return std::nullopt;
   if (t == "json_object") {
-    *json_object = true;
+    out->json_object = true;
     return std::nullopt;
   }
   if (t == "json_schema") {
-    return invalid_request("response_format", "unsupported_parameter",
-                           "'response_format' of type json_schema asks for output held to a schema; minferd supports "
-                           "json_object (any JSON object) and text");
+    auto js = it->find("json_schema");
+    if (js == it->end() || !js->is_object() || !js->contains("schema")) {
+      return invalid_request("response_format.json_schema", "missing_field",
+                             "'response_format' of type json_schema needs \"json_schema\": {\"name\", \"schema\"}");
+    }
+    auto schema = JsonSchema::compile((*js)["schema"].dump());
+    if (!schema) return invalid_request("response_format.json_schema.schema", "invalid_value", schema.error().message);
+    out->json_schema = std::move(*schema);
+    return std::nullopt;
   }
   return invalid_request("response_format", "invalid_value",
-                         fmt::format("'response_format' type '{}'; expected text or json_object", t));
+                         fmt::format("'response_format' type '{}'; expected text, json_object or json_schema", t));
 }
 
 }  // namespace
@@ -251,7 +260,7 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
   if (i) out->seed = static_cast<uint64_t>(*i);  // negative seeds are seeds too
   if (auto e = read_logit_bias(body, limits.vocab_size, &sp)) return e;
   if (auto e = read_logprobs(body, out->kind, &out->top_logprobs)) return e;
-  if (auto e = read_response_format(body, &out->json_object)) return e;
+  if (auto e = read_response_format(body, out)) return e;
   if (out->kind == ApiKind::kCompletion) {
     std::optional<bool> echo;
     if (auto e = read_bool(body, "echo", &echo)) return e;
@@ -331,6 +340,7 @@ std::optional<ApiError> make_generation_request(const GenerationSpec& spec, std:
   out->top_logprobs = spec.top_logprobs;
   out->prompt_logprobs = spec.echo && spec.top_logprobs >= 0;
   out->json_object = spec.json_object;
+  out->json_schema = spec.json_schema;
   out->ignore_eos = false;
   return std::nullopt;
 }

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/chat/chat_template.h"
+#include "engine/sampling/json_schema.h"
 #include "engine/sampling/sampler.h"
 
 namespace minfer::daemon {
@@ -44,6 +46,7 @@ struct GenerationSpec {
   // logprobs its tokens are listed first (the first one with none).
   bool echo = false;
   bool json_object = false;  // response_format {"type": "json_object"}
+  std::shared_ptr<const JsonSchema> json_schema;  // response_format {"type": "json_schema"}, compiled
 };
 
 // POST /tokenize: {"content", "add_special" (false), "parse_special" (true), "with_pieces" (false)}

@@ -25,23 +25,29 @@ HostPick::HostPick(const GenerationRequest& request, const Tokenizer& tokenizer,
       tokenizer_(tokenizer),
       token_text_(token_text),
       vocab_size_(vocab_size),
-      json_(request.json_object),
-      sampler_(request.sampling, vocab_size) {}
+      sampler_(request.sampling, vocab_size) {
+  if (request.json_schema) {
+    schema_.emplace(request.json_schema);
+  } else if (request.json_object) {
+    object_.emplace();
+  }
+}
 
 int32_t HostPick::pick(float* logits, const std::vector<int32_t>& history) {
   const bool want_logprobs = request_.top_logprobs >= 0;
   // The sampler changes the logits; log-probabilities are of the raw ones.
   if (want_logprobs) raw_logits_.assign(logits, logits + vocab_size_);
   int32_t t = -1;
-  if (json_) {
+  if (object_ || schema_) {
     // A token may come next if it has bytes and they keep the output a
-    // prefix of the object.
+    // prefix of what is allowed.
     t = sampler_.sample(logits, history, [this](int32_t id) {
       const std::string& bytes = token_text_[static_cast<size_t>(id)];
-      return !bytes.empty() && grammar_.accepts(bytes);
+      return !bytes.empty() && (object_ ? object_->accepts(bytes) : schema_->accepts(bytes));
     });
     if (t < 0) return t;
-    grammar_.advance(token_text_[static_cast<size_t>(t)]);
+    const std::string& picked = token_text_[static_cast<size_t>(t)];
+    object_ ? object_->advance(picked) : schema_->advance(picked);
   } else {
     t = sampler_.sample(logits, history);
   }

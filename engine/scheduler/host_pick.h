@@ -14,6 +14,7 @@
 
 #include "engine/api.h"
 #include "engine/sampling/json_grammar.h"
+#include "engine/sampling/json_schema.h"
 #include "engine/sampling/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -28,7 +29,7 @@ TokenLogprobs describe_logprobs(const Tokenizer& tokenizer, std::span<const floa
 
 class HostPick {
  public:
-  // `token_text`: token_texts() of the model, read when the request is in JSON mode.
+  // `token_text`: token_texts() of the model, read when the output is constrained.
   HostPick(const GenerationRequest& request, const Tokenizer& tokenizer, const std::vector<std::string>& token_text,
            int vocab_size);
 
@@ -37,8 +38,8 @@ class HostPick {
   int32_t pick(float* logits, const std::vector<int32_t>& history);
   // The last picked token's log-probabilities, when asked for (once).
   std::optional<TokenLogprobs> take_logprobs() { return std::exchange(logprobs_, std::nullopt); }
-  // JSON mode: the object has closed.
-  bool complete() const { return json_ && grammar_.complete(); }
+  // JSON mode or a schema: the value is complete.
+  bool complete() const { return (object_ && object_->complete()) || (schema_ && schema_->complete()); }
   // The sampler, for the draws of steps that pick on the device.
   Sampler& sampler() { return sampler_; }
 
@@ -47,9 +48,9 @@ class HostPick {
   const Tokenizer& tokenizer_;
   const std::vector<std::string>& token_text_;
   int vocab_size_;
-  bool json_;
   Sampler sampler_;
-  JsonObjectGrammar grammar_;
+  std::optional<JsonObjectGrammar> object_;  // JSON mode
+  std::optional<JsonSchemaGrammar> schema_;  // structured output
   std::vector<float> raw_logits_;
   std::optional<TokenLogprobs> logprobs_;
 };

@@ -359,6 +359,29 @@ TEST_F(DaemonApi, JsonObjectResponseFormatHoldsTheReplyToAnObject) {
   EXPECT_EQ(completion["choices"][0]["text"], "{}");
 }
 
+// response_format json_schema: a schema whose values are enumerated leaves
+// the story model one shape to write; the reply is such an object, ends with
+// "stop", and streams the same.
+TEST_F(DaemonApi, JsonSchemaResponseFormatGivesAnObjectOfTheSchema) {
+  Json req = {{"messages", {{{"role", "user"}, {"content", "How do you feel?"}}}}, {"max_tokens", 40}, {"temperature", 0},
+              {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "mood"}, {"strict", true},
+                 {"schema", {{"type", "object"}, {"properties", {{"mood", {{"enum", {"happy", "sad"}}}}, {"sure", {{"type", "boolean"}}}}},
+                             {"required", {"mood", "sure"}}, {"additionalProperties", false}}}}}}}};
+  const Json r = post("/v1/chat/completions", req);
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  const std::string content = r["choices"][0]["message"]["content"].get<std::string>();
+  const Json object = Json::parse(content, nullptr, false);
+  ASSERT_TRUE(object.is_object()) << content;
+  EXPECT_TRUE(object["mood"] == "happy" || object["mood"] == "sad") << content;
+  EXPECT_TRUE(object["sure"].is_boolean()) << content;
+  EXPECT_EQ(object.size(), 2u);
+  EXPECT_LT(content.find("\"mood\""), content.find("\"sure\"")) << "the schema's order";
+  req["stream"] = true;
+  const HttpResponse s = post_json(sock(), "/v1/chat/completions", req);
+  ASSERT_EQ(s.status, 200) << s.body;
+  EXPECT_EQ(reassemble(s.body, "chat.completion.chunk", false).text, content);
+}
+
 TEST_F(DaemonApi, StopStringEndsTheTextAndFinishesWithStop) {
   const Json j = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0},
                                           {"stop", {"Lily", "never"}}});

@@ -245,6 +245,18 @@ TEST(GenerationRequest, ResponseFormatTextOrJsonObject) {
   EXPECT_TRUE(req.json_object);
   ASSERT_FALSE(completion(R"({"prompt":"x","response_format":{"type":"json_object"}})", &s));
   EXPECT_TRUE(s.json_object);
+  ASSERT_FALSE(chat("{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"mood","strict":true,
+      "schema":{"type":"object","properties":{"mood":{"enum":["happy","sad"]}},"required":["mood"],
+      "additionalProperties":false}}}})", &s));
+  ASSERT_TRUE(s.json_schema);
+  EXPECT_FALSE(s.json_object);
+  ASSERT_FALSE(make_generation_request(s, {1, 2}, kLimits, 7, &req));
+  EXPECT_EQ(req.json_schema, s.json_schema);
+  expect_error(chat("{" + msgs + R"(,"response_format":{"type":"json_schema"}})"), "missing_field",
+               "response_format.json_schema");
+  expect_error(chat("{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object",
+      "additionalProperties":true}}}})"),
+               "invalid_value", "response_format.json_schema.schema", "may only be false");
   expect_error(chat("{" + msgs + R"(,"response_format":"json"})"), "invalid_type", "response_format");
   expect_error(chat("{" + msgs + R"(,"response_format":{}})"), "invalid_value", "response_format");
   expect_error(chat("{" + msgs + R"(,"response_format":{"type":"yaml"}})"), "invalid_value", "response_format", "'yaml'");
@@ -281,8 +293,8 @@ TEST(ChatRequest, BadMessages) {
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})"),
                "unsupported_parameter", "tools");
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",
-               "json_schema":{"name":"x","schema":{}}}})"),
-               "unsupported_parameter", "response_format", "json_schema");
+               "json_schema":{"name":"x","schema":{"type":"string","pattern":"^a"}}}})"),
+               "invalid_value", "response_format.json_schema.schema", "'pattern' is not supported");
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0})"), "invalid_value",
                "max_completion_tokens");
 }

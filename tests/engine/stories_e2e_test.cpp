@@ -15,6 +15,7 @@
 
 #include "engine/api.h"
 #include "engine/sampling/json_grammar.h"
+#include "engine/sampling/json_schema.h"
 #include "tests/engine/test_models.h"
 
 namespace minfer {
@@ -282,6 +283,37 @@ TYPED_TEST(Stories, JsonModeKeepsTheOutputAJsonObject) {
   EXPECT_LE(closed.n_generated, 3);
   const nlohmann::json object = nlohmann::json::parse(closed.text, nullptr, false);
   EXPECT_TRUE(object.is_object() && object.empty()) << closed.text;
+}
+
+// Structured output: with a schema whose values are all enumerated the story
+// model has to write exactly such an object, and generation ends with it.
+TYPED_TEST(Stories, JsonSchemaOutputIsAnObjectTheSchemaDescribes) {
+  auto schema = JsonSchema::compile(R"({"type": "object", "properties": {"mood": {"enum": ["happy", "sad"]},
+      "ok": {"type": "boolean"}, "n": {"type": ["null", "boolean"]}}, "required": ["mood", "ok"]})");
+  ASSERT_TRUE(schema.has_value()) << schema.error().message;
+  for (int seed = 0; seed < 3; ++seed) {
+    GenerationRequest req = greedy(this->engine_->tokenize("Once upon a time", true, false), 60);
+    req.json_schema = *schema;
+    if (seed > 0) {
+      req.sampling.temperature = 0.8f;
+      req.sampling.seed = static_cast<uint64_t>(seed);
+    }
+    const GenerationResult r = this->engine_->generate(req, nullptr, nullptr);
+    ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+    EXPECT_EQ(r.finish, FinishReason::kStop) << r.text;
+    const nlohmann::json j = nlohmann::json::parse(r.text, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.text;
+    EXPECT_TRUE(j["mood"] == "happy" || j["mood"] == "sad") << r.text;
+    EXPECT_TRUE(j["ok"].is_boolean()) << r.text;
+    EXPECT_TRUE(!j.contains("n") || j["n"].is_null() || j["n"].is_boolean()) << r.text;
+    EXPECT_LE(j.size(), 3u);
+  }
+  GenerationRequest both = greedy({1}, 4);
+  both.json_schema = *schema;
+  both.json_object = true;
+  const GenerationResult refused = this->engine_->generate(both, nullptr, nullptr);
+  ASSERT_EQ(refused.finish, FinishReason::kError);
+  EXPECT_NE(refused.error->message.find("pick one"), std::string::npos);
 }
 
 // The two decode orders side by side over one series of requests — each

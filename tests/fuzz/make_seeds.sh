@@ -33,6 +33,7 @@ req chat POST /v1/chat/completions '{"messages": [{"role": "system", "content": 
 req chat-parts POST /v1/chat/completions '{"messages": [{"role": "developer", "content": [{"type": "text", "text": "Hi"}]}, {"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], "max_completion_tokens": 5}'
 req completion-score POST /v1/completions '{"prompt": "Once upon a time", "max_tokens": 0, "echo": true, "logprobs": 2}'
 req chat-json POST /v1/chat/completions '{"messages": [{"role": "user", "content": "JSON please"}], "max_tokens": 12, "response_format": {"type": "json_object"}, "logprobs": true, "top_logprobs": 3, "stream": true}'
+req chat-schema POST /v1/chat/completions '{"messages": [{"role": "user", "content": "Mood?"}], "response_format": {"type": "json_schema", "json_schema": {"name": "m", "strict": true, "schema": {"type": "object", "properties": {"mood": {"enum": ["happy", "sad"]}, "score": {"type": ["integer", "null"]}, "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3}}, "required": ["mood"], "additionalProperties": false}}}}'
 req tokenize POST /tokenize '{"content": "Once upon a time", "add_special": true, "parse_special": false, "with_pieces": true}'
 req detokenize POST /detokenize '{"tokens": [1, 403, 407]}'
 req bad-json POST /v1/completions '{"prompt": "x", "max_tokens": }'

@@ -1,0 +1,497 @@
+#include "engine/sampling/json_schema.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace minfer {
+
+struct SchemaNode {
+  enum class Kind : uint8_t { kAnyOf, kObject, kArray, kString, kNumber, kInteger, kLiterals };
+  Kind kind = Kind::kString;
+  std::vector<std::string> keys;      // object: each key's JSON text, quotes included
+  std::vector<bool> required;         // object: per key
+  std::vector<int32_t> children;      // object: each key's value; array: {items}; anyOf: the alternatives
+  int32_t min_items = 0, max_items = INT32_MAX;
+  std::vector<std::string> literals;  // kLiterals: each allowed value's JSON text
+};
+
+namespace {
+
+using Json = nlohmann::ordered_json;  // keys in the schema's order: the order they are written in
+using Kind = SchemaNode::Kind;
+
+Error refuse(const std::string& where, const std::string& what) {
+  return Error(ErrorCode::kInvalidArgument, fmt::format("JSON schema at {}: {}", where.empty() ? "the root" : where, what));
+}
+
+class Compiler {
+ public:
+  std::vector<SchemaNode> nodes;
+
+  Expected<int32_t> node(const Json& s, const std::string& where, int depth) {
+    if (depth > 32) return unexpected(refuse(where, "nested more than 32 levels"));
+    if (!s.is_object()) return unexpected(refuse(where, "a schema must be an object"));
+    static const std::set<std::string> kKnown = {"type",  "properties", "required", "additionalProperties",
+                                                 "items", "minItems",   "maxItems", "enum",
+                                                 "const", "anyOf",      "title",    "description",
+                                                 "default", "$schema"};
+    for (const auto& [key, value] : s.items()) {
+      if (!kKnown.count(key)) return unexpected(refuse(where, fmt::format("'{}' is not supported", key)));
+    }
+    if (s.contains("enum") || s.contains("const")) {
+      SchemaNode n;
+      n.kind = Kind::kLiterals;
+      const Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
+      if (!values.is_array() || values.empty()) return unexpected(refuse(where, "'enum' must be a non-empty array"));
+      for (const Json& v : values) {
+        if (v.is_structured()) return unexpected(refuse(where, "'enum' and 'const' values must be strings, numbers, booleans or null"));
+        n.literals.push_back(v.dump());
+      }
+      return add(std::move(n));
+    }
+    if (s.contains("anyOf")) {
+      const Json& alts = s["anyOf"];
+      if (!alts.is_array() || alts.empty()) return unexpected(refuse(where, "'anyOf' must be a non-empty array"));
+      SchemaNode n;
+      n.kind = Kind::kAnyOf;
+      for (size_t i = 0; i < alts.size(); ++i) {
+        MINFER_ASSIGN_OR_RETURN(int32_t child, node(alts[i], fmt::format("{}.anyOf[{}]", where, i), depth + 1));
+        n.children.push_back(child);
+      }
+      return add(std::move(n));
+    }
+    if (!s.contains("type")) return unexpected(refuse(where, "a schema needs a 'type', 'enum', 'const' or 'anyOf'"));
+    const Json& type = s["type"];
+    if (type.is_array()) {
+      if (type.empty()) return unexpected(refuse(where, "'type' is an empty list"));
+      SchemaNode n;
+      n.kind = Kind::kAnyOf;
+      for (const Json& t : type) {
+        if (!t.is_string()) return unexpected(refuse(where, "'type' lists strings"));
+        MINFER_ASSIGN_OR_RETURN(int32_t child, typed(s, t.get<std::string>(), where, depth));
+        n.children.push_back(child);
+      }
+      return add(std::move(n));
+    }
+    if (!type.is_string()) return unexpected(refuse(where, "'type' must be a string or a list of strings"));
+    return typed(s, type.get<std::string>(), where, depth);
+  }
+
+ private:
+  int32_t add(SchemaNode n) {
+    nodes.push_back(std::move(n));
+    return static_cast<int32_t>(nodes.size() - 1);
+  }
+
+  Expected<int32_t> typed(const Json& s, const std::string& type, const std::string& where, int depth) {
+    SchemaNode n;
+    if (type == "string") {
+      n.kind = Kind::kString;
+    } else if (type == "number") {
+      n.kind = Kind::kNumber;
+    } else if (type == "integer") {
+      n.kind = Kind::kInteger;
+    } else if (type == "boolean") {
+      n.kind = Kind::kLiterals;
+      n.literals = {"true", "false"};
+    } else if (type == "null") {
+      n.kind = Kind::kLiterals;
+      n.literals = {"null"};
+    } else if (type == "object") {
+      n.kind = Kind::kObject;
+      if (s.contains("additionalProperties") && s["additionalProperties"] != false) {
+        return unexpected(refuse(where, "'additionalProperties' may only be false (no other key is ever written)"));
+      }
+      const Json props = s.value("properties", Json::object());
+      if (!props.is_object()) return unexpected(refuse(where, "'properties' must be an object"));
+      std::set<std::string> required;
+      if (s.contains("required")) {
+        if (!s["required"].is_array()) return unexpected(refuse(where, "'required' must be an array of names"));
+        for (const Json& r : s["required"]) {
+          if (!r.is_string() || !props.contains(r.get<std::string>())) {
+            return unexpected(refuse(where, fmt::format("'required' names {}, which is not in 'properties'", r.dump())));
+          }
+          required.insert(r.get<std::string>());
+        }
+      }
+      std::vector<int32_t> children;
+      for (const auto& [key, value] : props.items()) {
+        MINFER_ASSIGN_OR_RETURN(int32_t child, node(value, where + "." + key, depth + 1));
+        children.push_back(child);
+        n.keys.push_back(Json(key).dump());
+        n.required.push_back(required.count(key) > 0);
+      }
+      n.children = std::move(children);
+    } else if (type == "array") {
+      n.kind = Kind::kArray;
+      if (!s.contains("items")) return unexpected(refuse(where, "an array needs 'items'"));
+      MINFER_ASSIGN_OR_RETURN(int32_t items, node(s["items"], where + "[]", depth + 1));
+      n.children = {items};
+      for (const char* bound : {"minItems", "maxItems"}) {
+        if (!s.contains(bound)) continue;
+        if (!s[bound].is_number_unsigned() || s[bound].get<uint64_t>() > 1u << 20) {
+          return unexpected(refuse(where, fmt::format("'{}' must be a count", bound)));
+        }
+        (std::string_view(bound) == "minItems" ? n.min_items : n.max_items) = static_cast<int32_t>(s[bound].get<uint64_t>());
+      }
+      if (n.min_items > n.max_items) return unexpected(refuse(where, "'minItems' is above 'maxItems'"));
+    } else {
+      return unexpected(refuse(where, fmt::format("type '{}' is not a JSON type", type)));
+    }
+    for (const char* key : {"properties", "required", "additionalProperties"}) {
+      if (type != "object" && s.contains(key) && s.contains("type") && s["type"].is_string()) {
+        return unexpected(refuse(where, fmt::format("'{}' belongs to objects, not {}", key, type)));
+      }
+    }
+    return add(std::move(n));
+  }
+};
+
+// Phases of each kind's frame.
+enum ObjectPhase : uint8_t { kObjStart, kObjKeyOrEnd, kObjKey, kObjKeyText, kObjColon, kObjValue, kObjCommaOrEnd };
+enum ArrayPhase : uint8_t { kArrStart, kArrValueOrEnd, kArrValue, kArrInValue, kArrCommaOrEnd };
+enum StringPhase : uint8_t { kStrStart, kStrIn, kStrEscape, kStrUnicode };
+enum NumberPhase : uint8_t { kNumStart, kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumExp, kNumExpSign, kNumExpDigits };
+enum LiteralPhase : uint8_t { kLitStart, kLitIn };
+enum Gap : uint8_t { kGapNone, kGapSpace, kGapNewline };
+constexpr int kMaxIndent = 20;
+
+bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+bool is_hex(unsigned char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+using Branch = JsonSchemaGrammar::Branch;
+using Frame = JsonSchemaGrammar::Frame;
+
+class Stepper {
+ public:
+  Stepper(const std::vector<SchemaNode>& nodes, std::vector<Branch>* out) : nodes_(nodes), out_(out) {}
+
+  // `b` with the value of `node` begun (anyOf: one branch an alternative).
+  void push_value(Branch b, int32_t node, std::vector<Branch>* into) const {
+    const SchemaNode& n = nodes_[static_cast<size_t>(node)];
+    if (n.kind == Kind::kAnyOf) {
+      for (const int32_t alt : n.children) push_value(b, alt, into);
+      return;
+    }
+    b.stack.push_back(Frame{node, 0, 0, 0});
+    into->push_back(std::move(b));
+  }
+
+  // The top value of `b` is complete: its parent moves on.
+  static void pop(Branch& b) {
+    b.stack.pop_back();
+    if (b.stack.empty()) return;
+    Frame& parent = b.stack.back();
+    parent.phase = parent.phase == kObjValue ? static_cast<uint8_t>(kObjCommaOrEnd) : static_cast<uint8_t>(kArrCommaOrEnd);
+    if (parent.phase == kArrCommaOrEnd) ++parent.a;
+  }
+
+  void feed(Branch b, unsigned char c) const {
+    if (b.stack.empty()) {  // complete: whitespace only
+      if (is_space(c) && gap_ok(b, c)) out_->push_back(std::move(b));
+      return;
+    }
+    Frame& f = b.stack.back();
+    const SchemaNode& n = nodes_[static_cast<size_t>(f.node)];
+    if (structural(n.kind, f.phase)) {
+      if (is_space(c)) {
+        if (gap_ok(b, c)) out_->push_back(std::move(b));
+        return;
+      }
+      b.gap = kGapNone;
+    }
+    switch (n.kind) {
+      case Kind::kObject: return object(std::move(b), n, c);
+      case Kind::kArray: return array(std::move(b), n, c);
+      case Kind::kString: return string(std::move(b), c);
+      case Kind::kNumber:
+      case Kind::kInteger: return number(std::move(b), n.kind == Kind::kInteger, c);
+      case Kind::kLiterals: return literal(std::move(b), n, c);
+      case Kind::kAnyOf: return;  // expanded when pushed
+    }
+  }
+
+ private:
+  static bool structural(Kind kind, uint8_t phase) {
+    switch (kind) {
+      case Kind::kObject: return phase != kObjKeyText && phase != kObjValue;
+      case Kind::kArray: return phase != kArrInValue;
+      default: return phase == 0;  // before a scalar
+    }
+  }
+  static bool gap_ok(Branch& b, unsigned char c) {
+    if (b.gap == kGapNone && (c == ' ' || c == '\n')) {
+      b.gap = c == ' ' ? kGapSpace : kGapNewline;
+      b.indent = 0;
+      return true;
+    }
+    return b.gap == kGapNewline && (c == ' ' || c == '\t') && ++b.indent <= kMaxIndent;
+  }
+  // Keys [from, n) that can come next: those after which no required key is skipped.
+  static bool required_in(const SchemaNode& n, size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      if (n.required[i]) return true;
+    }
+    return false;
+  }
+
+  void object(Branch b, const SchemaNode& n, unsigned char c) const {
+    Frame& f = b.stack.back();
+    switch (f.phase) {
+      case kObjStart:
+        if (c != '{') return;
+        f.phase = kObjKeyOrEnd;
+        f.b = 0;
+        out_->push_back(std::move(b));
+        return;
+      case kObjKeyOrEnd:
+      case kObjKey:
+      case kObjCommaOrEnd: {
+        const size_t next = static_cast<size_t>(f.b);
+        if (f.phase == kObjCommaOrEnd && c == ',') {
+          if (next >= n.keys.size()) return;
+          f.phase = kObjKey;
+          out_->push_back(std::move(b));
+          return;
+        }
+        if (f.phase != kObjKey && c == '}') {
+          if (required_in(n, next, n.keys.size())) return;
+          pop(b);
+          out_->push_back(std::move(b));
+          return;
+        }
+        if (f.phase == kObjCommaOrEnd || c != '"') return;
+        for (size_t j = next; j < n.keys.size(); ++j) {
+          Branch k = b;
+          Frame& kf = k.stack.back();
+          kf.phase = kObjKeyText;
+          kf.a = static_cast<int32_t>(j);
+          kf.b = 1;  // the key text's opening quote
+          out_->push_back(std::move(k));
+          if (n.required[j]) break;  // a later key would skip this one
+        }
+        return;
+      }
+      case kObjKeyText: {
+        const std::string& key = n.keys[static_cast<size_t>(f.a)];
+        if (static_cast<unsigned char>(key[static_cast<size_t>(f.b)]) != c) return;
+        if (++f.b == static_cast<int32_t>(key.size())) {
+          f.phase = kObjColon;
+          f.b = f.a + 1;  // the next key's index, once this value is done
+        }
+        out_->push_back(std::move(b));
+        return;
+      }
+      case kObjColon:
+        if (c != ':') return;
+        f.phase = kObjValue;
+        push_value(std::move(b), n.children[static_cast<size_t>(f.a)], out_);
+        return;
+      default: return;
+    }
+  }
+
+  void array(Branch b, const SchemaNode& n, unsigned char c) const {
+    Frame& f = b.stack.back();
+    switch (f.phase) {
+      case kArrStart:
+        if (c != '[') return;
+        f.phase = kArrValueOrEnd;
+        out_->push_back(std::move(b));
+        return;
+      case kArrValueOrEnd:
+      case kArrValue: {
+        if (f.phase == kArrValueOrEnd && c == ']') {
+          if (n.min_items > 0) return;
+          pop(b);
+          out_->push_back(std::move(b));
+          return;
+        }
+        if (n.max_items == 0) return;
+        f.phase = kArrInValue;
+        std::vector<Branch> started;
+        push_value(std::move(b), n.children[0], &started);
+        for (Branch& s : started) feed(std::move(s), c);
+        return;
+      }
+      case kArrCommaOrEnd:
+        if (c == ',' && f.a < n.max_items) {
+          f.phase = kArrValue;
+          out_->push_back(std::move(b));
+        } else if (c == ']' && f.a >= n.min_items) {
+          pop(b);
+          out_->push_back(std::move(b));
+        }
+        return;
+      default: return;
+    }
+  }
+
+  void string(Branch b, unsigned char c) const {
+    Frame& f = b.stack.back();
+    switch (f.phase) {
+      case kStrStart:
+        if (c != '"') return;
+        f.phase = kStrIn;
+        break;
+      case kStrIn:
+        if (c == '"') {
+          pop(b);
+        } else if (c == '\\') {
+          f.phase = kStrEscape;
+        } else if (c < 0x20) {
+          return;
+        }
+        break;
+      case kStrEscape:
+        if (c == 'u') {
+          f.phase = kStrUnicode;
+          f.a = 4;
+        } else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't') {
+          f.phase = kStrIn;
+        } else {
+          return;
+        }
+        break;
+      case kStrUnicode:
+        if (!is_hex(c)) return;
+        if (--f.a == 0) f.phase = kStrIn;
+        break;
+      default: return;
+    }
+    out_->push_back(std::move(b));
+  }
+
+  void number(Branch b, bool integer, unsigned char c) const {
+    Frame& f = b.stack.back();
+    auto to = [&](NumberPhase p) {
+      f.phase = p;
+      out_->push_back(std::move(b));
+    };
+    switch (f.phase) {
+      case kNumStart:
+        if (c == '-') return to(kNumMinus);
+        [[fallthrough]];
+      case kNumMinus:
+        if (c == '0') return to(kNumZero);
+        if (is_digit(c)) return to(kNumInt);
+        return;
+      case kNumDot:
+        if (is_digit(c)) return to(kNumFrac);
+        return;
+      case kNumExp:
+        if (c == '+' || c == '-') return to(kNumExpSign);
+        [[fallthrough]];
+      case kNumExpSign:
+        if (is_digit(c)) return to(kNumExpDigits);
+        return;
+      default: break;  // a number that may end here
+    }
+    if (is_digit(c) && f.phase != kNumZero) return to(static_cast<NumberPhase>(f.phase));
+    if (!integer && c == '.' && (f.phase == kNumZero || f.phase == kNumInt)) return to(kNumDot);
+    if (!integer && (c == 'e' || c == 'E') && f.phase != kNumExpDigits) return to(kNumExp);
+    // The number ends: the byte is its parent's.
+    pop(b);
+    feed(std::move(b), c);
+  }
+
+  void literal(Branch b, const SchemaNode& n, unsigned char c) const {
+    Frame& f = b.stack.back();
+    if (f.phase == kLitStart) {
+      for (size_t i = 0; i < n.literals.size(); ++i) {
+        if (static_cast<unsigned char>(n.literals[i][0]) != c) continue;
+        Branch l = b;
+        Frame& lf = l.stack.back();
+        lf.phase = kLitIn;
+        lf.a = static_cast<int32_t>(i);
+        lf.b = 1;
+        if (n.literals[i].size() == 1) pop(l);
+        out_->push_back(std::move(l));
+      }
+      return;
+    }
+    const std::string& text = n.literals[static_cast<size_t>(f.a)];
+    if (static_cast<unsigned char>(text[static_cast<size_t>(f.b)]) != c) return;
+    if (++f.b == static_cast<int32_t>(text.size())) pop(b);
+    out_->push_back(std::move(b));
+  }
+
+  const std::vector<SchemaNode>& nodes_;
+  std::vector<Branch>* out_;
+};
+
+}  // namespace
+
+bool JsonSchemaGrammar::Branch::operator==(const Branch& o) const {
+  if (gap != o.gap || indent != o.indent || stack.size() != o.stack.size()) return false;
+  for (size_t i = 0; i < stack.size(); ++i) {
+    const Frame &x = stack[i], &y = o.stack[i];
+    if (x.node != y.node || x.phase != y.phase || x.a != y.a || x.b != y.b) return false;
+  }
+  return true;
+}
+
+Expected<std::shared_ptr<const JsonSchema>> JsonSchema::compile(std::string_view schema_json) {
+  const Json s = Json::parse(schema_json, nullptr, false);
+  if (s.is_discarded()) return unexpected(ErrorCode::kInvalidArgument, "the JSON schema is not JSON");
+  Compiler c;
+  c.nodes.reserve(16);
+  c.nodes.emplace_back();  // [0]: the root, filled below
+  MINFER_ASSIGN_OR_RETURN(int32_t root, c.node(s, "", 0));
+  c.nodes[0] = SchemaNode{};
+  c.nodes[0].kind = Kind::kAnyOf;  // one alternative: the root
+  c.nodes[0].children = {root};
+  std::shared_ptr<JsonSchema> out(new JsonSchema());
+  out->nodes_ = std::make_unique<std::vector<SchemaNode>>(std::move(c.nodes));
+  return std::shared_ptr<const JsonSchema>(std::move(out));
+}
+
+JsonSchema::~JsonSchema() = default;
+
+JsonSchemaGrammar::JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema) : schema_(std::move(schema)) {
+  Stepper(schema_->nodes(), &branches_).push_value(Branch{}, 0, &branches_);
+}
+
+bool JsonSchemaGrammar::step(unsigned char c) {
+  std::vector<Branch> next;
+  const Stepper stepper(schema_->nodes(), &next);
+  for (const Branch& b : branches_) stepper.feed(b, c);
+  // Branches that met again (a literal shared by two alternatives) are one.
+  std::vector<Branch> unique;
+  for (Branch& b : next) {
+    if (std::find(unique.begin(), unique.end(), b) == unique.end()) unique.push_back(std::move(b));
+  }
+  branches_ = std::move(unique);
+  return !branches_.empty();
+}
+
+bool JsonSchemaGrammar::advance(std::string_view bytes) {
+  for (const char c : bytes) {
+    if (!step(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+bool JsonSchemaGrammar::accepts(std::string_view bytes) const {
+  JsonSchemaGrammar g = *this;
+  return g.advance(bytes);
+}
+
+bool JsonSchemaGrammar::complete() const {
+  // Done: nothing left open — or, a number at the root, digits that may end
+  // it (a number ends only when the byte after it comes).
+  return std::any_of(branches_.begin(), branches_.end(), [this](const Branch& b) {
+    if (b.stack.empty()) return true;
+    const Frame& f = b.stack.front();
+    const Kind kind = schema_->nodes()[static_cast<size_t>(f.node)].kind;
+    return b.stack.size() == 1 && (kind == Kind::kNumber || kind == Kind::kInteger) &&
+           (f.phase == kNumZero || f.phase == kNumInt || f.phase == kNumFrac || f.phase == kNumExpDigits);
+  });
+}
+
+}  // namespace minfer

@@ -1,0 +1,74 @@
+// Structured output (OpenAI's response_format json_schema): the output is one
+// JSON value that a schema describes, byte by byte, as a set of pushdown
+// automata run side by side (a schema's alternatives and optional keys are
+// branches; a byte keeps the branches it can extend).
+//
+// The schema subset (what OpenAI's strict mode allows, less references):
+// "type" one of object, array, string, number, integer, boolean, null, or a
+// list of them; "properties" with "required" (keys come in the properties'
+// order; a key not required may be left out; no other key is written, so
+// "additionalProperties" may only be false); "items" with "minItems" and
+// "maxItems"; "enum" and "const" of scalars; "anyOf". "title",
+// "description", "default" and "$schema" are read as comments. Anything else
+// ($ref, oneOf, pattern, minimum, ...) is refused by compile() with its name,
+// never ignored: the output would not be held to it.
+//
+// Between tokens the whitespace of json_grammar.h (nothing, a space, or a
+// newline and up to 20 spaces or tabs); strings as there.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/common/expected.h"
+
+namespace minfer {
+
+struct SchemaNode;
+
+// A compiled schema: immutable, shared by the requests that use it.
+class JsonSchema {
+ public:
+  static Expected<std::shared_ptr<const JsonSchema>> compile(std::string_view schema_json);
+  ~JsonSchema();
+  const std::vector<SchemaNode>& nodes() const { return *nodes_; }
+
+ private:
+  JsonSchema() = default;
+  std::unique_ptr<std::vector<SchemaNode>> nodes_;  // [0]: the root
+};
+
+class JsonSchemaGrammar {
+ public:
+  explicit JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema);
+
+  // Whether `bytes` may follow what was fed so far (nothing changes).
+  bool accepts(std::string_view bytes) const;
+  // Feeds `bytes`; false (and the state is then unspecified) when they cannot follow.
+  bool advance(std::string_view bytes);
+  // A branch has completed the value (only whitespace may follow).
+  bool complete() const;
+
+  // One position in the value being written: which node, and how far.
+  struct Frame {
+    int32_t node = 0;
+    uint8_t phase = 0;
+    int32_t a = 0;  // object: the property; array: the items so far; literal: which; string/number: lexer state
+    int32_t b = 0;  // object: the next property's index; literal: bytes matched
+  };
+  struct Branch {
+    std::vector<Frame> stack;  // empty: the value is complete
+    uint8_t gap = 0, indent = 0;  // the whitespace between two tokens so far
+    bool operator==(const Branch& o) const;
+  };
+
+ private:
+  bool step(unsigned char c);
+  std::shared_ptr<const JsonSchema> schema_;
+  std::vector<Branch> branches_;
+};
+
+}  // namespace minfer
