@@ -141,7 +141,7 @@ struct GenerationRequest {
   // (score only, generate nothing).
   bool prompt_logprobs = false;
   // JSON mode (OpenAI's response_format json_object): every token keeps the
-  // output a prefix of one JSON object (engine/sampling/json_grammar.h), and
+  // output a prefix of one JSON object (JsonSchema::any_object()), and
   // generation ends when the object closes (finish kStop) — or at max_tokens,
   // possibly mid-object. The host picks the tokens from copied logits.
   bool json_object = false;

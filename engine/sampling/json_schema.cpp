@@ -17,6 +17,8 @@ struct SchemaNode {
   std::vector<int32_t> children;      // object: each key's value; array: {items}; anyOf: the alternatives
   int32_t min_items = 0, max_items = INT32_MAX;
   std::vector<std::string> literals;  // kLiterals: each allowed value's JSON text
+  // Object: any keys (children {value, key string}) instead of `keys`.
+  bool free_keys = false;
 };
 
 namespace {
@@ -64,7 +66,7 @@ class Compiler {
       }
       return add(std::move(n));
     }
-    if (!s.contains("type")) return unexpected(refuse(where, "a schema needs a 'type', 'enum', 'const' or 'anyOf'"));
+    if (!s.contains("type")) return any();  // {} (or comments only): any value
     const Json& type = s["type"];
     if (type.is_array()) {
       if (type.empty()) return unexpected(refuse(where, "'type' is an empty list"));
@@ -87,6 +89,41 @@ class Compiler {
     return static_cast<int32_t>(nodes.size() - 1);
   }
 
+  // Any JSON value: an object of any keys, an array, a string, a number,
+  // true, false or null — one node, made once, that its containers refer to.
+  int32_t any() {
+    if (any_ >= 0) return any_;
+    any_ = add(SchemaNode{});
+    nodes[static_cast<size_t>(any_)].kind = Kind::kAnyOf;
+    const int32_t key = add(SchemaNode{});  // kString
+    SchemaNode object;
+    object.kind = Kind::kObject;
+    object.free_keys = true;
+    object.children = {any_, key};
+    SchemaNode array;
+    array.kind = Kind::kArray;
+    array.children = {any_};
+    SchemaNode number;
+    number.kind = Kind::kNumber;
+    SchemaNode literals;
+    literals.kind = Kind::kLiterals;
+    literals.literals = {"true", "false", "null"};
+    std::vector<int32_t> alternatives = {add(std::move(object)), add(std::move(array)), key, add(std::move(number)),
+                                         add(std::move(literals))};
+    nodes[static_cast<size_t>(any_)].children = std::move(alternatives);
+    return any_;
+  }
+  // Any object: any keys, any values.
+  int32_t any_object() {
+    SchemaNode object;
+    object.kind = Kind::kObject;
+    object.free_keys = true;
+    const int32_t value = any();
+    object.children = {value, nodes[static_cast<size_t>(value)].children[2]};  // any's string node for the keys
+    return add(std::move(object));
+  }
+  int32_t any_ = -1;
+
   Expected<int32_t> typed(const Json& s, const std::string& type, const std::string& where, int depth) {
     SchemaNode n;
     if (type == "string") {
@@ -105,6 +142,11 @@ class Compiler {
       n.kind = Kind::kObject;
       if (s.contains("additionalProperties") && s["additionalProperties"] != false) {
         return unexpected(refuse(where, "'additionalProperties' may only be false (no other key is ever written)"));
+      }
+      // No properties and no word against others: any object (JSON
+      // Schema's meaning of {"type": "object"}).
+      if (!s.contains("properties") && !s.contains("additionalProperties") && !s.contains("required")) {
+        return any_object();
       }
       const Json props = s.value("properties", Json::object());
       if (!props.is_object()) return unexpected(refuse(where, "'properties' must be an object"));
@@ -128,8 +170,12 @@ class Compiler {
       n.children = std::move(children);
     } else if (type == "array") {
       n.kind = Kind::kArray;
-      if (!s.contains("items")) return unexpected(refuse(where, "an array needs 'items'"));
-      MINFER_ASSIGN_OR_RETURN(int32_t items, node(s["items"], where + "[]", depth + 1));
+      int32_t items = -1;
+      if (s.contains("items")) {
+        MINFER_ASSIGN_OR_RETURN(items, node(s["items"], where + "[]", depth + 1));
+      } else {
+        items = any();  // no items: any values
+      }
       n.children = {items};
       for (const char* bound : {"minItems", "maxItems"}) {
         if (!s.contains(bound)) continue;
@@ -158,7 +204,7 @@ enum StringPhase : uint8_t { kStrStart, kStrIn, kStrEscape, kStrUnicode };
 enum NumberPhase : uint8_t { kNumStart, kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumExp, kNumExpSign, kNumExpDigits };
 enum LiteralPhase : uint8_t { kLitStart, kLitIn };
 enum Gap : uint8_t { kGapNone, kGapSpace, kGapNewline };
-constexpr int kMaxIndent = 20;
+constexpr int kMaxIndent = JsonSchemaGrammar::kMaxIndent;
 
 bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 bool is_hex(unsigned char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
@@ -171,24 +217,31 @@ class Stepper {
  public:
   Stepper(const std::vector<SchemaNode>& nodes, std::vector<Branch>* out) : nodes_(nodes), out_(out) {}
 
-  // `b` with the value of `node` begun (anyOf: one branch an alternative).
-  void push_value(Branch b, int32_t node, std::vector<Branch>* into) const {
+  // `b` with the value of `node` begun (anyOf: one branch an alternative),
+  // at `phase`; none past kMaxDepth frames.
+  void push_value(Branch b, int32_t node, std::vector<Branch>* into, uint8_t phase = 0) const {
     const SchemaNode& n = nodes_[static_cast<size_t>(node)];
     if (n.kind == Kind::kAnyOf) {
-      for (const int32_t alt : n.children) push_value(b, alt, into);
+      for (const int32_t alt : n.children) push_value(b, alt, into, phase);
       return;
     }
-    b.stack.push_back(Frame{node, 0, 0, 0});
+    if (static_cast<int>(b.stack.size()) >= JsonSchemaGrammar::kMaxDepth) return;
+    b.stack.push_back(Frame{node, phase, 0, 0});
     into->push_back(std::move(b));
   }
 
-  // The top value of `b` is complete: its parent moves on.
-  static void pop(Branch& b) {
+  // The top value of `b` is complete: its parent moves on (an object's key
+  // to its colon, an object's value or an array's item to a comma or close).
+  void pop(Branch& b) const {
     b.stack.pop_back();
     if (b.stack.empty()) return;
     Frame& parent = b.stack.back();
-    parent.phase = parent.phase == kObjValue ? static_cast<uint8_t>(kObjCommaOrEnd) : static_cast<uint8_t>(kArrCommaOrEnd);
-    if (parent.phase == kArrCommaOrEnd) ++parent.a;
+    if (nodes_[static_cast<size_t>(parent.node)].kind == Kind::kObject) {
+      parent.phase = parent.phase == kObjKeyText ? kObjColon : kObjCommaOrEnd;
+    } else {
+      parent.phase = kArrCommaOrEnd;
+      ++parent.a;
+    }
   }
 
   void feed(Branch b, unsigned char c) const {
@@ -219,7 +272,7 @@ class Stepper {
  private:
   static bool structural(Kind kind, uint8_t phase) {
     switch (kind) {
-      case Kind::kObject: return phase != kObjKeyText && phase != kObjValue;
+      case Kind::kObject: return phase != kObjKeyText && phase != kObjValue;  // (a free key's string is its own frame)
       case Kind::kArray: return phase != kArrInValue;
       default: return phase == 0;  // before a scalar
     }
@@ -253,6 +306,19 @@ class Stepper {
       case kObjKey:
       case kObjCommaOrEnd: {
         const size_t next = static_cast<size_t>(f.b);
+        if (n.free_keys) {  // any key: a string, then its value
+          if (f.phase == kObjCommaOrEnd && c == ',') {
+            f.phase = kObjKey;
+            out_->push_back(std::move(b));
+          } else if (f.phase != kObjKey && c == '}') {
+            pop(b);
+            out_->push_back(std::move(b));
+          } else if (f.phase != kObjCommaOrEnd && c == '"') {
+            f.phase = kObjKeyText;
+            push_value(std::move(b), n.children[1], out_, kStrIn);
+          }
+          return;
+        }
         if (f.phase == kObjCommaOrEnd && c == ',') {
           if (next >= n.keys.size()) return;
           f.phase = kObjKey;
@@ -290,7 +356,7 @@ class Stepper {
       case kObjColon:
         if (c != ':') return;
         f.phase = kObjValue;
-        push_value(std::move(b), n.children[static_cast<size_t>(f.a)], out_);
+        push_value(std::move(b), n.children[n.free_keys ? 0 : static_cast<size_t>(f.a)], out_);
         return;
       default: return;
     }
@@ -452,6 +518,11 @@ Expected<std::shared_ptr<const JsonSchema>> JsonSchema::compile(std::string_view
 }
 
 JsonSchema::~JsonSchema() = default;
+
+std::shared_ptr<const JsonSchema> JsonSchema::any_object() {
+  static const std::shared_ptr<const JsonSchema> object = *compile(R"({"type": "object"})");
+  return object;
+}
 
 JsonSchemaGrammar::JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema) : schema_(std::move(schema)) {
   Stepper(schema_->nodes(), &branches_).push_value(Branch{}, 0, &branches_);

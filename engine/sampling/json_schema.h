@@ -7,14 +7,20 @@
 // "type" one of object, array, string, number, integer, boolean, null, or a
 // list of them; "properties" with "required" (keys come in the properties'
 // order; a key not required may be left out; no other key is written, so
-// "additionalProperties" may only be false); "items" with "minItems" and
+// "additionalProperties" may only be false beside them); "items" with "minItems" and
 // "maxItems"; "enum" and "const" of scalars; "anyOf". "title",
 // "description", "default" and "$schema" are read as comments. Anything else
 // ($ref, oneOf, pattern, minimum, ...) is refused by compile() with its name,
 // never ignored: the output would not be held to it.
 //
-// Between tokens the whitespace of json_grammar.h (nothing, a space, or a
-// newline and up to 20 spaces or tabs); strings as there.
+// What JSON Schema leaves open stays open: no type is any value, an object
+// without properties or additionalProperties any object (JSON mode is that
+// schema, any_object()), an array without items any items. Between tokens
+// the whitespace llama.cpp's JSON grammar allows (nothing, one space, or a
+// newline and up to kMaxIndent spaces or tabs), so that a model cannot pad
+// forever; strings take any byte but the quote, the backslash and controls
+// (UTF-8 is not checked: a token may end inside a character); at most
+// kMaxDepth values open at once.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +39,8 @@ struct SchemaNode;
 class JsonSchema {
  public:
   static Expected<std::shared_ptr<const JsonSchema>> compile(std::string_view schema_json);
+  // {"type": "object"}: any JSON object — JSON mode (response_format json_object).
+  static std::shared_ptr<const JsonSchema> any_object();
   ~JsonSchema();
   const std::vector<SchemaNode>& nodes() const { return *nodes_; }
 
@@ -43,6 +51,9 @@ class JsonSchema {
 
 class JsonSchemaGrammar {
  public:
+  static constexpr int kMaxIndent = 20;  // spaces or tabs after a newline between tokens
+  static constexpr int kMaxDepth = 64;   // values open at once
+
   explicit JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema);
 
   // Whether `bytes` may follow what was fed so far (nothing changes).

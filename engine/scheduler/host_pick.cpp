@@ -29,7 +29,7 @@ HostPick::HostPick(const GenerationRequest& request, const Tokenizer& tokenizer,
   if (request.json_schema) {
     schema_.emplace(request.json_schema);
   } else if (request.json_object) {
-    object_.emplace();
+    schema_.emplace(JsonSchema::any_object());
   }
 }
 
@@ -38,16 +38,15 @@ int32_t HostPick::pick(float* logits, const std::vector<int32_t>& history) {
   // The sampler changes the logits; log-probabilities are of the raw ones.
   if (want_logprobs) raw_logits_.assign(logits, logits + vocab_size_);
   int32_t t = -1;
-  if (object_ || schema_) {
+  if (schema_) {
     // A token may come next if it has bytes and they keep the output a
     // prefix of what is allowed.
     t = sampler_.sample(logits, history, [this](int32_t id) {
       const std::string& bytes = token_text_[static_cast<size_t>(id)];
-      return !bytes.empty() && (object_ ? object_->accepts(bytes) : schema_->accepts(bytes));
+      return !bytes.empty() && schema_->accepts(bytes);
     });
     if (t < 0) return t;
-    const std::string& picked = token_text_[static_cast<size_t>(t)];
-    object_ ? object_->advance(picked) : schema_->advance(picked);
+    schema_->advance(token_text_[static_cast<size_t>(t)]);
   } else {
     t = sampler_.sample(logits, history);
   }

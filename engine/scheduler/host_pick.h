@@ -1,5 +1,6 @@
 // What the host does with a step's logits when it, not the device, picks the
-// token: the sampler, JSON mode's constraint (json_grammar.h) and the
+// token: the sampler, JSON mode's and structured output's constraint
+// (json_schema.h) and the
 // token's log-probabilities (logprobs.h) — and, for a scored prompt, the
 // prompt tokens' log-probabilities from every prefill row. Engine::generate
 // uses one HostPick per request.
@@ -13,7 +14,6 @@
 #include <vector>
 
 #include "engine/api.h"
-#include "engine/sampling/json_grammar.h"
 #include "engine/sampling/json_schema.h"
 #include "engine/sampling/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -39,7 +39,7 @@ class HostPick {
   // The last picked token's log-probabilities, when asked for (once).
   std::optional<TokenLogprobs> take_logprobs() { return std::exchange(logprobs_, std::nullopt); }
   // JSON mode or a schema: the value is complete.
-  bool complete() const { return (object_ && object_->complete()) || (schema_ && schema_->complete()); }
+  bool complete() const { return schema_ && schema_->complete(); }
   // The sampler, for the draws of steps that pick on the device.
   Sampler& sampler() { return sampler_; }
 
@@ -49,8 +49,7 @@ class HostPick {
   const std::vector<std::string>& token_text_;
   int vocab_size_;
   Sampler sampler_;
-  std::optional<JsonObjectGrammar> object_;  // JSON mode
-  std::optional<JsonSchemaGrammar> schema_;  // structured output
+  std::optional<JsonSchemaGrammar> schema_;  // JSON mode (any object) or structured output
   std::vector<float> raw_logits_;
   std::optional<TokenLogprobs> logprobs_;
 };

@@ -96,12 +96,27 @@ TEST(JsonSchemaGrammar, KeywordsOutsideTheSubsetAreRefusedByName) {
   EXPECT_NE(error_of(R"({"type": "object", "additionalProperties": true})").find("may only be false"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "object", "properties": {}, "required": ["a"]})").find("not in 'properties'"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"type": "array"})").find("needs 'items'"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "tuple"})").find("'tuple' is not a JSON type"), std::string::npos);
-  EXPECT_NE(error_of(R"({"description": "x"})").find("needs a 'type'"), std::string::npos);
   EXPECT_NE(error_of("[1]").find("must be an object"), std::string::npos);
   EXPECT_NE(error_of("{").find("not JSON"), std::string::npos);
   EXPECT_EQ(error_of(R"({"type": "string", "title": "t", "description": "d", "default": "x"})"), "compiled");
+}
+
+// What JSON Schema leaves open stays open: no type is any value, an object
+// without properties any object, an array without items any items.
+TEST(JsonSchemaGrammar, OpenSchemasTakeAnyValue) {
+  bool done = false;
+  const auto anything = compiled(R"({"description": "whatever"})");
+  for (const std::string doc : {"1", "-0.5", "\"x\"", "null", "[1, [true], {}]", R"({"a": {"b": [null, "c"]}})"}) {
+    EXPECT_EQ(first_refused(anything, doc, &done), -1) << doc;
+    EXPECT_TRUE(done) << doc;
+  }
+  const auto list = compiled(R"({"type": "object", "properties": {"xs": {"type": "array"}}, "required": ["xs"]})");
+  EXPECT_EQ(first_refused(list, R"({"xs": [1, "a", {"k": [false]}]})", &done), -1);
+  EXPECT_TRUE(done);
+  const auto empty = compiled(R"({"type": "object", "additionalProperties": false})");
+  EXPECT_EQ(first_refused(empty, "{}", &done), -1);
+  EXPECT_EQ(first_refused(empty, R"({"a": 1})"), 1);
 }
 
 }  // namespace
