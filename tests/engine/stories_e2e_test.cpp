@@ -200,10 +200,7 @@ TYPED_TEST(Stories, LogprobsAreTheModelsAndChangeNoToken) {
   for (size_t i = 0; i < r.tokens.size(); ++i) {
     const TokenLogprobs& lp = r.logprobs[i];
     const float* row = logits->data() + (prompt.size() - 1 + i) * static_cast<size_t>(vocab);
-    double max = row[0], sum = 0.0;
-    for (int v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
-    for (int v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
-    const double log_z = max + std::log(sum);
+    const double log_z = test::log_sum_exp(row, vocab);
     EXPECT_EQ(lp.chosen.token, r.tokens[i]);
     EXPECT_NEAR(lp.chosen.logprob, row[r.tokens[i]] - log_z, 1e-3) << "token " << i;
     ASSERT_EQ(lp.top.size(), 5u);
@@ -537,10 +534,8 @@ TEST(EnginePrefill, PromptLogprobsScoreEveryPromptTokenAcrossSteps) {
     EXPECT_EQ(r.prompt_logprobs[0].chosen.token, prompt[0]);
     for (size_t i = 1; i < prompt.size(); ++i) {
       const float* row = ref->data() + (i - 1) * static_cast<size_t>(vocab);
-      double max = row[0], sum = 0.0;
-      for (int v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
-      for (int v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
-      const double log_z = max + std::log(sum);
+      const double log_z = test::log_sum_exp(row, vocab);
+      const double max = *std::max_element(row, row + vocab);
       const TokenLogprobs& lp = r.prompt_logprobs[i];
       EXPECT_EQ(lp.chosen.token, prompt[i]);
       EXPECT_NEAR(lp.chosen.logprob, row[prompt[i]] - log_z, 1e-3) << "prompt token " << i;
@@ -561,10 +556,8 @@ TEST(EnginePrefill, PromptLogprobsScoreEveryPromptTokenAcrossSteps) {
   ASSERT_TRUE(long_ref.has_value());
   for (size_t i = 1; i < long_req.prompt.size(); ++i) {
     const float* row = long_ref->data() + (i - 1) * static_cast<size_t>(vocab);
-    double max = row[0], sum = 0.0;
-    for (int v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
-    for (int v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
-    EXPECT_NEAR(long_scored.prompt_logprobs[i].chosen.logprob, row[long_req.prompt[i]] - max - std::log(sum), 1e-3) << i;
+    EXPECT_NEAR(long_scored.prompt_logprobs[i].chosen.logprob, row[long_req.prompt[i]] - test::log_sum_exp(row, vocab), 1e-3)
+        << i;
   }
 
   req.max_tokens = 6;

@@ -611,6 +611,17 @@ TEST(CudaLookahead, EngineOrdersGiveTheSameTokens) {
   EXPECT_EQ(results[1][3].n_generated, 10);
 }
 
+// An engine on `path` with a 256-token context; null (and a failure) when it does not load.
+std::unique_ptr<Engine> load_engine(const std::string& path, BackendChoice backend) {
+  EngineConfig c;
+  c.model_path = path;
+  c.backend = backend;
+  c.n_ctx = 256;
+  auto e = Engine::load(c);
+  EXPECT_TRUE(e.has_value()) << e.error().message;
+  return e ? std::move(*e) : nullptr;
+}
+
 // Log-probabilities on the GPU: a request that asks for them has the host
 // pick from copied logits, and gets the tokens the device's argmax (greedy)
 // and draw (sampled, top-k) give without them; its log-probabilities are
@@ -619,16 +630,8 @@ TEST(CudaLookahead, EngineOrdersGiveTheSameTokens) {
 TEST(CudaLogprobs, SameTokensAsTheDevicePickAndTheCpusLogprobs) {
   MINFER_REQUIRE_GPU();
   const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
-  std::unique_ptr<Engine> engines[2];
-  for (int cuda = 0; cuda < 2; ++cuda) {
-    EngineConfig c;
-    c.model_path = path;
-    c.backend = cuda ? BackendChoice::kCuda : BackendChoice::kCpu;
-    c.n_ctx = 256;
-    auto e = Engine::load(c);
-    ASSERT_TRUE(e.has_value()) << e.error().message;
-    engines[cuda] = std::move(*e);
-  }
+  std::unique_ptr<Engine> engines[2] = {load_engine(path, BackendChoice::kCpu), load_engine(path, BackendChoice::kCuda)};
+  ASSERT_TRUE(engines[0] && engines[1]);
   for (const float temperature : {0.0f, 0.9f}) {
     SCOPED_TRACE(temperature == 0.0f ? "greedy" : "sampled");
     GenerationRequest req;
@@ -652,10 +655,7 @@ TEST(CudaLogprobs, SameTokensAsTheDevicePickAndTheCpusLogprobs) {
     const int vocab = engines[0]->info().vocab_size;
     for (size_t i = 0; i < gpu.tokens.size(); ++i) {
       const float* row = cpu_logits->data() + (req.prompt.size() - 1 + i) * static_cast<size_t>(vocab);
-      double max = row[0], sum = 0.0;
-      for (int v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
-      for (int v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
-      const double log_z = max + std::log(sum);
+      const double log_z = test::log_sum_exp(row, vocab);
       // CudaSynthParity's bound on Q8_0 logits (5e-2 of the row's largest
       // magnitude), twice: once in the logit, once in the normalizer.
       double largest = 0;
@@ -677,16 +677,8 @@ TEST(CudaLogprobs, SameTokensAsTheDevicePickAndTheCpusLogprobs) {
 TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
   MINFER_REQUIRE_GPU();
   const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
-  std::unique_ptr<Engine> engines[2];
-  for (int cuda = 0; cuda < 2; ++cuda) {
-    EngineConfig c;
-    c.model_path = path;
-    c.backend = cuda ? BackendChoice::kCuda : BackendChoice::kCpu;
-    c.n_ctx = 256;
-    auto e = Engine::load(c);
-    ASSERT_TRUE(e.has_value()) << e.error().message;
-    engines[cuda] = std::move(*e);
-  }
+  std::unique_ptr<Engine> engines[2] = {load_engine(path, BackendChoice::kCpu), load_engine(path, BackendChoice::kCuda)};
+  ASSERT_TRUE(engines[0] && engines[1]);
   GenerationRequest greedy;
   greedy.prompt = some_tokens(9, 512, 4);
   greedy.max_tokens = 24;
