@@ -29,6 +29,10 @@ int cmd_chat(const std::vector<std::string>& args) {
                   desc, nullptr, args, vm, &code)) {
     return code;
   }
+  if (std::string e = sampling.load_schema(); !e.empty()) {
+    std::cerr << "minfer: " << e << "\n";
+    return 2;
+  }
   const bool interactive = ::isatty(0) != 0;
   nlohmann::json messages = nlohmann::json::array();
   auto reset = [&] {

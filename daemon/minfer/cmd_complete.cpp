@@ -27,6 +27,10 @@ int cmd_complete(const std::vector<std::string>& args) {
                   args, vm, &code)) {
     return code;
   }
+  if (std::string e = sampling.load_schema(); !e.empty()) {
+    std::cerr << "minfer: " << e << "\n";
+    return 2;
+  }
   nlohmann::json body = {{"prompt", prompt}};
   sampling.write(body);
   SocketClient client(socket);

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "daemon/minfer/command.h"
 #include "daemon/minfer/engine_options.h"
+#include "engine/sampling/json_schema.h"
 
 namespace minfer::cli {
 
@@ -34,6 +37,7 @@ int cmd_generate(const std::vector<std::string>& args) {
       ("stop", po::value(&stops)->composing(), "stop string (repeatable)")
       ("chat", "wrap the prompt in the model's chat template (user turn)")
       ("json", "JSON mode: the output is one JSON object")
+      ("schema", po::value<std::string>(), "structured output: a value of the JSON schema in this file")
       ("system", po::value(&system), "system message for --chat")
       ("no-bos", "do not add the BOS token")
       ("ignore-eos", "keep generating past end-of-generation tokens");
@@ -46,6 +50,19 @@ int cmd_generate(const std::vector<std::string>& args) {
   if (repeat_last_n < -1) {
     std::cerr << "minfer: --repeat-last-n is " << repeat_last_n << "; allowed -1 (the context) or more\n";
     return 2;
+  }
+  // The schema before the model: a bad one is an error at once.
+  std::shared_ptr<const JsonSchema> schema;
+  if (vm.count("schema")) {
+    std::ifstream in(vm["schema"].as<std::string>());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto compiled = JsonSchema::compile(text);
+    if (!in || !compiled) {
+      std::cerr << "minfer: --schema " << vm["schema"].as<std::string>() << ": "
+                << (in ? compiled.error().message : "cannot read it") << "\n";
+      return 2;
+    }
+    schema = std::move(*compiled);
   }
   auto engine = load_engine(eo);
   if (!engine) {
@@ -78,6 +95,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   req.sampling.penalty_last_n = repeat_last_n == -1 ? e.info().n_ctx : repeat_last_n;
   req.sampling.seed = seed;
   req.json_object = vm.count("json") > 0;
+  req.json_schema = schema;
   req.stop = stops;
   req.ignore_eos = vm.count("ignore-eos") > 0;
   GenerationResult r = e.generate(req, [](const TokenEvent& ev) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+
 namespace minfer::cli {
 namespace po = boost::program_options;
 
@@ -17,7 +19,9 @@ void SamplingOptions::add_to(po::options_description& desc) {
        "tokens the penalties look at (-1: the context, 0: none)")
       ("seed", po::value(&seed)->default_value(seed), "sampling seed (-1: the daemon picks one)")
       ("stop", po::value(&stop)->composing(), "stop string (repeatable)")
-      ("json", po::bool_switch(&json), "JSON mode: the reply is one JSON object (response_format json_object)");
+      ("json", po::bool_switch(&json), "JSON mode: the reply is one JSON object (response_format json_object)")
+      ("schema", po::value(&schema_file), "structured output: the reply is a value of the JSON schema in this file "
+                                          "(response_format json_schema)");
 }
 
 void SamplingOptions::write(nlohmann::json& body) const {
@@ -31,6 +35,22 @@ void SamplingOptions::write(nlohmann::json& body) const {
   if (seed >= 0) body["seed"] = seed;
   if (!stop.empty()) body["stop"] = stop;
   if (json) body["response_format"] = {{"type", "json_object"}};
+  if (!schema_.is_null()) {
+    body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "schema"}, {"schema", schema_}}}};
+  }
+}
+
+std::string SamplingOptions::load_schema() {
+  if (schema_file.empty()) return {};
+  if (json) return "--json and --schema are two output formats; give one";
+  std::ifstream in(schema_file);
+  if (!in) return fmt::format("cannot read the schema file {}", schema_file);
+  schema_ = nlohmann::json::parse(in, nullptr, false);
+  if (schema_.is_discarded()) {
+    schema_ = nullptr;
+    return fmt::format("the schema file {} is not JSON", schema_file);
+  }
+  return {};
 }
 
 Expected<StreamSummary> stream_generation(SocketClient& client, std::string_view target, nlohmann::json body,

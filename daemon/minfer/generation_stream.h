@@ -24,10 +24,16 @@ struct SamplingOptions {
   long long seed = -1;  // -1: let the daemon pick
   std::vector<std::string> stop;
   bool json = false;  // response_format json_object (JSON mode)
+  std::string schema_file;  // response_format json_schema, the schema read from this file
 
   void add_to(boost::program_options::options_description& desc);
+  // Reads --schema's file: "" or an error naming the file.
+  std::string load_schema();
   // Adds the fields to a request body.
   void write(nlohmann::json& body) const;
+
+ private:
+  nlohmann::json schema_;
 };
 
 struct StreamSummary {
