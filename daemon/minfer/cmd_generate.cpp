@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 
 #include "daemon/minfer/command.h"
 #include "daemon/minfer/engine_options.h"
+#include "engine/common/read_file.h"
 #include "engine/sampling/json_schema.h"
 
 namespace minfer::cli {
@@ -54,12 +53,11 @@ int cmd_generate(const std::vector<std::string>& args) {
   // The schema before the model: a bad one is an error at once.
   std::shared_ptr<const JsonSchema> schema;
   if (vm.count("schema")) {
-    std::ifstream in(vm["schema"].as<std::string>());
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto compiled = JsonSchema::compile(text);
-    if (!in || !compiled) {
-      std::cerr << "minfer: --schema " << vm["schema"].as<std::string>() << ": "
-                << (in ? compiled.error().message : "cannot read it") << "\n";
+    const std::string& file = vm["schema"].as<std::string>();
+    auto text = read_file(file);
+    auto compiled = text ? JsonSchema::compile(*text) : unexpected(text.error());
+    if (!compiled) {
+      std::cerr << "minfer: --schema " << file << ": " << compiled.error().message << "\n";
       return 2;
     }
     schema = std::move(*compiled);
