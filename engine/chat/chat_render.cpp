@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "engine/chat/chat_template.h"
+#include "engine/chat/tojson.h"
 
 namespace minfer {
 namespace {
@@ -46,11 +47,73 @@ Status check_alternation(const std::vector<ChatMessage>& loop, size_t first_inde
 
 }  // namespace
 
-Expected<std::string> ChatTemplate::apply_chatml(const std::vector<ChatMessage>& messages,
-                                                 bool add_generation_prompt) const {
+// The system turn that declares the tools. Qwen2.5:
+//   '<|im_start|>system\n' + (messages[0]['content'] if system else the default)
+//   + "\n\n# Tools\n\n..." ; Qwen3: (messages[0].content + '\n\n' if system) + "# Tools\n\n..."
+// then each tool as "\n" + tool | tojson, and the instructions.
+Expected<std::string> ChatTemplate::chatml_tools_header(const std::vector<ChatMessage>& messages,
+                                                        const std::vector<std::string>& tools) const {
+  const bool system = messages[0].role == "system";
+  std::string out = "<|im_start|>system\n";
+  if (tool_style_ == ToolStyle::kQwen25) {
+    out += system ? messages[0].content : default_system_;
+    out += "\n\n";
+  } else if (system) {
+    out += messages[0].content;
+    out += "\n\n";
+  }
+  out +=
+      "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with "
+      "function signatures within <tools></tools> XML tags:\n<tools>";
+  for (size_t i = 0; i < tools.size(); ++i) {
+    auto json = python_json_dumps(tools[i]);
+    if (!json) return unexpected(ErrorCode::kInvalidArgument, fmt::format("chat template: tool {} is not JSON", i));
+    out += "\n";
+    out += *json;
+  }
+  out +=
+      "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+      "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+      "<args-json-object>}\n</tool_call><|im_end|>\n";
+  return out;
+}
+
+// An assistant turn's calls, after its content. Qwen2.5:
+//   for tool_call: '\n<tool_call>\n{"name": "' + name + '", "arguments": ' + arguments | tojson + '}\n</tool_call>'
+// Qwen3: a '\n' before each but a first one that follows no content, and
+// the arguments as they are when they are a string (they are, here).
+std::string ChatTemplate::chatml_tool_calls(const ChatMessage& m, std::string_view content) const {
   std::string out;
-  if (messages[0].role != "system" && !default_system_.empty())
+  for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+    const ToolCall& call = m.tool_calls[k];
+    if (tool_style_ == ToolStyle::kQwen25 || k > 0 || !content.empty()) out += "\n";
+    out += "<tool_call>\n{\"name\": \"";
+    out += call.name;
+    out += "\", \"arguments\": ";
+    if (tool_style_ == ToolStyle::kQwen25) {
+      // tojson of the parsed arguments; of the string itself when they are not JSON.
+      auto json = python_json_dumps(call.arguments);
+      out += json ? *json : python_json_string(call.arguments);
+    } else {
+      out += call.arguments;
+    }
+    out += "}\n</tool_call>";
+  }
+  return out;
+}
+
+Expected<std::string> ChatTemplate::apply_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                                 const std::vector<std::string>& tools) const {
+  std::string out;
+  // With tools the system turn declares them and holds the first system
+  // message; without, a default system prompt stands in for a missing one.
+  size_t first = 0;
+  if (!tools.empty()) {
+    MINFER_ASSIGN_OR_RETURN(out, chatml_tools_header(messages, tools));
+    if (messages[0].role == "system") first = 1;
+  } else if (messages[0].role != "system" && !default_system_.empty()) {
     out.append("<|im_start|>system\n").append(default_system_).append("<|im_end|>\n");
+  }
 
   // Qwen3: the last user query (messages that merely wrap a tool response do
   // not count); assistant turns after it keep their <think> block.
@@ -63,10 +126,28 @@ Expected<std::string> ChatTemplate::apply_chatml(const std::vector<ChatMessage>&
     }
   }
 
-  for (size_t i = 0; i < messages.size(); ++i) {
+  for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
-    if (m.role != "assistant" || flavor_ != Flavor::kQwen3Thinking) {
+    if (m.role == "tool") {
+      // Consecutive results share one user turn.
+      if (i == 0 || messages[i - 1].role != "tool") out += "<|im_start|>user";
+      out.append("\n<tool_response>\n").append(m.content).append("\n</tool_response>");
+      if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
+      continue;
+    }
+    if (m.role != "assistant") {
       out.append("<|im_start|>").append(m.role).append("\n").append(m.content).append("<|im_end|>\n");
+      continue;
+    }
+    if (flavor_ != Flavor::kQwen3Thinking) {
+      if (m.tool_calls.empty()) {
+        out.append("<|im_start|>assistant\n").append(m.content).append("<|im_end|>\n");
+        continue;
+      }
+      // Qwen2.5: '<|im_start|>' + role, then '\n' + content if any, then the calls.
+      out += "<|im_start|>assistant";
+      if (!m.content.empty()) out.append("\n").append(m.content);
+      out.append(chatml_tool_calls(m, m.content)).append("<|im_end|>\n");
       continue;
     }
     // {%- set content = message.content %} ... if '</think>' in content:
@@ -91,7 +172,7 @@ Expected<std::string> ChatTemplate::apply_chatml(const std::vector<ChatMessage>&
       out += "<|im_start|>assistant\n";
       out += content;
     }
-    out += "<|im_end|>\n";
+    out.append(chatml_tool_calls(m, content)).append("<|im_end|>\n");
   }
   if (add_generation_prompt) out += "<|im_start|>assistant\n";
   return out;

@@ -110,6 +110,12 @@ ChatTemplate ChatTemplate::recognise(std::string_view tmpl) {
     ChatTemplate t = of_kind(ChatTemplateKind::kChatMl);
     t.default_system_ = default_chatml_system(tmpl);
     if (contains(tmpl, "<think>") && contains(tmpl, "</think>")) t.flavor_ = Flavor::kQwen3Thinking;
+    // Qwen2.5 and Qwen3 (and templates written after them) declare tools and
+    // write calls as <tool_call> blocks; Qwen3 prints a string's arguments as
+    // they are ("arguments is string"), Qwen2.5 through tojson.
+    if (contains(tmpl, "<tool_call>") && contains(tmpl, "<tool_response>")) {
+      t.tool_style_ = contains(tmpl, "arguments is string") ? ToolStyle::kQwen3 : ToolStyle::kQwen25;
+    }
     return t;
   }
   if (contains(tmpl, "<|start_header_id|>")) {
@@ -131,8 +137,9 @@ ChatTemplate ChatTemplate::from_text(std::string_view tmpl) {
   return t;
 }
 
-ChatTemplate ChatTemplate::from_gguf(const gguf::File& file) {
-  auto text = file.get_string_or("tokenizer.chat_template", "");
+ChatTemplate ChatTemplate::from_gguf(const gguf::File& file, std::optional<std::string_view> template_text) {
+  auto text = template_text ? Expected<std::string>(std::string(*template_text))
+                            : file.get_string_or("tokenizer.chat_template", "");
   ChatTemplate t = text ? recognise(*text)
                         : make_fallback("tokenizer.chat_template is not a string: " + text.error().message);
   if (t.kind_ == ChatTemplateKind::kFallbackChatMl) {
@@ -163,14 +170,37 @@ std::string_view ChatTemplate::name() const {
   return "chatml";
 }
 
-Expected<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+std::string_view ChatTemplate::tool_call_opener() const {
+  return tool_style_ == ToolStyle::kNone ? std::string_view() : "<tool_call>\n";
+}
+
+std::string_view ChatTemplate::tool_call_closer() const {
+  return tool_style_ == ToolStyle::kNone ? std::string_view() : "\n</tool_call>";
+}
+
+Expected<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                          const std::vector<std::string>& tools) const {
   if (messages.empty()) return unexpected(ErrorCode::kInvalidArgument, "chat template: no messages");
+  const bool has_tools = tool_style_ != ToolStyle::kNone;
+  auto no_tools = [&](std::string_view what) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("chat template: {}, but this model's template ({}) has no tool calling", what, name()));
+  };
+  if (!tools.empty() && !has_tools) return no_tools("tools were declared");
   for (size_t i = 0; i < messages.size(); ++i) {
-    const std::string& role = messages[i].role;
-    if (role != "system" && role != "user" && role != "assistant")
+    const ChatMessage& m = messages[i];
+    const bool known = m.role == "system" || m.role == "user" || m.role == "assistant" || m.role == "tool";
+    if (!known)
       return unexpected(ErrorCode::kInvalidArgument,
-                        fmt::format("chat template: message {} has role '{}'; supported: system, user, assistant", i,
-                                    role));
+                        fmt::format("chat template: message {} has role '{}'; supported: system, user, assistant{}", i,
+                                    m.role, has_tools ? ", tool" : ""));
+    if (m.role == "tool" && !has_tools) return no_tools(fmt::format("message {} is a tool result", i));
+    if (!m.tool_calls.empty() && !has_tools) return no_tools(fmt::format("message {} has tool calls", i));
+    if (!m.tool_calls.empty() && m.role != "assistant")
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("chat template: message {} has tool calls but role '{}'; only an assistant "
+                                    "calls tools",
+                                    i, m.role));
   }
   switch (kind_) {
     case ChatTemplateKind::kLlama3:
@@ -179,9 +209,9 @@ Expected<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messag
       return apply_inst(messages);
     case ChatTemplateKind::kChatMl:
     case ChatTemplateKind::kFallbackChatMl:
-      return apply_chatml(messages, add_generation_prompt);
+      return apply_chatml(messages, add_generation_prompt, tools);
   }
-  return apply_chatml(messages, add_generation_prompt);
+  return apply_chatml(messages, add_generation_prompt, tools);
 }
 
 }  // namespace minfer

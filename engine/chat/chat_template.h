@@ -4,7 +4,7 @@
 // choice is reported so that `minfer gguf info` and /v1/models can show it.
 //
 // Each family renders what its real template renders for plain conversations
-// (system, user and assistant turns; no tools):
+// (system, user and assistant turns):
 //   ChatML   — Qwen2/2.5/3 and others. A default system prompt written into the
 //              template (Qwen2.5's "You are Qwen, ...") is used when the
 //              conversation has none. Qwen3-style templates (they mention
@@ -18,10 +18,19 @@
 //              fallback date "26 Jul 2024" (fixed, so prompts are reproducible).
 //   [INST]   — Llama-2-chat (<<SYS>> block inside the first [INST]) and
 //              Mistral/Mixtral (no system role: an error, as the template raises).
+// Tools (OpenAI's function calling) where the template has them: Qwen2.5's
+// and Qwen3's ChatML templates (they mention <tool_call>) declare the tools
+// in the system turn, write an assistant's calls as <tool_call> blocks and
+// the tool role's results as <tool_response> blocks in a user turn (tool
+// calls are parsed back out of the reply by engine/chat/tool_calls.h).
+// Qwen2.5's template prints a call's arguments with `tojson`, so they are
+// parsed and written as Python's json.dumps would; Qwen3's prints a string
+// as it is. Other templates refuse tools, tool calls and the tool role.
 // The rendered text contains the BOS text where the template writes
 // bos_token: encode it with parse_special=true and add_bos=false.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,19 +43,37 @@ class File;
 
 namespace minfer {
 
+// A call an assistant turn made (OpenAI's tool_calls[i]).
+struct ToolCall {
+  std::string id;         // the API's id ("call_…"); the templates here do not print it
+  std::string name;       // the function's
+  std::string arguments;  // a JSON text, as the API carries it
+};
+
 struct ChatMessage {
-  std::string role;     // system | user | assistant
+  std::string role;     // system | user | assistant | tool
   std::string content;
+  std::vector<ToolCall> tool_calls;  // assistant: the calls it made (content may be empty)
+  std::string tool_call_id;          // tool: which call this is the result of
 };
 
 enum class ChatTemplateKind { kChatMl, kLlama3, kLlama2, kFallbackChatMl };
+
+// How a template writes tools, if it does.
+enum class ToolStyle {
+  kNone,
+  kQwen25,  // <tool_call> blocks; a call's arguments through `tojson`
+  kQwen3,   // <tool_call> blocks; a call's arguments printed as given
+};
 
 class ChatTemplate {
  public:
   // From the GGUF's tokenizer.chat_template (absent or unrecognised: ChatML,
   // with `fallback_reason()` saying why). BOS/EOS texts come from the
   // vocabulary's bos/eos token ids when present.
-  static ChatTemplate from_gguf(const gguf::File& file);
+  // `template_text`, when given, stands in for the file's (a chat template
+  // file the configuration names).
+  static ChatTemplate from_gguf(const gguf::File& file, std::optional<std::string_view> template_text = {});
   static ChatTemplate from_text(std::string_view template_text);
   static ChatTemplate of_kind(ChatTemplateKind kind);
 
@@ -54,11 +81,21 @@ class ChatTemplate {
   std::string_view name() const;  // "chatml", "llama3", "llama2", "chatml (fallback)"
   const std::string& fallback_reason() const { return fallback_reason_; }
 
+  ToolStyle tool_style() const { return tool_style_; }
+  // What an assistant turn writes before a call's JSON ("<tool_call>\n"):
+  // a prompt that ends with it makes the model write a call. Empty without tools.
+  std::string_view tool_call_opener() const;
+  // What closes a call after its JSON ("\n</tool_call>").
+  std::string_view tool_call_closer() const;
+
   // Renders the conversation; with add_generation_prompt the text ends where
-  // the assistant's reply begins. Errors on an unknown role, an empty list, or
-  // an order the template rejects ([INST] templates need user/assistant
-  // alternation).
-  Expected<std::string> apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  // the assistant's reply begins. `tools` are the declared tools, each a JSON
+  // text (OpenAI's {"type": "function", "function": {...}}), written in their
+  // key order. Errors on an unknown role, an empty list, an order the
+  // template rejects ([INST] templates need user/assistant alternation), or
+  // tools, calls or tool results where the template has none.
+  Expected<std::string> apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                              const std::vector<std::string>& tools = {}) const;
 
  private:
   enum class Flavor {
@@ -71,12 +108,17 @@ class ChatTemplate {
   static ChatTemplate recognise(std::string_view template_text);
   static ChatTemplate make_fallback(std::string reason);
 
-  Expected<std::string> apply_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  Expected<std::string> apply_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                     const std::vector<std::string>& tools) const;
+  Expected<std::string> chatml_tools_header(const std::vector<ChatMessage>& messages,
+                                            const std::vector<std::string>& tools) const;
+  std::string chatml_tool_calls(const ChatMessage& m, std::string_view content) const;
   Expected<std::string> apply_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
   Expected<std::string> apply_inst(const std::vector<ChatMessage>& messages) const;
 
   ChatTemplateKind kind_ = ChatTemplateKind::kChatMl;
   Flavor flavor_ = Flavor::kPlain;
+  ToolStyle tool_style_ = ToolStyle::kNone;
   std::string fallback_reason_;
   std::string default_system_;  // ChatML: the template's default system prompt, if any
   std::string bos_text_;  // e.g. "<s>" / "<|begin_of_text|>" where the template emits it

@@ -163,9 +163,14 @@ TEST(ChatTemplate, MissingTemplateAndBadInput) {
 
   const ChatTemplate chatml = ChatTemplate::of_kind(ChatTemplateKind::kChatMl);
   EXPECT_FALSE(chatml.apply({}, true));
+  // A role no template knows; the tool role where the template has no tools
+  // (more in chat_tools_test.cpp).
+  auto function = chatml.apply({{"function", "42"}}, true);
+  ASSERT_FALSE(function);
+  EXPECT_NE(function.error().message.find("role 'function'"), std::string::npos);
   auto tool = chatml.apply({{"tool", "42"}}, true);
   ASSERT_FALSE(tool);
-  EXPECT_NE(tool.error().message.find("'tool'"), std::string::npos);
+  EXPECT_NE(tool.error().message.find("message 0 is a tool result"), std::string::npos) << tool.error().message;
 }
 
 }  // namespace

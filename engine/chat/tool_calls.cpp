@@ -1,0 +1,168 @@
+#include "engine/chat/tool_calls.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/chat/tojson.h"
+#include "engine/sampling/json_schema.h"
+
+namespace minfer {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view kOpen = "<tool_call>";
+constexpr std::string_view kClose = "</tool_call>";
+constexpr std::string_view kSpace = " \t\r\n";
+
+// The call a block's JSON holds, or nothing when it is not one.
+std::optional<ToolCall> parse_call(std::string_view inner) {
+  const Json j = Json::parse(inner, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  auto name = j.find("name");
+  if (name == j.end() || !name->is_string() || name->get<std::string>().empty()) return std::nullopt;
+  auto args = j.find("arguments");
+  if (args == j.end()) args = j.find("parameters");
+  if (args == j.end()) return std::nullopt;
+  Json object = *args;
+  if (object.is_string()) object = Json::parse(args->get<std::string>(), nullptr, false);
+  if (!object.is_object()) return std::nullopt;
+  auto text = python_json_dumps(object.dump(-1, ' ', false, Json::error_handler_t::replace));
+  if (!text) return std::nullopt;
+  return ToolCall{"", name->get<std::string>(), std::move(*text)};
+}
+
+// How many bytes at the end of `s` could begin `word` (a proper prefix of it).
+size_t partial_suffix(std::string_view s, std::string_view word) {
+  for (size_t k = std::min(s.size(), word.size() - 1); k > 0; --k) {
+    if (s.substr(s.size() - k) == word.substr(0, k)) return k;
+  }
+  return 0;
+}
+
+}  // namespace
+
+ToolCallStream::ToolCallStream(bool inside_call) : in_block_(inside_call) {}
+
+void ToolCallStream::emit_text(std::string text, std::vector<Event>& out) {
+  if (text.empty()) return;
+  if (!out.empty() && !out.back().call) {
+    out.back().text += text;
+  } else {
+    out.push_back(Event{std::move(text), std::nullopt});
+  }
+}
+
+void ToolCallStream::close_block(std::string_view inner, bool closed, std::vector<Event>& out) {
+  if (auto call = parse_call(inner)) {
+    out.push_back(Event{"", std::move(*call)});
+    ++calls_;
+    after_call_ = true;
+  } else {
+    // Not a call: the block goes on as the text it was.
+    emit_text(space_before_block_ + std::string(kOpen) + std::string(inner) + std::string(closed ? kClose : ""), out);
+  }
+  space_before_block_.clear();
+  block_.clear();
+  in_block_ = false;
+}
+
+std::vector<ToolCallStream::Event> ToolCallStream::feed(std::string_view piece) {
+  std::vector<Event> out;
+  std::string buf = std::exchange(held_, {});
+  buf += piece;
+  for (;;) {
+    if (in_block_) {
+      block_ += buf;
+      const size_t end = block_.find(kClose);
+      if (end == std::string::npos) return out;
+      buf = block_.substr(end + kClose.size());
+      const std::string inner = block_.substr(0, end);
+      close_block(inner, /*closed=*/true, out);
+      continue;
+    }
+    if (after_call_) {
+      const size_t b = buf.find_first_not_of(kSpace);
+      if (b == std::string::npos) return out;  // only whitespace so far
+      buf.erase(0, b);
+      after_call_ = false;
+    }
+    const size_t open = buf.find(kOpen);
+    const size_t keep = open != std::string::npos ? open : buf.size() - partial_suffix(buf, kOpen);
+    // Whitespace right before what may be a block is held with it.
+    const size_t last = buf.find_last_not_of(kSpace, keep == 0 ? std::string::npos : keep - 1);
+    const size_t text_end = keep == 0 || last == std::string::npos ? 0 : last + 1;
+    emit_text(buf.substr(0, text_end), out);
+    if (open == std::string::npos) {
+      held_ = buf.substr(text_end);
+      return out;
+    }
+    space_before_block_ = buf.substr(text_end, open - text_end);
+    in_block_ = true;
+    buf.erase(0, open + kOpen.size());
+  }
+}
+
+std::vector<ToolCallStream::Event> ToolCallStream::finish(bool close_open) {
+  std::vector<Event> out;
+  if (in_block_) {
+    if (close_open) {
+      close_block(std::string(block_), /*closed=*/false, out);
+    } else {
+      emit_text(space_before_block_ + std::string(kOpen) + block_, out);
+      in_block_ = false;
+    }
+  }
+  std::string rest = std::exchange(held_, {});
+  if (after_call_ && rest.find_first_not_of(kSpace) == std::string::npos) rest.clear();
+  emit_text(std::move(rest), out);
+  return out;
+}
+
+ToolReply parse_tool_calls(std::string_view text, bool inside_call, bool close_open) {
+  ToolCallStream stream(inside_call);
+  ToolReply reply;
+  auto take = [&](std::vector<ToolCallStream::Event> events) {
+    for (ToolCallStream::Event& e : events) {
+      if (e.call) {
+        reply.calls.push_back(std::move(*e.call));
+      } else {
+        reply.content += e.text;
+      }
+    }
+  };
+  take(stream.feed(text));
+  take(stream.finish(close_open));
+  return reply;
+}
+
+Expected<std::shared_ptr<const JsonSchema>> compile_tool_call_schema(const std::vector<std::string>& tools,
+                                                                     std::string_view only_name) {
+  Json alternatives = Json::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json tool = Json::parse(tools[i], nullptr, false);
+    const Json* fn = tool.is_object() && tool.contains("function") ? &tool["function"] : nullptr;
+    if (fn == nullptr || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string())
+      return unexpected(ErrorCode::kInvalidArgument, fmt::format("tools[{}] has no function name", i));
+    const std::string name = (*fn)["name"].get<std::string>();
+    if (!only_name.empty() && name != only_name) continue;
+    Json parameters = fn->contains("parameters") ? (*fn)["parameters"] : Json{{"type", "object"}};
+    // Each tool's own schema first, so that an error can name it.
+    if (auto own = JsonSchema::compile(parameters.dump()); !own) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("tools[{}].function.parameters ({}): {}", i, name, own.error().message));
+    }
+    alternatives.push_back(Json{{"type", "object"},
+                                {"properties", {{"name", {{"const", name}}}, {"arguments", std::move(parameters)}}},
+                                {"required", {"name", "arguments"}}});
+  }
+  if (alternatives.empty())
+    return unexpected(ErrorCode::kInvalidArgument,
+                      only_name.empty() ? std::string("no tools to call")
+                                        : fmt::format("no declared tool is named '{}'", only_name));
+  const Json schema = alternatives.size() == 1 ? alternatives[0] : Json{{"anyOf", std::move(alternatives)}};
+  return JsonSchema::compile(schema.dump());
+}
+
+}  // namespace minfer
