@@ -38,7 +38,10 @@ void EngineSwitches::add_to(po::options_description& desc) {
        "reuse the KV cache rows of the previous request's common prompt prefix")
       ("trace", po::value(&trace)->default_value(trace),
        "write a Chrome trace (Perfetto) of every node of every step to this file; slow: steps run eagerly and "
-       "read every output back (MINFER_TRACE=FILE)");
+       "read every output back (MINFER_TRACE=FILE)")
+      ("chat-template-file", po::value(&chat_template_file)->default_value(chat_template_file),
+       "a Jinja chat template used instead of the model's tokenizer.chat_template (recognised by its text as the "
+       "model's would be: ChatML with Qwen's tools, Llama-3, [INST])");
 }
 
 std::string EngineSwitches::check() const {
@@ -67,6 +70,7 @@ void EngineSwitches::apply_to(EngineConfig* config) const {
   config->draw_in_step = draw_in_step;
   config->prefix_cache = prefix_cache;
   config->trace_path = trace;
+  config->chat_template_file = chat_template_file;
 }
 
 }  // namespace minfer

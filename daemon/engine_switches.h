@@ -1,7 +1,8 @@
 // The engine settings that minferd's configuration (command line and
 // minferd.conf) and minfer's model-loading commands share beyond the model,
 // context and threads: CUDA graph capture, the bounded GPU wait's deadline,
-// the A/B switches (each changes speed, never the output) and tracing. The
+// the A/B switches (each changes speed, never the output), tracing and a
+// chat template file that stands in for the model's. The
 // defaults are EngineConfig's; the MINFER_* environment switches
 // (EngineConfig::apply_environment) still apply on top, so a switch turned
 // off in either place is off.
@@ -25,6 +26,7 @@ struct EngineSwitches {
   bool draw_in_step = EngineConfig{}.draw_in_step;
   bool prefix_cache = EngineConfig{}.prefix_cache;
   std::string trace;  // EngineConfig::trace_path
+  std::string chat_template_file;  // EngineConfig::chat_template_file
 
   // Adds the options (--cuda-graphs, --step-timeout-ms, ...), stored into
   // this object, to `desc`.

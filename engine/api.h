@@ -63,6 +63,10 @@ struct EngineConfig {
   bool draw_in_step = true;
   bool warmup = true;        // run a short generation at load (captures the CUDA decode graphs)
   std::string trace_path;    // MINFER_TRACE: Chrome trace of every node of every step (debugging; slow)
+  // A Jinja chat template file used instead of the model's
+  // tokenizer.chat_template (recognised by its text, as the model's would be);
+  // empty: the model's. An unreadable file is a load error.
+  std::string chat_template_file;
   // Fault injection for tests; the service never sets it. The CUDA backend
   // makes the decode step with this index (counted from load) spin on the
   // GPU until debug_release_gpu_stall() or 30 s, so that a test can watch the
@@ -211,7 +215,10 @@ class Engine {
   std::vector<TokenId> tokenize(std::string_view text, bool add_bos, bool parse_special) const;
   bool default_add_bos() const;
   Expected<std::string> detokenize(const std::vector<TokenId>& ids) const;  // errors on ids outside the vocabulary
-  Expected<std::string> apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  // `tools`: declared tools as JSON texts (ChatTemplate::apply).
+  Expected<std::string> apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                            const std::vector<std::string>& tools = {}) const;
+  const ChatTemplate& chat_template() const;
 
   // Runs prefill and decode to completion. `cancel` (may be null) and the
   // deadline are checked after every forward step — each prefill chunk of

@@ -15,6 +15,7 @@
 
 #include "engine/api.h"
 #include "engine/backend/backend_select.h"
+#include "engine/common/read_file.h"
 #include "engine/gguf/gguf.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
@@ -420,7 +421,17 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   MINFER_ASSIGN_OR_RETURN(impl->model, ModelConfig::from_gguf(f));
   MINFER_ASSIGN_OR_RETURN(impl->weights, ModelWeights::from_gguf(f, impl->model));
   MINFER_ASSIGN_OR_RETURN(impl->tokenizer, Tokenizer::from_gguf(f));
-  impl->chat = ChatTemplate::from_gguf(f);
+  if (config.chat_template_file.empty()) {
+    impl->chat = ChatTemplate::from_gguf(f);
+  } else {
+    auto text = read_file(config.chat_template_file);
+    if (!text) return unexpected(text.error().code, "chat template file: " + text.error().message);
+    if (text->empty())
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("chat template file {} is empty", config.chat_template_file));
+    impl->chat = ChatTemplate::from_gguf(f, *text);
+    log::info("chat template from {}: {}", config.chat_template_file, impl->chat->name());
+  }
   const ModelConfig& m = impl->model;
   const double file_ms = ms_since(t_file);
 
@@ -593,9 +604,12 @@ Expected<std::string> Engine::detokenize(const std::vector<TokenId>& ids) const 
 }
 
 Expected<std::string> Engine::apply_chat_template(const std::vector<ChatMessage>& messages,
-                                                  bool add_generation_prompt) const {
-  return impl_->chat->apply(messages, add_generation_prompt);
+                                                  bool add_generation_prompt,
+                                                  const std::vector<std::string>& tools) const {
+  return impl_->chat->apply(messages, add_generation_prompt, tools);
 }
+
+const ChatTemplate& Engine::chat_template() const { return *impl_->chat; }
 
 GenerationResult Engine::generate(const GenerationRequest& request, const TokenCallback& on_token,
                                   const std::atomic<bool>* cancel) {

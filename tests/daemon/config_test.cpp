@@ -94,7 +94,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
       ++settings;
     }
   }
-  EXPECT_EQ(settings, 32);
+  EXPECT_EQ(settings, 33);
   DaemonConfig c;
   std::string msg;
   ASSERT_EQ(parse({"--config", write_file(uncommented)}, &c, &msg), ConfigOutcome::kRun) << msg << "\n" << uncommented;
@@ -133,6 +133,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
   EXPECT_EQ(from_file.lookahead, defaults.lookahead);
   EXPECT_EQ(from_file.draw_in_step, defaults.draw_in_step);
   EXPECT_EQ(from_file.prefix_cache, defaults.prefix_cache);
+  EXPECT_EQ(from_file.chat_template_file, defaults.chat_template_file);
   EXPECT_EQ(from_file.trace_path, defaults.trace_path);
 }
 

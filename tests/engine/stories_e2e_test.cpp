@@ -633,6 +633,39 @@ TEST(EngineLoad, MissingFileAndBadOptionsAreClearErrors) {
   e = Engine::load(c);
   ASSERT_FALSE(e.has_value());
   EXPECT_NE(e.error().message.find("q4_0"), std::string::npos) << e.error().message;
+  c.kv_type = "f16";
+  c.chat_template_file = "/nonexistent/template.jinja";
+  e = Engine::load(c);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.error().message.find("chat template file: cannot read /nonexistent/template.jinja"), std::string::npos)
+      << e.error().message;
+}
+
+// A chat template file stands in for the model's: the story model has none
+// (a ChatML fallback); with Qwen2.5's it renders Qwen2.5's prompts, tools too.
+TEST(EngineLoad, AChatTemplateFileStandsInForTheModels) {
+  EngineConfig c;
+  c.model_path = test::stories_path();
+  c.warmup = false;
+  auto plain = Engine::load(c);
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ((*plain)->info().chat_template, "chatml (fallback)");
+  EXPECT_EQ((*plain)->chat_template().tool_style(), ToolStyle::kNone);
+
+  c.chat_template_file = test::data_path("chat-templates/qwen2.5-instruct.jinja");
+  auto qwen = Engine::load(c);
+  ASSERT_TRUE(qwen) << qwen.error().message;
+  EXPECT_EQ((*qwen)->info().chat_template, "chatml");
+  EXPECT_EQ((*qwen)->chat_template().tool_style(), ToolStyle::kQwen25);
+  auto text = (*qwen)->apply_chat_template({{"user", "Hi"}}, true);
+  ASSERT_TRUE(text);
+  EXPECT_EQ(*text,
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  auto tools = (*qwen)->apply_chat_template({{"user", "Hi"}}, true, {R"({"type": "function", "function": {"name": "f"}})"});
+  ASSERT_TRUE(tools) << tools.error().message;
+  EXPECT_NE(tools->find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"f\"}}\n</tools>"), std::string::npos)
+      << *tools;
 }
 
 }  // namespace
