@@ -12,7 +12,10 @@
 
 namespace minfer::daemon {
 
-using Json = nlohmann::json;
+// Request bodies keep their keys in the client's order: a JSON schema's
+// properties are the order its object's keys are written in, and declared
+// tools are printed into the prompt as the client wrote them.
+using Json = nlohmann::ordered_json;
 
 // Parses a request body that must be a JSON object. Never throws.
 std::optional<ApiError> parse_json_object(std::string_view body, Json* out);

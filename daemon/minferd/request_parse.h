@@ -34,7 +34,7 @@ std::optional<ApiError> parse_detokenize_request(std::string_view body, const Mo
 
 // The fields both generation endpoints share (sampling, limits, stop, stream,
 // n and the features we refuse rather than ignore). Used by the two above.
-std::optional<ApiError> parse_generation_fields(const nlohmann::json& body, const ModelLimits& limits,
+std::optional<ApiError> parse_generation_fields(const nlohmann::ordered_json& body, const ModelLimits& limits,
                                                 GenerationSpec* out);
 
 // After tokenization: the prompt must leave room in the context for

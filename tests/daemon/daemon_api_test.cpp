@@ -382,6 +382,20 @@ TEST_F(DaemonApi, JsonSchemaResponseFormatGivesAnObjectOfTheSchema) {
   EXPECT_EQ(reassemble(s.body, "chat.completion.chunk", false).text, content);
 }
 
+// The schema's keys in the order the client wrote them, not sorted: "zeta"
+// before "alpha" (the body is sent as written).
+TEST_F(DaemonApi, JsonSchemaKeepsTheClientsKeyOrder) {
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 40, "temperature": 0, "response_format":
+          {"type": "json_schema", "json_schema": {"name": "order", "schema": {"type": "object", "properties":
+          {"zeta": {"type": "boolean"}, "alpha": {"type": "boolean"}}, "required": ["zeta", "alpha"]}}}})";
+  const HttpResponse r = http_request(sock(), "POST", "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string content = r.json()["choices"][0]["message"]["content"].get<std::string>();
+  ASSERT_TRUE(Json::parse(content, nullptr, false).is_object()) << content;
+  EXPECT_LT(content.find("\"zeta\""), content.find("\"alpha\"")) << content;
+}
+
 TEST_F(DaemonApi, StopStringEndsTheTextAndFinishesWithStop) {
   const Json j = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0},
                                           {"stop", {"Lily", "never"}}});
