@@ -11,6 +11,9 @@
 namespace minfer::daemon {
 namespace {
 
+// "</tool_call>" of "\n</tool_call>": the stop that ends a reply at its first call.
+std::string lstrip_newline(std::string_view s) { return std::string(s.substr(std::min(s.size(), s.find_first_not_of('\n')))); }
+
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
@@ -100,7 +103,8 @@ bool EngineWorker::load_and_warm_up() {
   }
   engine_ = std::move(*loaded);
   info_ = engine_->info();
-  limits_ = ModelLimits{info_.n_ctx, info_.vocab_size};
+  limits_ = ModelLimits{info_.n_ctx, info_.vocab_size, info_.chat_template,
+                        engine_->chat_template().tool_style() != ToolStyle::kNone};
   loaded_.store(true, std::memory_order_release);
   beat();
   log::info("loaded {} ({}, {} layers, n_ctx {}) in {:.0f} ms on {} ({}){}", info_.name, info_.arch, info_.n_layers,
@@ -258,12 +262,16 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   const GenerationSpec& spec = job.generation;
   const auto t_prep = Clock::now();
   std::vector<int32_t> prompt;
+  const ChatTemplate& chat = engine_->chat_template();
   if (spec.kind == ApiKind::kChat) {
-    auto rendered = engine_->apply_chat_template(spec.messages, true);
+    auto rendered = engine_->apply_chat_template(spec.messages, true, spec.tools);
     if (!rendered) {
       out.error = engine_error(rendered.error(), "messages");
       return;
     }
+    // A forced call: the assistant's turn opens with a call, whose JSON the
+    // model writes under tool_call_schema.
+    if (spec.forced_tool_call()) *rendered += chat.tool_call_opener();
     // The template writes control tokens as text: parse them as tokens.
     prompt = engine_->tokenize(*rendered, engine_->default_add_bos(), true);
   } else if (spec.prompt_is_tokens) {
@@ -277,6 +285,11 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     return;
   }
   req.deadline = job.deadline;
+  if (spec.forced_tool_call()) {
+    req.json_schema = spec.tool_call_schema;
+  } else if (!spec.tools.empty() && !spec.parallel_tool_calls) {
+    req.stop.emplace_back(lstrip_newline(chat.tool_call_closer()));  // "</tool_call>": one call at most
+  }
   if (spec.echo) {
     // The prompt as the client wrote it; token prompts as their text.
     if (!spec.prompt_is_tokens) {
@@ -302,6 +315,24 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   };
   const bool stream = spec.stream;
   std::vector<TokenLogprobs> unsent_logprobs;  // streamed with the next piece of text
+  // With tools the text goes through the call parser: text and whole calls
+  // come out in order (streamed as they come), and the outcome keeps both.
+  std::optional<ToolCallStream> tool_stream;
+  if (!spec.tools.empty()) {
+    tool_stream.emplace(spec.forced_tool_call());
+    out.tool_reply.emplace();
+  }
+  auto pass_on = [&](std::vector<ToolCallStream::Event> events) {
+    for (ToolCallStream::Event& e : events) {
+      if (e.call) {
+        if (stream) job.sink->tool_call(static_cast<int>(out.tool_reply->calls.size()), *e.call);
+        out.tool_reply->calls.push_back(std::move(*e.call));
+      } else {
+        if (stream) job.sink->text(e.text, std::exchange(unsent_logprobs, {}));
+        out.tool_reply->content += e.text;
+      }
+    }
+  };
   auto on_token = [&](const TokenEvent& ev) {
     const auto now = Clock::now();
     beat();
@@ -316,12 +347,22 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     last = now;
     on_generated_token();
     if (stream && ev.logprobs) unsent_logprobs.push_back(*ev.logprobs);
-    if (stream && !ev.text.empty()) job.sink->text(ev.text, std::exchange(unsent_logprobs, {}));
+    if (tool_stream) {
+      pass_on(tool_stream->feed(ev.text));
+    } else if (stream && !ev.text.empty()) {
+      job.sink->text(ev.text, std::exchange(unsent_logprobs, {}));
+    }
     return !job.cancelled();
   };
   const auto t_gen = Clock::now();
   GenerationResult r = engine_->generate(req, on_token, &job.cancel);
   out.engine_ms = ms_between(t_gen, Clock::now());
+  if (tool_stream) {
+    // A reply that stopped where a call closes (a forced call's JSON done,
+    // or the stop at "</tool_call>") ends inside that call.
+    const bool at_closer = r.finish == FinishReason::kStop && (spec.forced_tool_call() || !spec.parallel_tool_calls);
+    pass_on(tool_stream->finish(at_closer));
+  }
   if (calls > 0 && calls == r.n_generated) account_previous();  // the last call was a token, not a tail
   r.ttft_ms = out.result.ttft_ms;
   metrics_.count_cached_prompt_tokens(r.n_cached);

@@ -112,7 +112,8 @@ std::optional<ApiError> read_logprobs(const Json& body, ApiKind kind, int* out) 
 }
 
 // Features we do not implement are refused, not ignored: a client that asks
-// for tools would otherwise silently get something else.
+// for them would otherwise silently get something else. (Chat's tools are
+// read by chat_tools.cpp; completions have none.)
 std::optional<ApiError> refuse_unsupported(const Json& body, ApiKind kind) {
   auto unsupported = [](const char* name, const std::string& why) {
     return invalid_request(name, "unsupported_parameter", fmt::format("'{}' {}; minferd does not support it", name, why));
@@ -130,11 +131,16 @@ std::optional<ApiError> refuse_unsupported(const Json& body, ApiKind kind) {
   if (given("suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty())) {
     return unsupported("suffix", "asks for insertion");
   }
-  for (const char* name : {"tools", "functions"}) {
-    if (given(name) && !(body[name].is_array() && body[name].empty())) return unsupported(name, "declares tools");
+  if (given("functions") && !(body["functions"].is_array() && body["functions"].empty())) {
+    return unsupported("functions", "declares functions the deprecated way (use 'tools')");
   }
-  if (given("tool_choice") && !(body["tool_choice"].is_string() && body["tool_choice"].get<std::string>() == "none")) {
-    return unsupported("tool_choice", "asks for tool calls");
+  if (kind == ApiKind::kCompletion) {
+    if (given("tools") && !(body["tools"].is_array() && body["tools"].empty())) {
+      return unsupported("tools", "declares tools (chat completions only)");
+    }
+    if (given("tool_choice") && !(body["tool_choice"].is_string() && body["tool_choice"].get<std::string>() == "none")) {
+      return unsupported("tool_choice", "asks for tool calls (chat completions only)");
+    }
   }
   return std::nullopt;
 }

@@ -20,9 +20,16 @@ namespace minfer::daemon {
 struct ModelLimits {
   int n_ctx = 0;
   int vocab_size = 0;
+  std::string chat_template;  // its name (ModelInfo::chat_template)
+  bool tools = false;         // the chat template declares tools and writes calls (ChatTemplate::tool_style)
 };
 
 enum class ApiKind { kCompletion, kChat };
+
+// Chat's tool_choice: none (the default without tools: tools are not even
+// shown to the model), auto (the default with tools: the model may call
+// them), required (it must call one), or one named function.
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
 
 struct GenerationSpec {
   ApiKind kind = ApiKind::kCompletion;
@@ -47,6 +54,17 @@ struct GenerationSpec {
   bool echo = false;
   bool json_object = false;  // response_format {"type": "json_object"}
   std::shared_ptr<const JsonSchema> json_schema;  // response_format {"type": "json_schema"}, compiled
+
+  // Chat tools (OpenAI's function calling): the declared tools, each a JSON
+  // text in the client's key order (what the template prints), and how the
+  // reply may use them. A forced call (required, named) is the prompt ending
+  // in the template's call opener and the reply held to tool_call_schema.
+  std::vector<std::string> tools;
+  ToolChoice tool_choice = ToolChoice::kNone;
+  std::string tool_choice_name;  // kNamed
+  bool parallel_tool_calls = true;  // false: the reply ends after its first call
+  std::shared_ptr<const JsonSchema> tool_call_schema;
+  bool forced_tool_call() const { return tool_choice == ToolChoice::kRequired || tool_choice == ToolChoice::kNamed; }
 };
 
 // POST /tokenize: {"content", "add_special" (false), "parse_special" (true), "with_pieces" (false)}

@@ -15,6 +15,7 @@
 #include "daemon/minferd/generation_spec.h"
 #include "daemon/minferd/metrics.h"
 #include "engine/api.h"
+#include "engine/chat/tool_calls.h"
 
 namespace minfer::daemon {
 
@@ -26,6 +27,9 @@ struct JobOutcome {
   std::optional<ApiError> error;  // rejected or failed: answered with this
   GenerationResult result;        // kGenerate (finish says how it ended)
   std::string echo_text;          // completions with echo: the prompt, as text
+  // Chat with tools: the reply split into its content and its calls (their
+  // ids are the session's to give), as they were streamed.
+  std::optional<ToolReply> tool_reply;
   std::vector<int32_t> tokens;    // kTokenize
   std::vector<std::string> pieces;  // kTokenize with_pieces: each token's text
   std::string content;            // kDetokenize
@@ -46,6 +50,9 @@ class JobSink {
   // asked for them (tokens whose text is held back or cut by a stop string
   // come with a later piece, or in the outcome).
   virtual void text(std::string piece, std::vector<TokenLogprobs> logprobs) = 0;
+  // Chat with tools, streaming: the reply's index-th call, whole, in its
+  // place between the pieces of text.
+  virtual void tool_call(int index, ToolCall call) = 0;
   // The single outcome.
   virtual void finished(JobOutcome outcome) = 0;
 };

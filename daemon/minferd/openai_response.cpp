@@ -1,5 +1,7 @@
 #include "daemon/minferd/openai_response.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -73,6 +75,12 @@ Json logprobs_json(ApiKind kind, const ChoiceLogprobs* lp) {
               {"text_offset", std::move(offsets)}};
 }
 
+Json tool_call_json(const ResponseIdentity& id, int index, const ToolCall& call) {
+  return Json{{"id", tool_call_id(id, index)},
+              {"type", "function"},
+              {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
 // A choice of a chunk: chat carries a delta, completions carry text.
 Json chunk_choice(const ResponseIdentity& id, Json delta, std::string_view text, const char* finish_reason,
                   const ChoiceLogprobs* logprobs = nullptr) {
@@ -106,6 +114,16 @@ const char* openai_finish_reason(FinishReason r) {
   return nullptr;
 }
 
+const char* openai_finish_reason(FinishReason r, bool called_tools) {
+  if (called_tools && (r == FinishReason::kStop || r == FinishReason::kEos)) return "tool_calls";
+  return openai_finish_reason(r);
+}
+
+std::string tool_call_id(const ResponseIdentity& id, int index) {
+  const size_t dash = id.id.find('-');
+  return fmt::format("call_{}_{}", dash == std::string::npos ? id.id : id.id.substr(dash + 1), index);
+}
+
 int64_t logprobs_text_chars(std::span<const TokenLogprobs> tokens) {
   int64_t n = 0;
   for (const TokenLogprobs& t : tokens) {
@@ -115,10 +133,19 @@ int64_t logprobs_text_chars(std::span<const TokenLogprobs> tokens) {
 }
 
 std::string completion_body(const ResponseIdentity& id, std::string_view text, const char* finish_reason,
-                            const Usage& usage, const ChoiceLogprobs* logprobs) {
+                            const Usage& usage, const ChoiceLogprobs* logprobs, const ToolReply* tools) {
   Json j = head(id, false);
   Json choice = {{"index", 0}, {"logprobs", logprobs_json(id.kind, logprobs)}, {"finish_reason", finish_json(finish_reason)}};
-  if (id.kind == ApiKind::kChat) {
+  if (id.kind == ApiKind::kChat && tools != nullptr) {
+    Json message = {{"role", "assistant"}};
+    message["content"] = tools->content.empty() && !tools->calls.empty() ? Json(nullptr) : Json(tools->content);
+    if (!tools->calls.empty()) {
+      Json calls = Json::array();
+      for (size_t k = 0; k < tools->calls.size(); ++k) calls.push_back(tool_call_json(id, static_cast<int>(k), tools->calls[k]));
+      message["tool_calls"] = std::move(calls);
+    }
+    choice["message"] = std::move(message);
+  } else if (id.kind == ApiKind::kChat) {
     choice["message"] = Json{{"role", "assistant"}, {"content", std::string(text)}};
   } else {
     choice["text"] = std::string(text);
@@ -135,6 +162,12 @@ std::string role_chunk(const ResponseIdentity& id, bool usage_null) {
 std::string text_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null,
                        const ChoiceLogprobs* logprobs) {
   return chunk(id, chunk_choice(id, Json{{"content", std::string(text)}}, text, nullptr, logprobs), usage_null);
+}
+
+std::string tool_call_chunk(const ResponseIdentity& id, int index, const ToolCall& call, bool usage_null) {
+  Json entry = tool_call_json(id, index, call);
+  entry["index"] = index;
+  return chunk(id, chunk_choice(id, Json{{"tool_calls", Json::array({std::move(entry)})}}, "", nullptr), usage_null);
 }
 
 std::string finish_chunk(const ResponseIdentity& id, const char* finish_reason, bool usage_null,

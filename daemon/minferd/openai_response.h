@@ -9,6 +9,7 @@
 
 #include "daemon/minferd/generation_spec.h"
 #include "engine/api.h"
+#include "engine/chat/tool_calls.h"
 
 namespace minfer::daemon {
 
@@ -23,6 +24,12 @@ struct ResponseIdentity {
 // "length" for max tokens (or a full context), "stop" for EOS or a stop
 // string; nullptr for finishes that are not completions (cancel, deadline, error).
 const char* openai_finish_reason(FinishReason r);
+// The same, but "tool_calls" for a reply that ended (EOS or stop) having called tools.
+const char* openai_finish_reason(FinishReason r, bool called_tools);
+
+// The id of a reply's index-th tool call: "call_" and the response's id, so
+// unique across the daemon's life and restarts.
+std::string tool_call_id(const ResponseIdentity& id, int index);
 
 struct Usage {
   int prompt_tokens = 0;
@@ -45,14 +52,20 @@ struct ChoiceLogprobs {
 // advances by from one chunk to the next.
 int64_t logprobs_text_chars(std::span<const TokenLogprobs> tokens);
 
+// `tools` (chat with tools): the message is its content (null when empty
+// and there are calls) and its tool_calls; `text` is then unused.
 std::string completion_body(const ResponseIdentity& id, std::string_view text, const char* finish_reason,
-                             const Usage& usage, const ChoiceLogprobs* logprobs = nullptr);
+                             const Usage& usage, const ChoiceLogprobs* logprobs = nullptr,
+                             const ToolReply* tools = nullptr);
 
 // Streamed chunks. `usage_null`: with stream_options.include_usage every chunk
 // carries "usage": null and a last chunk (usage_chunk) carries the counts.
 std::string role_chunk(const ResponseIdentity& id, bool usage_null);  // chat's first chunk: the assistant role
 std::string text_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null,
                        const ChoiceLogprobs* logprobs = nullptr);
+// A chat chunk whose delta is one whole tool call (OpenAI streams a call's
+// arguments in pieces; one piece holding all of them is the same stream).
+std::string tool_call_chunk(const ResponseIdentity& id, int index, const ToolCall& call, bool usage_null);
 std::string finish_chunk(const ResponseIdentity& id, const char* finish_reason, bool usage_null,
                          const ChoiceLogprobs* logprobs = nullptr);
 std::string usage_chunk(const ResponseIdentity& id, const Usage& usage);

@@ -37,6 +37,11 @@ std::optional<ApiError> parse_detokenize_request(std::string_view body, const Mo
 std::optional<ApiError> parse_generation_fields(const nlohmann::ordered_json& body, const ModelLimits& limits,
                                                 GenerationSpec* out);
 
+// Chat's tools, tool_choice and parallel_tool_calls (chat_tools.cpp), after
+// the shared fields.
+std::optional<ApiError> parse_chat_tools(const nlohmann::ordered_json& body, const ModelLimits& limits,
+                                         GenerationSpec* out);
+
 // After tokenization: the prompt must leave room in the context for
 // max_tokens (OpenAI's rule: prompt + max_tokens ≤ context, else 400
 // context_length_exceeded). Fills `out` for Engine::generate; `seed` is used

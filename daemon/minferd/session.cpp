@@ -66,6 +66,11 @@ class SessionSink final : public JobSink {
       s->on_job_text(j, std::move(p), std::move(l));
     });
   }
+  void tool_call(int index, ToolCall call) override {
+    net::post(strand_, [s = session_, j = job_.lock(), index, c = std::move(call)]() mutable {
+      s->on_job_tool_call(j, index, std::move(c));
+    });
+  }
   void finished(JobOutcome outcome) override {
     // The last call: dropping the session here breaks the cycle
     // session → job → sink → session.
@@ -387,6 +392,11 @@ void Session::on_job_text(const std::shared_ptr<Job>& job, std::string piece, st
   }
 }
 
+void Session::on_job_tool_call(const std::shared_ptr<Job>& job, int index, ToolCall call) {
+  if (closed_ || !active_ || active_->job != job || active_->done || !active_->head_sent) return;
+  stream_event(tool_call_chunk(active_->identity, index, call, active_->include_usage));
+}
+
 void Session::on_job_finished(const std::shared_ptr<Job>& job, JobOutcome outcome) {
   if (!active_ || active_->job != job || active_->done) return;  // answered already (deadline backstop)
   if (closed_) {
@@ -443,7 +453,7 @@ void Session::complete_generation(JobOutcome& o) {
     after_response();
     return;
   }
-  const char* finish = openai_finish_reason(r.finish);
+  const char* finish = openai_finish_reason(r.finish, o.tool_reply && !o.tool_reply->calls.empty());
   const Usage usage{r.n_prompt, r.n_generated, r.n_cached};
   if (a.streaming) {
     // Tokens whose logprobs no piece of text carried (held back, then cut by
@@ -464,7 +474,8 @@ void Session::complete_generation(JobOutcome& o) {
     echoed.insert(echoed.end(), r.logprobs.begin(), r.logprobs.end());
   }
   const ChoiceLogprobs lp{echoed.empty() ? std::span<const TokenLogprobs>(r.logprobs) : echoed, 0};
-  reply.body = completion_body(a.identity, o.echo_text + r.text, finish, usage, a.logprobs ? &lp : nullptr);
+  reply.body = completion_body(a.identity, o.echo_text + r.text, finish, usage, a.logprobs ? &lp : nullptr,
+                               o.tool_reply ? &*o.tool_reply : nullptr);
   // Where the time went, for clients and the load tool (Server-Timing, W3C).
   reply.headers.emplace_back("Server-Timing",
                              fmt::format("queue;dur={:.3f}, prep;dur={:.3f}, engine;dur={:.3f}", o.queue_ms,
@@ -528,9 +539,10 @@ void Session::after_response() {
     rec.gen_tokens = r.n_generated;
     if (r.n_generated > 0) rec.ttft_ms = r.ttft_ms;
     if (r.n_generated > 1) rec.tokens_per_s = r.decode_tokens_per_s();
+    const bool called = a.outcome.tool_reply && !a.outcome.tool_reply->calls.empty();
     rec.finish_reason = a.outcome.error ? (r.finish == FinishReason::kDeadline ? "deadline" : "error")
-                                        : (openai_finish_reason(r.finish) ? openai_finish_reason(r.finish)
-                                                                          : finish_reason_name(r.finish));
+                                        : (openai_finish_reason(r.finish, called) ? openai_finish_reason(r.finish, called)
+                                                                                  : finish_reason_name(r.finish));
     if (rec.status == 200) {
       ctx_.metrics.request_duration().observe(rec.total_ms / 1000.0);
       // The daemon's own time: neither waiting for the engine thread nor in an

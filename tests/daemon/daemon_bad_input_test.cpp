@@ -119,13 +119,27 @@ TEST_F(DaemonBadInput, WrongTypesAndMissingFields) {
 }
 
 TEST_F(DaemonBadInput, BadRoles) {
-  for (const char* role : {"wizard", "tool", "function", ""}) {
+  for (const char* role : {"wizard", "function", ""}) {
     expect_error(post_json(sock(), "/v1/chat/completions",
                            {{"messages", {{{"role", "user"}, {"content", "hi"}}, {{"role", role}, {"content", "x"}}}}}),
                  400, "invalid_value", "messages[1].role");
   }
   expect_error(post_json(sock(), "/v1/chat/completions", {{"messages", {{{"content", "hi"}}}}}), 400, "missing_field",
                "messages[0].role");
+  // The shipped model's template (a ChatML fallback) has no tools: a tool
+  // result or call is refused, naming the template; so are declared tools.
+  const HttpResponse tool = post_json(sock(), "/v1/chat/completions",
+                                      {{"messages", {{{"role", "user"}, {"content", "hi"}}, {{"role", "tool"}, {"content", "x"}}}}});
+  expect_error(tool, 400, "invalid_value", "messages[1].role");
+  EXPECT_NE(tool.body.find("chat template (chatml (fallback)) has no tool calling"), std::string::npos) << tool.body;
+  expect_error(post_json(sock(), "/v1/chat/completions",
+                         {{"messages", {{{"role", "assistant"}, {"tool_calls", {{{"id", "c"}, {"type", "function"},
+                                          {"function", {{"name", "f"}, {"arguments", "{}"}}}}}}}}}}),
+               400, "invalid_value", "messages[0].tool_calls");
+  expect_error(post_json(sock(), "/v1/chat/completions",
+                         {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                          {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}}}),
+               400, "unsupported_parameter", "tools");
 }
 
 TEST_F(DaemonBadInput, PromptLongerThanTheContext) {

@@ -285,18 +285,99 @@ TEST(ChatRequest, BadMessages) {
   expect_error(chat(R"({"messages":[{"content":"hi"}]})"), "missing_field", "messages[0].role");
   expect_error(chat(R"({"messages":[{"role":"wizard","content":"hi"}]})"), "invalid_value", "messages[0].role",
                "wizard");
-  expect_error(chat(R"({"messages":[{"role":"tool","content":"hi"}]})"), "invalid_value", "messages[0].role");
+  expect_error(chat(R"({"messages":[{"role":"function","content":"hi"}]})"), "invalid_value", "messages[0].role",
+               "expected system, developer, user, assistant or tool");
   expect_error(chat(R"({"messages":[{"role":"user"}]})"), "missing_field", "messages[0].content");
   expect_error(chat(R"({"messages":[{"role":"user","content":5}]})"), "invalid_type", "messages[0].content");
   expect_error(chat(R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})"),
                "unsupported_parameter", "messages[0].content[0]", "image_url");
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})"),
-               "unsupported_parameter", "tools");
+               "missing_field", "tools[0].function");
+  // A model whose chat template has no tools (kLimits) refuses them, naming the template.
+  expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]})"),
+               "unsupported_parameter", "tools", "has no tool calling");
+  expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]})"),
+               "unsupported_parameter", "functions", "use 'tools'");
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",
                "json_schema":{"name":"x","schema":{"type":"string","pattern":"^a"}}}})"),
                "invalid_value", "response_format.json_schema.schema", "'pattern' is not supported");
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0})"), "invalid_value",
                "max_completion_tokens");
+}
+
+TEST(ChatRequest, ToolsAndToolMessages) {
+  const ModelLimits limits{256, 512, "chatml", /*tools=*/true};
+  GenerationSpec s;
+  // The tools keep the client's key order (the template prints them so).
+  ASSERT_FALSE(parse_chat_request(
+      R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"get_weather",)"
+      R"("parameters":{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"number"}},"required":["z"]}}}]})",
+      limits, &s));
+  ASSERT_EQ(s.tools.size(), 1u);
+  EXPECT_EQ(s.tools[0],
+            R"({"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"number"}},"required":["z"]}}})");
+  EXPECT_EQ(s.tool_choice, ToolChoice::kAuto);
+  EXPECT_TRUE(s.parallel_tool_calls);
+  EXPECT_FALSE(s.forced_tool_call());
+  EXPECT_EQ(s.tool_call_schema, nullptr);
+
+  const std::string tools = R"("tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}])";
+  ASSERT_FALSE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],)" + tools +
+                                      R"(,"tool_choice":"none"})",
+                                  limits, &s));
+  EXPECT_EQ(s.tool_choice, ToolChoice::kNone);
+  EXPECT_TRUE(s.tools.empty()) << "none: the tools are not shown";
+  ASSERT_FALSE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],)" + tools +
+                                      R"(,"tool_choice":"required","parallel_tool_calls":false})",
+                                  limits, &s));
+  EXPECT_EQ(s.tool_choice, ToolChoice::kRequired);
+  EXPECT_FALSE(s.parallel_tool_calls);
+  EXPECT_NE(s.tool_call_schema, nullptr);
+  ASSERT_FALSE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],)" + tools +
+                                      R"(,"tool_choice":{"type":"function","function":{"name":"g"}}})",
+                                  limits, &s));
+  EXPECT_EQ(s.tool_choice, ToolChoice::kNamed);
+  EXPECT_EQ(s.tool_choice_name, "g");
+  EXPECT_NE(s.tool_call_schema, nullptr);
+  // "auto" and "none" without tools are plain chats.
+  ASSERT_FALSE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"auto"})", limits, &s));
+  EXPECT_EQ(s.tool_choice, ToolChoice::kNone);
+
+  // A conversation with a call and its result.
+  ASSERT_FALSE(parse_chat_request(
+      R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[)"
+      R"({"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}},)"
+      R"({"id":"call_2","type":"function","function":{"name":"g","arguments":{"b":2}}}]},)"
+      R"({"role":"tool","tool_call_id":"call_1","content":"42"}]})",
+      limits, &s));
+  ASSERT_EQ(s.messages.size(), 3u);
+  EXPECT_EQ(s.messages[1].content, "");
+  ASSERT_EQ(s.messages[1].tool_calls.size(), 2u);
+  EXPECT_EQ(s.messages[1].tool_calls[0].id, "call_1");
+  EXPECT_EQ(s.messages[1].tool_calls[0].name, "f");
+  EXPECT_EQ(s.messages[1].tool_calls[0].arguments, R"({"a": 1})");
+  EXPECT_EQ(s.messages[1].tool_calls[1].arguments, R"({"b":2})");  // an object, taken as its JSON
+  EXPECT_EQ(s.messages[2].role, "tool");
+  EXPECT_EQ(s.messages[2].tool_call_id, "call_1");
+  EXPECT_EQ(s.messages[2].content, "42");
+
+  auto err = [&](const std::string& body) { return parse_chat_request(body, limits, &s); };
+  expect_error(err(R"({"messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f"}}]}]})"),
+               "invalid_type", "messages[0].tool_calls[0].function.arguments");
+  expect_error(err(R"({"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"code","function":{"name":"f","arguments":"{}"}}]}]})"),
+               "invalid_value", "messages[0].tool_calls[0].type");
+  expect_error(err(R"({"messages":[{"role":"assistant","tool_calls":5}]})"), "invalid_type", "messages[0].tool_calls");
+  expect_error(err(R"({"messages":[{"role":"tool","tool_call_id":7,"content":"x"}]})"), "invalid_type",
+               "messages[0].tool_call_id");
+  expect_error(err(R"({"messages":[{"role":"user","content":"x"}],)" + tools + R"(,"tool_choice":{"type":"function"}})"),
+               "invalid_value", "tool_choice");
+  expect_error(err(R"({"messages":[{"role":"user","content":"x"}],)" + tools + R"(,"parallel_tool_calls":"no"})"),
+               "invalid_type", "parallel_tool_calls");
+  expect_error(err(R"({"messages":[{"role":"user","content":"x"}],"tools":{}})"), "invalid_type", "tools");
+  // Completions have no tools.
+  GenerationSpec c;
+  expect_error(parse_completion_request(R"({"prompt":"x",)" + tools + "}", limits, &c), "unsupported_parameter", "tools",
+               "chat completions only");
 }
 
 TEST(TokenRequests, ShapesAndDefaults) {

@@ -6,6 +6,8 @@
 // of the length the text would roughly tokenize to → the reply bytes,
 // error bodies included. Every path must end in a spec or an ApiError with a
 // 4xx/5xx status; nothing may crash, throw out, leak or trip a sanitizer.
+// Chat bodies are parsed twice: for a model whose chat template has no tools
+// and for one that has them.
 // Seeds: tests/fuzz/corpus/http_request (the README's and the tests' requests).
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -31,7 +33,8 @@ using namespace minfer::daemon;
 
 constexpr uint32_t kHeaderLimitBytes = 16 * 1024;  // session.cpp
 constexpr size_t kBodyLimitBytes = 64 * 1024;      // a small --body-limit-bytes, so 413 is reachable
-constexpr ModelLimits kLimits{256, 512};            // stories260K with --ctx-size 256
+const ModelLimits kLimits{256, 512};                // stories260K with --ctx-size 256
+const ModelLimits kToolLimits{256, 512, "chatml", true};  // the same with a chat template that has tools
 
 void check_error(const ApiError& e) {
   if (e.status < 400 || e.status > 599) __builtin_trap();
@@ -48,7 +51,15 @@ void handle(const http::request<http::string_body>& req) {
   GenerationSpec spec;
   switch (r.endpoint) {
     case Endpoint::kCompletions: err = parse_completion_request(body, kLimits, &spec); break;
-    case Endpoint::kChatCompletions: err = parse_chat_request(body, kLimits, &spec); break;
+    case Endpoint::kChatCompletions: {
+      // Without tools in the template (tools refused), then with them.
+      GenerationSpec plain;
+      if (auto e = parse_chat_request(body, kLimits, &plain)) check_error(*e);
+      err = parse_chat_request(body, kToolLimits, &spec);
+      if (!err && spec.forced_tool_call() && spec.tool_call_schema == nullptr) __builtin_trap();
+      if (!err && spec.tool_choice == ToolChoice::kNone && !spec.tools.empty()) __builtin_trap();
+      break;
+    }
     case Endpoint::kTokenize: {
       TokenizeSpec t;
       err = parse_tokenize_request(body, &t);

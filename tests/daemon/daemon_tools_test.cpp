@@ -1,0 +1,262 @@
+// Tool calls through a real minferd: the shipped story model with Qwen2.5's
+// chat template (--chat-template-file), so that the prompts are Qwen2.5's
+// renders (its markers are plain text to the story model's vocabulary).
+// The renders the daemon sends the model are checked against the reference
+// renders of tests/data/chat-templates (made with Hugging Face's Jinja) by
+// completing the reference text through /v1/completions: the same tokens,
+// the same greedy reply. Forced calls (tool_choice required or named) are
+// held to the tools' schemas and come back as tool_calls, streamed too.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/daemon/daemon_process.h"
+#include "tests/daemon/daemon_suite.h"
+#include "tests/daemon/http_test_client.h"
+
+namespace minfer::test {
+namespace {
+
+using Json = nlohmann::json;
+using OJson = nlohmann::ordered_json;
+
+std::string data_file(const std::string& relative) {
+  std::ifstream in(std::string(MINFER_TEST_DATA_DIR) + "/" + relative);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct QwenTemplateSpec {
+  static DaemonSpec spec() {
+    DaemonSpec s;
+    // The tools' declarations spelled in the story model's 512 pieces take
+    // ~500-1,100 tokens: its whole training context. No prefix cache: a
+    // prompt evaluated in other chunks may differ in the last bits and tip a
+    // near tie; the comparisons here want each prompt evaluated alike.
+    s.args = {"--chat-template-file", std::string(MINFER_TEST_DATA_DIR) + "/chat-templates/qwen2.5-instruct.jinja",
+              "--ctx-size", "2048", "--prefix-cache", "false"};
+    return s;
+  }
+};
+
+class DaemonTools : public DaemonSuite<QwenTemplateSpec> {
+ protected:
+  static Json post(const std::string& target, const Json& body, int expected_status = 200) {
+    const HttpResponse r = post_json(sock(), target, body);
+    EXPECT_EQ(r.status, expected_status) << r.body;
+    return r.json();
+  }
+  // A case of tool-cases.json and the Qwen2.5 reference render of it.
+  static std::pair<OJson, std::string> reference_case(const std::string& name) {
+    const OJson cases = OJson::parse(data_file("chat-templates/tool-cases.json"));
+    const OJson renders = OJson::parse(data_file("chat-templates/tool-renders.json"));
+    std::pair<OJson, std::string> out;
+    for (const OJson& c : cases) {
+      if (c["name"] == name) out.first = c;
+    }
+    for (const OJson& r : renders) {
+      if (r["case"] == name && r["template"] == "qwen2.5") out.second = r["rendered"].get<std::string>();
+    }
+    EXPECT_FALSE(out.second.empty()) << name;
+    return out;
+  }
+};
+
+// The request body of a case, its tools in their order (a raw JSON text: the
+// daemon must keep the order the client wrote).
+std::string case_body(const OJson& c, const OJson& extra) {
+  OJson body = {{"messages", c["messages"]}};
+  if (c.contains("tools")) body["tools"] = c["tools"];
+  for (const auto& [k, v] : extra.items()) body[k] = v;
+  return body.dump();
+}
+
+HttpResponse post_raw(const std::string& sock, const std::string& target, const std::string& body) {
+  return http_request(sock, "POST", target, body);
+}
+
+TEST_F(DaemonTools, ModelsNameTheTemplate) {
+  const Json m = Json::parse(http_request(sock(), "GET", "/v1/models").body);
+  EXPECT_EQ(m["data"][0]["chat_template"], "chatml") << m.dump();
+}
+
+// tool_choice auto: the prompt is Qwen2.5's render with the tools declared;
+// the story model answers with text, which comes back as the content.
+TEST_F(DaemonTools, AutoRendersTheToolsAsTheRealTemplate) {
+  for (const std::string name : {"tools, a user turn", "a full round: calls, responses, an answer, a new question",
+                                 "unicode and escapes in the tools", "a history with calls but no tools declared"}) {
+    const auto [c, rendered] = reference_case(name);
+    const HttpResponse chat = post_raw(sock(), "/v1/chat/completions",
+                                       case_body(c, {{"max_tokens", 12}, {"temperature", 0}}));
+    ASSERT_EQ(chat.status, 200) << chat.body;
+    const Json j = chat.json();
+    const Json plain = post("/v1/completions", {{"prompt", rendered}, {"max_tokens", 12}, {"temperature", 0}});
+    EXPECT_EQ(j["usage"]["prompt_tokens"], plain["usage"]["prompt_tokens"]) << name;
+    EXPECT_EQ(j["choices"][0]["message"]["content"], plain["choices"][0]["text"]) << name;
+    EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls")) << j.dump();
+    EXPECT_EQ(j["choices"][0]["finish_reason"], plain["choices"][0]["finish_reason"]);
+  }
+  // tool_choice none: the tools are not shown to the model.
+  const auto [c, rendered] = reference_case("tools, a user turn");
+  const Json none = post_raw(sock(), "/v1/chat/completions",
+                             case_body(c, {{"max_tokens", 1}, {"tool_choice", "none"}})).json();
+  const Json bare = post("/v1/chat/completions", {{"messages", c["messages"]}, {"max_tokens", 1}});
+  EXPECT_EQ(none["usage"]["prompt_tokens"], bare["usage"]["prompt_tokens"]);
+}
+
+void expect_valid_call(const Json& call, const std::string& id) {
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["id"], id);
+  const std::string name = call["function"]["name"].get<std::string>();
+  const Json args = Json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+  ASSERT_TRUE(args.is_object()) << call.dump();
+  if (name == "add") {
+    EXPECT_EQ(args.size(), 2u) << args.dump();
+    EXPECT_TRUE(args["a"].is_number() && args["b"].is_number()) << args.dump();
+  } else {
+    ASSERT_EQ(name, "get_weather");
+    EXPECT_TRUE(args["city"].is_string()) << args.dump();
+  }
+}
+
+// The schema of one call of `tools` (OpenAI's), as a forced call is held to.
+OJson call_schema(const OJson& tools, const std::string& only = "") {
+  OJson alternatives = OJson::array();
+  for (const OJson& t : tools) {
+    const std::string name = t["function"]["name"].get<std::string>();
+    if (!only.empty() && name != only) continue;
+    alternatives.push_back({{"type", "object"},
+                            {"properties", {{"name", {{"const", name}}}, {"arguments", t["function"]["parameters"]}}},
+                            {"required", {"name", "arguments"}}});
+  }
+  return alternatives.size() == 1 ? alternatives[0] : OJson{{"anyOf", alternatives}};
+}
+
+// tool_choice required / named: the reply is one call of a declared tool
+// with arguments of its schema, no content, finish "tool_calls" — exactly
+// what the model writes after the reference render and "<tool_call>\n" when
+// held to the call's schema (/v1/completions with that json_schema), and
+// streamed as one tool_calls delta.
+TEST_F(DaemonTools, ForcedCallsAreHeldToTheSchemas) {
+  const auto [c, rendered] = reference_case("tools, a system prompt and two tools");
+  for (const std::string only : {"", "add", "get_weather"}) {
+    const OJson choice = only.empty() ? OJson("required") : OJson{{"type", "function"}, {"function", {{"name", only}}}};
+    const OJson extra = {{"tool_choice", choice}, {"max_tokens", 60}, {"temperature", 0}};
+    const HttpResponse r = post_raw(sock(), "/v1/chat/completions", case_body(c, extra));
+    ASSERT_EQ(r.status, 200) << r.body;
+    const Json j = r.json();
+    const Json& msg = j["choices"][0]["message"];
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "tool_calls") << j.dump();
+    EXPECT_TRUE(msg["content"].is_null()) << j.dump();
+    ASSERT_EQ(msg["tool_calls"].size(), 1u) << j.dump();
+    const std::string id = j["id"].get<std::string>();
+    expect_valid_call(msg["tool_calls"][0], "call_" + id.substr(id.find('-') + 1) + "_0");
+    if (!only.empty()) {
+      EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], only);
+    }
+
+    const OJson completion = {{"prompt", rendered + "<tool_call>\n"},
+                              {"max_tokens", 60},
+                              {"temperature", 0},
+                              {"response_format",
+                               {{"type", "json_schema"},
+                                {"json_schema", {{"name", "call"}, {"schema", call_schema(c["tools"], only)}}}}}};
+    const HttpResponse pr = post_raw(sock(), "/v1/completions", completion.dump());
+    ASSERT_EQ(pr.status, 200) << pr.body;
+    const Json plain = pr.json();
+    EXPECT_EQ(plain["choices"][0]["finish_reason"], "stop") << plain.dump();
+    const Json written = Json::parse(plain["choices"][0]["text"].get<std::string>(), nullptr, false);
+    ASSERT_TRUE(written.is_object()) << plain.dump();
+    EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], written["name"]);
+    EXPECT_EQ(Json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()), written["arguments"]);
+    EXPECT_EQ(j["usage"], plain["usage"]) << j.dump() << "\n" << plain.dump();
+    const std::string text = plain["choices"][0]["text"].get<std::string>();
+    EXPECT_LT(text.find("\"name\""), text.find("\"arguments\"")) << "the schema's order: " << text;
+
+    // Streamed: the role, one delta with the whole call, the finish.
+    OJson streamed = OJson::parse(case_body(c, extra));
+    streamed["stream"] = true;
+    const HttpResponse s = post_raw(sock(), "/v1/chat/completions", streamed.dump());
+    ASSERT_EQ(s.status, 200) << s.body;
+    bool done = false;
+    const std::vector<std::string> events = sse_data(s.body, &done);
+    EXPECT_TRUE(done);
+    Json calls = Json::array();
+    std::string content, finish;
+    for (const std::string& e : events) {
+      const Json chunk = Json::parse(e);
+      const Json& delta = chunk["choices"][0]["delta"];
+      if (delta.contains("content")) content += delta["content"].get<std::string>();
+      if (delta.contains("tool_calls")) {
+        for (Json call : delta["tool_calls"]) {
+          EXPECT_EQ(call["index"], calls.size());
+          call.erase("index");
+          calls.push_back(call);
+        }
+      }
+      if (!chunk["choices"][0]["finish_reason"].is_null()) finish = chunk["choices"][0]["finish_reason"];
+    }
+    EXPECT_EQ(content, "");
+    EXPECT_EQ(finish, "tool_calls");
+    ASSERT_EQ(calls.size(), 1u) << s.body;
+    EXPECT_EQ(calls[0]["function"], msg["tool_calls"][0]["function"]);
+    const std::string sid = Json::parse(events[0])["id"].get<std::string>();
+    EXPECT_EQ(calls[0]["id"], "call_" + sid.substr(sid.find('-') + 1) + "_0");
+  }
+}
+
+// A forced call cut by max_tokens is no call: its text comes back as the
+// content, finish "length".
+TEST_F(DaemonTools, AForcedCallCutShortIsText) {
+  const auto [c, rendered] = reference_case("tools, a system prompt and two tools");
+  const Json j = post_raw(sock(), "/v1/chat/completions",
+                          case_body(c, {{"tool_choice", "required"}, {"max_tokens", 3}, {"temperature", 0}}))
+                     .json();
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length") << j.dump();
+  EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>().rfind("<tool_call>{", 0), 0u) << j.dump();
+}
+
+TEST_F(DaemonTools, BadToolsAreClearErrors) {
+  const OJson msgs = OJson::array({{{"role", "user"}, {"content", "Hi"}}});
+  auto expect_400 = [&](const OJson& body, const std::string& param, const std::string& words) {
+    const HttpResponse r = post_raw(sock(), "/v1/chat/completions", body.dump());
+    EXPECT_EQ(r.status, 400) << r.body;
+    const Json e = Json::parse(r.body, nullptr, false);
+    EXPECT_EQ(e["error"]["param"], param) << r.body;
+    EXPECT_NE(e["error"]["message"].get<std::string>().find(words), std::string::npos) << r.body;
+  };
+  const OJson f = {{"type", "function"}, {"function", {{"name", "f"}}}};
+  expect_400({{"messages", msgs}, {"tools", {{{"type", "function"}, {"function", {{"name", "a b"}}}}}}},
+             "tools[0].function.name", "1 to 64 letters");
+  expect_400({{"messages", msgs}, {"tools", {f, f}}}, "tools[1].function.name", "declared twice");
+  expect_400({{"messages", msgs}, {"tools", {{{"type", "retrieval"}}}}}, "tools[0].type", "must be \"function\"");
+  expect_400({{"messages", msgs}, {"tools", {f}}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "g"}}}}}},
+             "tool_choice", "'g', which 'tools' does not declare");
+  expect_400({{"messages", msgs}, {"tool_choice", "required"}}, "tool_choice", "'tools' declares none");
+  expect_400({{"messages", msgs}, {"tools", {f}}, {"tool_choice", "sometimes"}}, "tool_choice", "must be \"none\"");
+  expect_400({{"messages", msgs},
+              {"tools", {{{"type", "function"},
+                          {"function", {{"name", "f"}, {"parameters", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"minimum", 1}}}}}}}}}}}},
+              {"tool_choice", "required"}},
+             "tools", "'minimum' is not supported");
+  expect_400({{"messages", msgs}, {"tools", {f}}, {"response_format", {{"type", "json_object"}}}}, "response_format",
+             "give one");
+  expect_400({{"messages", {{{"role", "assistant"}, {"tool_calls", {{{"id", "c"}, {"function", {{"name", "f"}}}}}}}}}},
+             "messages[0].tool_calls[0].function.arguments", "a string of JSON");
+  expect_400({{"messages", {{{"role", "assistant"}, {"content", nullptr}}}}}, "messages[0].content", "is required");
+  // The same tools with the schema's keyword are fine when nothing holds the call to it.
+  const HttpResponse ok = post_raw(
+      sock(), "/v1/chat/completions",
+      OJson{{"messages", msgs},
+            {"max_tokens", 2},
+            {"tools", {{{"type", "function"},
+                        {"function", {{"name", "f"}, {"parameters", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"minimum", 1}}}}}}}}}}}}}
+          .dump());
+  EXPECT_EQ(ok.status, 200) << ok.body;
+}
+
+}  // namespace
+}  // namespace minfer::test
