@@ -143,7 +143,7 @@ std::optional<ApiError> parse_chat_request(std::string_view body, const ModelLim
   *out = GenerationSpec{};
   out->kind = ApiKind::kChat;
   if (auto e = read_messages(j, out)) return e;
-  if (!limits.tools) {
+  if (limits.tool_style == ToolStyle::kNone) {
     // Refused here rather than by the template on the engine thread.
     for (size_t i = 0; i < out->messages.size(); ++i) {
       const ChatMessage& m = out->messages[i];

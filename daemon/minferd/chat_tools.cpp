@@ -118,10 +118,11 @@ std::optional<ApiError> parse_chat_tools(const Json& body, const ModelLimits& li
   if (auto e = read_tool_choice(body, names, out)) return e;
   if (out->tool_choice == ToolChoice::kNone) return std::nullopt;  // the tools are not shown to the model
 
-  if (!limits.tools) {
+  if (limits.tool_style == ToolStyle::kNone) {
     return invalid_request("tools", "unsupported_parameter",
                            fmt::format("'tools' declares functions, but this model's chat template ({}) has no tool "
-                                       "calling (Qwen2.5's and Qwen3's have; minferd's chat-template-file can name one)",
+                                       "calling (Qwen2.5's, Qwen3's and Llama 3.1's and later have; minferd's "
+                                       "chat-template-file can name one)",
                                        limits.chat_template));
   }
   if (out->json_object || out->json_schema) {
@@ -131,7 +132,7 @@ std::optional<ApiError> parse_chat_tools(const Json& body, const ModelLimits& li
   for (const Json& tool : body["tools"]) out->tools.push_back(tool.dump());  // in the client's key order
 
   if (out->forced_tool_call()) {
-    auto schema = compile_tool_call_schema(out->tools, out->tool_choice_name);
+    auto schema = compile_tool_call_schema(out->tools, out->tool_choice_name, tool_arguments_key(limits.tool_style));
     if (!schema) {
       return invalid_request("tools", "invalid_value",
                              fmt::format("{}; a forced call (tool_choice {}) is held to its tool's schema, and this "

@@ -103,8 +103,7 @@ bool EngineWorker::load_and_warm_up() {
   }
   engine_ = std::move(*loaded);
   info_ = engine_->info();
-  limits_ = ModelLimits{info_.n_ctx, info_.vocab_size, info_.chat_template,
-                        engine_->chat_template().tool_style() != ToolStyle::kNone};
+  limits_ = ModelLimits{info_.n_ctx, info_.vocab_size, info_.chat_template, engine_->chat_template().tool_style()};
   loaded_.store(true, std::memory_order_release);
   beat();
   log::info("loaded {} ({}, {} layers, n_ctx {}) in {:.0f} ms on {} ({}){}", info_.name, info_.arch, info_.n_layers,
@@ -287,7 +286,7 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   req.deadline = job.deadline;
   if (spec.forced_tool_call()) {
     req.json_schema = spec.tool_call_schema;
-  } else if (!spec.tools.empty() && !spec.parallel_tool_calls) {
+  } else if (!spec.tools.empty() && !spec.parallel_tool_calls && !chat.tool_call_closer().empty()) {
     req.stop.emplace_back(lstrip_newline(chat.tool_call_closer()));  // "</tool_call>": one call at most
   }
   if (spec.echo) {
@@ -319,7 +318,7 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   // come out in order (streamed as they come), and the outcome keeps both.
   std::optional<ToolCallStream> tool_stream;
   if (!spec.tools.empty()) {
-    tool_stream.emplace(spec.forced_tool_call());
+    tool_stream.emplace(chat.tool_style(), spec.forced_tool_call());
     out.tool_reply.emplace();
   }
   auto pass_on = [&](std::vector<ToolCallStream::Event> events) {

@@ -21,7 +21,7 @@ struct ModelLimits {
   int n_ctx = 0;
   int vocab_size = 0;
   std::string chat_template;  // its name (ModelInfo::chat_template)
-  bool tools = false;         // the chat template declares tools and writes calls (ChatTemplate::tool_style)
+  ToolStyle tool_style = ToolStyle::kNone;  // how the chat template writes tools, if it does
 };
 
 enum class ApiKind { kCompletion, kChat };

@@ -179,7 +179,8 @@ Expected<std::string> ChatTemplate::apply_chatml(const std::vector<ChatMessage>&
 }
 
 Expected<std::string> ChatTemplate::apply_llama3(const std::vector<ChatMessage>& messages,
-                                                 bool add_generation_prompt) const {
+                                                 bool add_generation_prompt,
+                                                 const std::vector<std::string>& tools) const {
   auto turn = [](std::string_view role, std::string_view content) {
     return fmt::format("<|start_header_id|>{}<|end_header_id|>\n\n{}<|eot_id|>", role, strip(content));
   };
@@ -194,11 +195,56 @@ Expected<std::string> ChatTemplate::apply_llama3(const std::vector<ChatMessage>&
       first = 1;
     }
     out += "<|start_header_id|>system<|end_header_id|>\n\n";
+    if (!tools.empty()) out += "Environment: ipython\n";
     out += "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n";
     out += strip(system);
     out += "<|eot_id|>";
   }
-  for (size_t i = first; i < messages.size(); ++i) out += turn(messages[i].role, messages[i].content);
+  if (!tools.empty()) {
+    // tools_in_user_message: the first message after the system one (a user
+    // turn, the template assumes) gets the tools, each tojson(indent=4).
+    if (first == messages.size())
+      return unexpected(ErrorCode::kInvalidArgument,
+                        "chat template: this model's template declares tools in the first user message, and there "
+                        "is none");
+    out +=
+        "<|start_header_id|>user<|end_header_id|>\n\nGiven the following functions, please respond with a JSON for "
+        "a function call with its proper arguments that best answers the given prompt.\n\nRespond in the format "
+        "{\"name\": function name, \"parameters\": dictionary of argument name and its value}.Do not use "
+        "variables.\n\n";
+    for (size_t i = 0; i < tools.size(); ++i) {
+      auto json = python_json_dumps(tools[i], 4);
+      if (!json) return unexpected(ErrorCode::kInvalidArgument, fmt::format("chat template: tool {} is not JSON", i));
+      out.append(*json).append("\n\n");
+    }
+    out.append(strip(messages[first].content)).append("<|eot_id|>");
+    ++first;
+  }
+  for (size_t i = first; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "tool") {
+      // `message.content is iterable` holds for a string: tojson of it.
+      out.append("<|start_header_id|>ipython<|end_header_id|>\n\n")
+          .append(python_json_string(m.content))
+          .append("<|eot_id|>");
+    } else if (!m.tool_calls.empty()) {
+      if (m.tool_calls.size() != 1)
+        return unexpected(ErrorCode::kInvalidArgument,
+                          fmt::format("chat template: message {} has {} tool calls; this model's template writes one "
+                                      "an assistant turn (\"This model only supports single tool-calls at once!\")",
+                                      i, m.tool_calls.size()));
+      // The turn is the call alone (a content beside it is not written).
+      const ToolCall& call = m.tool_calls[0];
+      auto args = python_json_dumps(call.arguments);
+      out.append("<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"")
+          .append(call.name)
+          .append("\", \"parameters\": ")
+          .append(args ? *args : python_json_string(call.arguments))
+          .append("}<|eot_id|>");
+    } else {
+      out += turn(m.role, m.content);
+    }
+  }
   if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
   return out;
 }

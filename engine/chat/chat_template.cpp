@@ -121,6 +121,7 @@ ChatTemplate ChatTemplate::recognise(std::string_view tmpl) {
   if (contains(tmpl, "<|start_header_id|>")) {
     ChatTemplate t = of_kind(ChatTemplateKind::kLlama3);
     if (contains(tmpl, "Cutting Knowledge Date")) t.flavor_ = Flavor::kLlama31;
+    if (t.flavor_ == Flavor::kLlama31 && contains(tmpl, "Environment: ipython")) t.tool_style_ = ToolStyle::kLlama3;
     return t;
   }
   if (contains(tmpl, "[INST]")) {
@@ -171,11 +172,11 @@ std::string_view ChatTemplate::name() const {
 }
 
 std::string_view ChatTemplate::tool_call_opener() const {
-  return tool_style_ == ToolStyle::kNone ? std::string_view() : "<tool_call>\n";
+  return tool_style_ == ToolStyle::kQwen25 || tool_style_ == ToolStyle::kQwen3 ? "<tool_call>\n" : "";
 }
 
 std::string_view ChatTemplate::tool_call_closer() const {
-  return tool_style_ == ToolStyle::kNone ? std::string_view() : "\n</tool_call>";
+  return tool_style_ == ToolStyle::kQwen25 || tool_style_ == ToolStyle::kQwen3 ? "\n</tool_call>" : "";
 }
 
 Expected<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
@@ -204,7 +205,7 @@ Expected<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messag
   }
   switch (kind_) {
     case ChatTemplateKind::kLlama3:
-      return apply_llama3(messages, add_generation_prompt);
+      return apply_llama3(messages, add_generation_prompt, tools);
     case ChatTemplateKind::kLlama2:
       return apply_inst(messages);
     case ChatTemplateKind::kChatMl:

@@ -25,7 +25,11 @@
 // calls are parsed back out of the reply by engine/chat/tool_calls.h).
 // Qwen2.5's template prints a call's arguments with `tojson`, so they are
 // parsed and written as Python's json.dumps would; Qwen3's prints a string
-// as it is. Other templates refuse tools, tool calls and the tool role.
+// as it is. Llama 3.1+ templates (they mention "Environment: ipython") put
+// the tools, indented, into the first user turn, write a call as the whole
+// assistant turn {"name": ..., "parameters": ...} (one per turn) and a tool
+// result as an ipython turn holding the result as a JSON string. Other
+// templates refuse tools, tool calls and the tool role.
 // The rendered text contains the BOS text where the template writes
 // bos_token: encode it with parse_special=true and add_bos=false.
 #pragma once
@@ -64,6 +68,7 @@ enum class ToolStyle {
   kNone,
   kQwen25,  // <tool_call> blocks; a call's arguments through `tojson`
   kQwen3,   // <tool_call> blocks; a call's arguments printed as given
+  kLlama3,  // Llama 3.1+: the tools in the first user turn, a call is the whole reply {"name", "parameters"}
 };
 
 class ChatTemplate {
@@ -83,7 +88,8 @@ class ChatTemplate {
 
   ToolStyle tool_style() const { return tool_style_; }
   // What an assistant turn writes before a call's JSON ("<tool_call>\n"):
-  // a prompt that ends with it makes the model write a call. Empty without tools.
+  // a prompt that ends with it makes the model write a call. Empty without
+  // tools, and for Llama's (a call is the whole turn).
   std::string_view tool_call_opener() const;
   // What closes a call after its JSON ("\n</tool_call>").
   std::string_view tool_call_closer() const;
@@ -113,7 +119,8 @@ class ChatTemplate {
   Expected<std::string> chatml_tools_header(const std::vector<ChatMessage>& messages,
                                             const std::vector<std::string>& tools) const;
   std::string chatml_tool_calls(const ChatMessage& m, std::string_view content) const;
-  Expected<std::string> apply_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  Expected<std::string> apply_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                     const std::vector<std::string>& tools) const;
   Expected<std::string> apply_inst(const std::vector<ChatMessage>& messages) const;
 
   ChatTemplateKind kind_ = ChatTemplateKind::kChatMl;

@@ -15,6 +15,7 @@ using Json = nlohmann::ordered_json;
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
 constexpr std::string_view kSpace = " \t\r\n";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
 
 // The call a block's JSON holds, or nothing when it is not one.
 std::optional<ToolCall> parse_call(std::string_view inner) {
@@ -43,7 +44,57 @@ size_t partial_suffix(std::string_view s, std::string_view word) {
 
 }  // namespace
 
-ToolCallStream::ToolCallStream(bool inside_call) : in_block_(inside_call) {}
+ToolCallStream::ToolCallStream(ToolStyle style, bool inside_call) : whole_reply_(style == ToolStyle::kLlama3) {
+  if (whole_reply_) {
+    reply_ = inside_call ? Reply::kCall : Reply::kUndecided;
+  } else {
+    in_block_ = inside_call;
+    block_from_prompt_ = inside_call;
+  }
+}
+
+std::string_view tool_arguments_key(ToolStyle style) {
+  return style == ToolStyle::kLlama3 ? "parameters" : "arguments";
+}
+
+std::vector<ToolCallStream::Event> ToolCallStream::feed_whole_reply(std::string_view piece) {
+  std::vector<Event> out;
+  if (reply_ == Reply::kText) {
+    emit_text(std::string(piece), out);
+    return out;
+  }
+  held_ += piece;
+  if (reply_ == Reply::kUndecided) {
+    const size_t b = held_.find_first_not_of(kSpace);
+    if (b == std::string::npos) return out;  // only whitespace so far
+    const std::string_view start = std::string_view(held_).substr(b);
+    if (start[0] == '{' || start.substr(0, kPythonTag.size()) == kPythonTag) {
+      reply_ = Reply::kCall;
+    } else if (start.size() < kPythonTag.size() && kPythonTag.substr(0, start.size()) == start) {
+      return out;  // may still become the tag
+    } else {
+      reply_ = Reply::kText;
+      emit_text(std::exchange(held_, {}), out);
+    }
+  }
+  return out;
+}
+
+std::vector<ToolCallStream::Event> ToolCallStream::finish_whole_reply() {
+  std::vector<Event> out;
+  std::string_view body = held_;
+  body.remove_prefix(std::min(body.size(), body.find_first_not_of(kSpace)));
+  if (body.substr(0, kPythonTag.size()) == kPythonTag) body.remove_prefix(kPythonTag.size());
+  std::optional<ToolCall> call = reply_ == Reply::kCall ? parse_call(body) : std::nullopt;
+  if (call) {
+    out.push_back(Event{"", std::move(*call)});
+    ++calls_;
+  } else {
+    emit_text(std::move(held_), out);
+  }
+  held_.clear();
+  return out;
+}
 
 void ToolCallStream::emit_text(std::string text, std::vector<Event>& out) {
   if (text.empty()) return;
@@ -60,15 +111,20 @@ void ToolCallStream::close_block(std::string_view inner, bool closed, std::vecto
     ++calls_;
     after_call_ = true;
   } else {
-    // Not a call: the block goes on as the text it was.
-    emit_text(space_before_block_ + std::string(kOpen) + std::string(inner) + std::string(closed ? kClose : ""), out);
+    // Not a call: the block goes on as the text it was (the model's: an
+    // opener the prompt wrote is not).
+    emit_text(space_before_block_ + std::string(block_from_prompt_ ? "" : kOpen) + std::string(inner) +
+                  std::string(closed ? kClose : ""),
+              out);
   }
+  block_from_prompt_ = false;
   space_before_block_.clear();
   block_.clear();
   in_block_ = false;
 }
 
 std::vector<ToolCallStream::Event> ToolCallStream::feed(std::string_view piece) {
+  if (whole_reply_) return feed_whole_reply(piece);
   std::vector<Event> out;
   std::string buf = std::exchange(held_, {});
   buf += piece;
@@ -105,13 +161,15 @@ std::vector<ToolCallStream::Event> ToolCallStream::feed(std::string_view piece) 
 }
 
 std::vector<ToolCallStream::Event> ToolCallStream::finish(bool close_open) {
+  if (whole_reply_) return finish_whole_reply();
   std::vector<Event> out;
   if (in_block_) {
     if (close_open) {
       close_block(std::string(block_), /*closed=*/false, out);
     } else {
-      emit_text(space_before_block_ + std::string(kOpen) + block_, out);
+      emit_text(space_before_block_ + std::string(block_from_prompt_ ? "" : kOpen) + block_, out);
       in_block_ = false;
+      block_from_prompt_ = false;
     }
   }
   std::string rest = std::exchange(held_, {});
@@ -120,8 +178,8 @@ std::vector<ToolCallStream::Event> ToolCallStream::finish(bool close_open) {
   return out;
 }
 
-ToolReply parse_tool_calls(std::string_view text, bool inside_call, bool close_open) {
-  ToolCallStream stream(inside_call);
+ToolReply parse_tool_calls(std::string_view text, ToolStyle style, bool inside_call, bool close_open) {
+  ToolCallStream stream(style, inside_call);
   ToolReply reply;
   auto take = [&](std::vector<ToolCallStream::Event> events) {
     for (ToolCallStream::Event& e : events) {
@@ -138,7 +196,8 @@ ToolReply parse_tool_calls(std::string_view text, bool inside_call, bool close_o
 }
 
 Expected<std::shared_ptr<const JsonSchema>> compile_tool_call_schema(const std::vector<std::string>& tools,
-                                                                     std::string_view only_name) {
+                                                                     std::string_view only_name,
+                                                                     std::string_view arguments_key) {
   Json alternatives = Json::array();
   for (size_t i = 0; i < tools.size(); ++i) {
     const Json tool = Json::parse(tools[i], nullptr, false);
@@ -153,9 +212,10 @@ Expected<std::shared_ptr<const JsonSchema>> compile_tool_call_schema(const std::
       return unexpected(ErrorCode::kInvalidArgument,
                         fmt::format("tools[{}].function.parameters ({}): {}", i, name, own.error().message));
     }
+    const std::string key(arguments_key);
     alternatives.push_back(Json{{"type", "object"},
-                                {"properties", {{"name", {{"const", name}}}, {"arguments", std::move(parameters)}}},
-                                {"required", {"name", "arguments"}}});
+                                {"properties", {{"name", {{"const", name}}}, {key, std::move(parameters)}}},
+                                {"required", {"name", key}}});
   }
   if (alternatives.empty())
     return unexpected(ErrorCode::kInvalidArgument,

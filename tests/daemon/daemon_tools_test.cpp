@@ -28,27 +28,39 @@ std::string data_file(const std::string& relative) {
   return ss.str();
 }
 
+// A daemon with the template `file` of tests/data/chat-templates. The
+// tools' declarations spelled in the story model's 512 pieces take ~500-
+// 1,100 tokens: its whole training context. No prefix cache: a prompt
+// evaluated in other chunks may differ in the last bits and tip a near tie;
+// the comparisons here want each prompt evaluated alike.
+DaemonSpec template_spec(const std::string& file) {
+  DaemonSpec s;
+  s.args = {"--chat-template-file", std::string(MINFER_TEST_DATA_DIR) + "/chat-templates/" + file, "--ctx-size",
+            "2048", "--prefix-cache", "false"};
+  return s;
+}
+
 struct QwenTemplateSpec {
-  static DaemonSpec spec() {
-    DaemonSpec s;
-    // The tools' declarations spelled in the story model's 512 pieces take
-    // ~500-1,100 tokens: its whole training context. No prefix cache: a
-    // prompt evaluated in other chunks may differ in the last bits and tip a
-    // near tie; the comparisons here want each prompt evaluated alike.
-    s.args = {"--chat-template-file", std::string(MINFER_TEST_DATA_DIR) + "/chat-templates/qwen2.5-instruct.jinja",
-              "--ctx-size", "2048", "--prefix-cache", "false"};
-    return s;
-  }
+  static DaemonSpec spec() { return template_spec("qwen2.5-instruct.jinja"); }
+  static constexpr const char* kRenders = "qwen2.5";  // its renders in tool-renders.json
+};
+struct LlamaTemplateSpec {
+  static DaemonSpec spec() { return template_spec("llama-3.2-instruct.jinja"); }
+  static constexpr const char* kRenders = "llama3.2";
 };
 
-class DaemonTools : public DaemonSuite<QwenTemplateSpec> {
- protected:
+template <class Spec>
+class ToolsSuite : public DaemonSuite<Spec> {
+ public:
+  using DaemonSuite<Spec>::sock;
   static Json post(const std::string& target, const Json& body, int expected_status = 200) {
     const HttpResponse r = post_json(sock(), target, body);
     EXPECT_EQ(r.status, expected_status) << r.body;
     return r.json();
   }
-  // A case of tool-cases.json and the Qwen2.5 reference render of it.
+  // A case of tool-cases.json and the template's reference render of it
+  // (for Llama without the BOS text: the story model's BOS is "<s>", added
+  // to /v1/completions prompts as to chats).
   static std::pair<OJson, std::string> reference_case(const std::string& name) {
     const OJson cases = OJson::parse(data_file("chat-templates/tool-cases.json"));
     const OJson renders = OJson::parse(data_file("chat-templates/tool-renders.json"));
@@ -57,12 +69,18 @@ class DaemonTools : public DaemonSuite<QwenTemplateSpec> {
       if (c["name"] == name) out.first = c;
     }
     for (const OJson& r : renders) {
-      if (r["case"] == name && r["template"] == "qwen2.5") out.second = r["rendered"].get<std::string>();
+      if (r["case"] == name && r["template"] == Spec::kRenders && r.contains("rendered")) {
+        out.second = r["rendered"].get<std::string>();
+      }
     }
+    constexpr std::string_view kLlamaBos = "<|begin_of_text|>";
+    if (out.second.rfind(kLlamaBos, 0) == 0) out.second.erase(0, kLlamaBos.size());
     EXPECT_FALSE(out.second.empty()) << name;
     return out;
   }
 };
+using DaemonTools = ToolsSuite<QwenTemplateSpec>;
+using DaemonLlamaTools = ToolsSuite<LlamaTemplateSpec>;
 
 // The request body of a case, its tools in their order (a raw JSON text: the
 // daemon must keep the order the client wrote).
@@ -75,35 +93,6 @@ std::string case_body(const OJson& c, const OJson& extra) {
 
 HttpResponse post_raw(const std::string& sock, const std::string& target, const std::string& body) {
   return http_request(sock, "POST", target, body);
-}
-
-TEST_F(DaemonTools, ModelsNameTheTemplate) {
-  const Json m = Json::parse(http_request(sock(), "GET", "/v1/models").body);
-  EXPECT_EQ(m["data"][0]["chat_template"], "chatml") << m.dump();
-}
-
-// tool_choice auto: the prompt is Qwen2.5's render with the tools declared;
-// the story model answers with text, which comes back as the content.
-TEST_F(DaemonTools, AutoRendersTheToolsAsTheRealTemplate) {
-  for (const std::string name : {"tools, a user turn", "a full round: calls, responses, an answer, a new question",
-                                 "unicode and escapes in the tools", "a history with calls but no tools declared"}) {
-    const auto [c, rendered] = reference_case(name);
-    const HttpResponse chat = post_raw(sock(), "/v1/chat/completions",
-                                       case_body(c, {{"max_tokens", 12}, {"temperature", 0}}));
-    ASSERT_EQ(chat.status, 200) << chat.body;
-    const Json j = chat.json();
-    const Json plain = post("/v1/completions", {{"prompt", rendered}, {"max_tokens", 12}, {"temperature", 0}});
-    EXPECT_EQ(j["usage"]["prompt_tokens"], plain["usage"]["prompt_tokens"]) << name;
-    EXPECT_EQ(j["choices"][0]["message"]["content"], plain["choices"][0]["text"]) << name;
-    EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls")) << j.dump();
-    EXPECT_EQ(j["choices"][0]["finish_reason"], plain["choices"][0]["finish_reason"]);
-  }
-  // tool_choice none: the tools are not shown to the model.
-  const auto [c, rendered] = reference_case("tools, a user turn");
-  const Json none = post_raw(sock(), "/v1/chat/completions",
-                             case_body(c, {{"max_tokens", 1}, {"tool_choice", "none"}})).json();
-  const Json bare = post("/v1/chat/completions", {{"messages", c["messages"]}, {"max_tokens", 1}});
-  EXPECT_EQ(none["usage"]["prompt_tokens"], bare["usage"]["prompt_tokens"]);
 }
 
 void expect_valid_call(const Json& call, const std::string& id) {
@@ -121,30 +110,59 @@ void expect_valid_call(const Json& call, const std::string& id) {
   }
 }
 
-// The schema of one call of `tools` (OpenAI's), as a forced call is held to.
-OJson call_schema(const OJson& tools, const std::string& only = "") {
+// The schema of one call of `tools` (OpenAI's), as a forced call is held
+// to, its arguments under `key`.
+OJson call_schema(const OJson& tools, const std::string& only, const std::string& key) {
   OJson alternatives = OJson::array();
   for (const OJson& t : tools) {
     const std::string name = t["function"]["name"].get<std::string>();
     if (!only.empty() && name != only) continue;
     alternatives.push_back({{"type", "object"},
-                            {"properties", {{"name", {{"const", name}}}, {"arguments", t["function"]["parameters"]}}},
-                            {"required", {"name", "arguments"}}});
+                            {"properties", {{"name", {{"const", name}}}, {key, t["function"]["parameters"]}}},
+                            {"required", {"name", key}}});
   }
   return alternatives.size() == 1 ? alternatives[0] : OJson{{"anyOf", alternatives}};
 }
 
+// tool_choice auto: the prompt is the template's reference render with the
+// tools declared; the story model answers with text, which comes back as
+// the content (the same tokens and greedy text as /v1/completions of the
+// reference text).
+template <class Suite>
+void expect_auto_renders(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    const auto [c, rendered] = Suite::reference_case(name);
+    const HttpResponse chat = post_raw(Suite::sock(), "/v1/chat/completions",
+                                       case_body(c, {{"max_tokens", 12}, {"temperature", 0}}));
+    ASSERT_EQ(chat.status, 200) << chat.body;
+    const Json j = chat.json();
+    const Json plain = Suite::post("/v1/completions", {{"prompt", rendered}, {"max_tokens", 12}, {"temperature", 0}});
+    EXPECT_EQ(j["usage"]["prompt_tokens"], plain["usage"]["prompt_tokens"]) << name;
+    EXPECT_EQ(j["choices"][0]["message"]["content"], plain["choices"][0]["text"]) << name;
+    EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls")) << j.dump();
+    EXPECT_EQ(j["choices"][0]["finish_reason"], plain["choices"][0]["finish_reason"]);
+  }
+  // tool_choice none: the tools are not shown to the model.
+  const auto [c, rendered] = Suite::reference_case("tools, a user turn");
+  const Json none = post_raw(Suite::sock(), "/v1/chat/completions",
+                             case_body(c, {{"max_tokens", 1}, {"tool_choice", "none"}})).json();
+  const Json bare = Suite::post("/v1/chat/completions", {{"messages", c["messages"]}, {"max_tokens", 1}});
+  EXPECT_EQ(none["usage"]["prompt_tokens"], bare["usage"]["prompt_tokens"]);
+}
+
 // tool_choice required / named: the reply is one call of a declared tool
 // with arguments of its schema, no content, finish "tool_calls" — exactly
-// what the model writes after the reference render and "<tool_call>\n" when
-// held to the call's schema (/v1/completions with that json_schema), and
-// streamed as one tool_calls delta.
-TEST_F(DaemonTools, ForcedCallsAreHeldToTheSchemas) {
-  const auto [c, rendered] = reference_case("tools, a system prompt and two tools");
+// what the model writes after the reference render and the template's call
+// opener ("<tool_call>\n" for Qwen, nothing for Llama) when held to the
+// call's schema (/v1/completions with that json_schema; the arguments under
+// `key`), and streamed as one tool_calls delta.
+template <class Suite>
+void expect_forced_calls(const std::string& opener, const std::string& key) {
+  const auto [c, rendered] = Suite::reference_case("tools, a system prompt and two tools");
   for (const std::string only : {"", "add", "get_weather"}) {
     const OJson choice = only.empty() ? OJson("required") : OJson{{"type", "function"}, {"function", {{"name", only}}}};
     const OJson extra = {{"tool_choice", choice}, {"max_tokens", 60}, {"temperature", 0}};
-    const HttpResponse r = post_raw(sock(), "/v1/chat/completions", case_body(c, extra));
+    const HttpResponse r = post_raw(Suite::sock(), "/v1/chat/completions", case_body(c, extra));
     ASSERT_EQ(r.status, 200) << r.body;
     const Json j = r.json();
     const Json& msg = j["choices"][0]["message"];
@@ -157,28 +175,28 @@ TEST_F(DaemonTools, ForcedCallsAreHeldToTheSchemas) {
       EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], only);
     }
 
-    const OJson completion = {{"prompt", rendered + "<tool_call>\n"},
+    const OJson completion = {{"prompt", rendered + opener},
                               {"max_tokens", 60},
                               {"temperature", 0},
                               {"response_format",
                                {{"type", "json_schema"},
-                                {"json_schema", {{"name", "call"}, {"schema", call_schema(c["tools"], only)}}}}}};
-    const HttpResponse pr = post_raw(sock(), "/v1/completions", completion.dump());
+                                {"json_schema", {{"name", "call"}, {"schema", call_schema(c["tools"], only, key)}}}}}};
+    const HttpResponse pr = post_raw(Suite::sock(), "/v1/completions", completion.dump());
     ASSERT_EQ(pr.status, 200) << pr.body;
     const Json plain = pr.json();
     EXPECT_EQ(plain["choices"][0]["finish_reason"], "stop") << plain.dump();
     const Json written = Json::parse(plain["choices"][0]["text"].get<std::string>(), nullptr, false);
     ASSERT_TRUE(written.is_object()) << plain.dump();
     EXPECT_EQ(msg["tool_calls"][0]["function"]["name"], written["name"]);
-    EXPECT_EQ(Json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()), written["arguments"]);
+    EXPECT_EQ(Json::parse(msg["tool_calls"][0]["function"]["arguments"].get<std::string>()), written[key]);
     EXPECT_EQ(j["usage"], plain["usage"]) << j.dump() << "\n" << plain.dump();
     const std::string text = plain["choices"][0]["text"].get<std::string>();
-    EXPECT_LT(text.find("\"name\""), text.find("\"arguments\"")) << "the schema's order: " << text;
+    EXPECT_LT(text.find("\"name\""), text.find("\"" + key + "\"")) << "the schema's order: " << text;
 
     // Streamed: the role, one delta with the whole call, the finish.
     OJson streamed = OJson::parse(case_body(c, extra));
     streamed["stream"] = true;
-    const HttpResponse s = post_raw(sock(), "/v1/chat/completions", streamed.dump());
+    const HttpResponse s = post_raw(Suite::sock(), "/v1/chat/completions", streamed.dump());
     ASSERT_EQ(s.status, 200) << s.body;
     bool done = false;
     const std::vector<std::string> events = sse_data(s.body, &done);
@@ -207,8 +225,33 @@ TEST_F(DaemonTools, ForcedCallsAreHeldToTheSchemas) {
   }
 }
 
-// A forced call cut by max_tokens is no call: its text comes back as the
-// content, finish "length".
+TEST_F(DaemonTools, ModelsNameTheTemplate) {
+  const Json m = Json::parse(http_request(sock(), "GET", "/v1/models").body);
+  EXPECT_EQ(m["data"][0]["chat_template"], "chatml") << m.dump();
+}
+
+TEST_F(DaemonTools, AutoRendersTheToolsAsTheRealTemplate) {
+  expect_auto_renders<DaemonTools>({"tools, a user turn", "a full round: calls, responses, an answer, a new question",
+                                    "unicode and escapes in the tools", "a history with calls but no tools declared"});
+}
+
+TEST_F(DaemonTools, ForcedCallsAreHeldToTheSchemas) { expect_forced_calls<DaemonTools>("<tool_call>\n", "arguments"); }
+
+TEST_F(DaemonLlamaTools, AutoRendersTheToolsAsTheRealTemplate) {
+  expect_auto_renders<DaemonLlamaTools>({"tools, a user turn", "an assistant turn with text and a call, then its response",
+                                         "unicode and escapes in the tools", "a history with calls but no tools declared"});
+  // Two calls in one turn: Llama's template raises, so the request is a 400 saying so.
+  const auto cases = OJson::parse(data_file("chat-templates/tool-cases.json"));
+  const HttpResponse two = post_raw(sock(), "/v1/chat/completions", case_body(cases[2], {{"max_tokens", 1}}));
+  EXPECT_EQ(two.status, 400) << two.body;
+  EXPECT_NE(two.body.find("single tool-calls at once"), std::string::npos) << two.body;
+}
+
+// Llama's call is the whole reply, {"name", "parameters"}.
+TEST_F(DaemonLlamaTools, ForcedCallsAreHeldToTheSchemas) { expect_forced_calls<DaemonLlamaTools>("", "parameters"); }
+
+// A forced call cut by max_tokens is no call: what the model wrote of it
+// comes back as the content, finish "length".
 TEST_F(DaemonTools, AForcedCallCutShortIsText) {
   const auto [c, rendered] = reference_case("tools, a system prompt and two tools");
   const Json j = post_raw(sock(), "/v1/chat/completions",
@@ -216,7 +259,7 @@ TEST_F(DaemonTools, AForcedCallCutShortIsText) {
                      .json();
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length") << j.dump();
   EXPECT_FALSE(j["choices"][0]["message"].contains("tool_calls"));
-  EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>().rfind("<tool_call>{", 0), 0u) << j.dump();
+  EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>().rfind("{", 0), 0u) << j.dump();
 }
 
 TEST_F(DaemonTools, BadToolsAreClearErrors) {

@@ -306,7 +306,7 @@ TEST(ChatRequest, BadMessages) {
 }
 
 TEST(ChatRequest, ToolsAndToolMessages) {
-  const ModelLimits limits{256, 512, "chatml", /*tools=*/true};
+  const ModelLimits limits{256, 512, "chatml", ToolStyle::kQwen25};
   GenerationSpec s;
   // The tools keep the client's key order (the template prints them so).
   ASSERT_FALSE(parse_chat_request(

@@ -56,10 +56,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       messages.push_back({kRoles[(role_byte & 0x1F) % 5], std::string(p)});
       if (role_byte & 0x40) messages.back().tool_calls.push_back({"call_1", "f", std::string(p)});
       if (role_byte & 0x20) tools.emplace_back(p);
-      (void)parse_tool_calls(p);
-      ToolCallStream stream(role_byte & 1);
-      for (const char c : p) (void)stream.feed(std::string_view(&c, 1));
-      (void)stream.finish(role_byte & 2);
+      for (ToolStyle style : {ToolStyle::kQwen25, ToolStyle::kLlama3}) {
+        (void)parse_tool_calls(p, style);
+        ToolCallStream stream(style, role_byte & 1);
+        for (const char c : p) (void)stream.feed(std::string_view(&c, 1));
+        (void)stream.finish(role_byte & 2);
+      }
     } else {
       const size_t nl = p.find('\n');
       messages.push_back({std::string(p.substr(0, nl)), nl == std::string_view::npos ? "" : std::string(p.substr(nl + 1))});

@@ -34,7 +34,7 @@ using namespace minfer::daemon;
 constexpr uint32_t kHeaderLimitBytes = 16 * 1024;  // session.cpp
 constexpr size_t kBodyLimitBytes = 64 * 1024;      // a small --body-limit-bytes, so 413 is reachable
 const ModelLimits kLimits{256, 512};                // stories260K with --ctx-size 256
-const ModelLimits kToolLimits{256, 512, "chatml", true};  // the same with a chat template that has tools
+const ModelLimits kToolLimits{256, 512, "chatml", ToolStyle::kQwen25};  // the same with a chat template that has tools
 
 void check_error(const ApiError& e) {
   if (e.status < 400 || e.status > 599) __builtin_trap();

@@ -23,6 +23,7 @@ ChatTemplate qwen3() {
   return ChatTemplate::from_text(config.at("chat_template").get<std::string>());
 }
 ChatTemplate qwen25() { return ChatTemplate::from_text(test::read_file(test::data_path("chat-templates/qwen2.5-instruct.jinja"))); }
+ChatTemplate llama32() { return ChatTemplate::from_text(test::read_file(test::data_path("chat-templates/llama-3.2-instruct.jinja"))); }
 
 // An OpenAI-format message as the daemon hands it to the engine.
 ChatMessage message(const OJson& m) {
@@ -42,6 +43,11 @@ TEST(ChatTools, RecognisedStyles) {
   EXPECT_EQ(qwen25().tool_style(), ToolStyle::kQwen25);
   EXPECT_EQ(qwen25().tool_call_opener(), "<tool_call>\n");
   EXPECT_EQ(qwen25().tool_call_closer(), "\n</tool_call>");
+  EXPECT_EQ(llama32().kind(), ChatTemplateKind::kLlama3);
+  EXPECT_EQ(llama32().tool_style(), ToolStyle::kLlama3);
+  EXPECT_EQ(llama32().tool_call_opener(), "");  // a call is the whole reply
+  EXPECT_EQ(tool_arguments_key(ToolStyle::kLlama3), "parameters");
+  EXPECT_EQ(tool_arguments_key(ToolStyle::kQwen3), "arguments");
   // Qwen2's template has no tools; nor have the other families.
   const ChatTemplate qwen2 = ChatTemplate::from_text(
       "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nYou "
@@ -55,7 +61,7 @@ TEST(ChatTools, RecognisedStyles) {
 TEST(ChatTools, RendersMatchTheRealTemplates) {
   const OJson cases = OJson::parse(test::read_file(test::data_path("chat-templates/tool-cases.json")));
   const OJson renders = OJson::parse(test::read_file(test::data_path("chat-templates/tool-renders.json")));
-  ASSERT_EQ(renders.size(), 2 * cases.size());
+  ASSERT_EQ(renders.size(), 3 * cases.size());
   int compared = 0;
   for (const OJson& r : renders) {
     const std::string name = r.at("case").get<std::string>();
@@ -68,13 +74,19 @@ TEST(ChatTools, RendersMatchTheRealTemplates) {
     for (const OJson& m : c->at("messages")) messages.push_back(message(m));
     std::vector<std::string> tools;
     for (const OJson& t : c->value("tools", OJson::array())) tools.push_back(t.dump());
-    const ChatTemplate t = r.at("template") == "qwen3" ? qwen3() : qwen25();
+    const ChatTemplate t = r.at("template") == "qwen3" ? qwen3() : r.at("template") == "qwen2.5" ? qwen25() : llama32();
     auto out = t.apply(messages, c->at("add_generation_prompt").get<bool>(), tools);
-    ASSERT_TRUE(out) << name << ": " << out.error().message;
-    EXPECT_EQ(*out, r.at("rendered").get<std::string>()) << r.at("template") << ", " << name;
+    if (r.contains("error")) {
+      // The template raises: so do we, quoting it.
+      ASSERT_FALSE(out) << r.at("template") << ", " << name;
+      EXPECT_NE(out.error().message.find(r.at("error").get<std::string>()), std::string::npos) << out.error().message;
+    } else {
+      ASSERT_TRUE(out) << r.at("template") << ", " << name << ": " << out.error().message;
+      EXPECT_EQ(*out, r.at("rendered").get<std::string>()) << r.at("template") << ", " << name;
+    }
     ++compared;
   }
-  EXPECT_EQ(compared, 14);
+  EXPECT_EQ(compared, 21);
 }
 
 TEST(ChatTools, TemplatesWithoutToolsRefuseThem) {
@@ -195,7 +207,7 @@ TEST(ChatTools, BlocksThatAreNotCallsStayText) {
   // An unclosed block at the end is text, unless the reply ended at its closer.
   const std::string open = "Calling <tool_call>\n{\"name\": \"f\", \"arguments\": {}}";
   EXPECT_EQ(parse_tool_calls(open).content, open);
-  const ToolReply closed = parse_tool_calls(open, false, /*close_open=*/true);
+  const ToolReply closed = parse_tool_calls(open, ToolStyle::kQwen25, false, /*close_open=*/true);
   EXPECT_EQ(closed.content, "Calling");
   ASSERT_EQ(closed.calls.size(), 1u);
   EXPECT_EQ(closed.calls[0].arguments, "{}");
@@ -211,16 +223,64 @@ TEST(ChatTools, BlocksThatAreNotCallsStayText) {
 
 TEST(ChatTools, AForcedCallStartsInsideItsBlock) {
   // The prompt ended with "<tool_call>\n"; the reply is the call's JSON.
-  const ToolReply r = parse_tool_calls("{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}", /*inside_call=*/true,
+  const ToolReply r = parse_tool_calls("{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}", ToolStyle::kQwen25, /*inside_call=*/true,
                                        /*close_open=*/true);
   EXPECT_EQ(r.content, "");
   ASSERT_EQ(r.calls.size(), 1u);
   EXPECT_EQ(r.calls[0].name, "add");
   EXPECT_EQ(r.calls[0].arguments, R"({"a": 1, "b": 2})");
-  // Cut short (max_tokens): what was written is text.
-  const ToolReply cut = parse_tool_calls("{\"name\": \"add\", \"argu", true, false);
+  // Cut short (max_tokens): what the model wrote is text (the opener was the prompt's).
+  const ToolReply cut = parse_tool_calls("{\"name\": \"add\", \"argu", ToolStyle::kQwen25, true, false);
   EXPECT_TRUE(cut.calls.empty());
-  EXPECT_EQ(cut.content, "<tool_call>{\"name\": \"add\", \"argu");
+  EXPECT_EQ(cut.content, "{\"name\": \"add\", \"argu");
+  // A second block after a forced first one is the model's, opener and all.
+  const ToolReply two = parse_tool_calls("{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"na",
+                                         ToolStyle::kQwen25, true, false);
+  ASSERT_EQ(two.calls.size(), 1u);
+  EXPECT_EQ(two.content, "<tool_call>\n{\"na");
+}
+
+TEST(ChatTools, LlamasCallIsTheWholeReply) {
+  const std::string call = "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}";
+  for (const std::string& reply : {call, "<|python_tag|>" + call, "  \n" + call + "\n"}) {
+    for (size_t step = 1; step <= reply.size(); ++step) {
+      ToolCallStream s(ToolStyle::kLlama3);
+      std::vector<ToolCallStream::Event> events = feed_all(s, reply, step, false);
+      ASSERT_EQ(events.size(), 1u) << reply << " by " << step;
+      ASSERT_TRUE(events[0].call);
+      EXPECT_EQ(events[0].call->name, "get_weather");
+      EXPECT_EQ(events[0].call->arguments, R"({"city": "Paris"})");
+    }
+  }
+  // Text streams as it comes once it cannot be a call; a reply that looked
+  // like one but is not stays text, whole.
+  for (const std::string text : {"Hello {there}", "<|python", "{not json", " <|python_tag|>{\"x\": 1}"}) {
+    for (size_t step = 1; step <= text.size(); ++step) {
+      ToolCallStream s(ToolStyle::kLlama3);
+      std::string out;
+      for (const auto& e : feed_all(s, text, step, false)) {
+        ASSERT_FALSE(e.call) << text;
+        out += e.text;
+      }
+      EXPECT_EQ(out, text) << step;
+    }
+  }
+  ToolCallStream early(ToolStyle::kLlama3);
+  ASSERT_EQ(early.feed("Sure").size(), 1u);  // not held back
+  // A forced call is the reply; cut short it is text.
+  EXPECT_EQ(parse_tool_calls("{\"name\": \"f\", \"parameters\": {}}", ToolStyle::kLlama3, true).calls.size(), 1u);
+  EXPECT_EQ(parse_tool_calls("{\"name\": \"f\", \"par", ToolStyle::kLlama3, true).content, "{\"name\": \"f\", \"par");
+  // Its schema's key.
+  auto schema = compile_tool_call_schema({R"({"type": "function", "function": {"name": "f"}})"}, "", "parameters");
+  ASSERT_TRUE(schema);
+  EXPECT_TRUE(JsonSchemaGrammar(*schema).accepts(R"({"name": "f", "parameters": {)"));
+  EXPECT_FALSE(JsonSchemaGrammar(*schema).accepts(R"({"name": "f", "arguments")"));
+}
+
+TEST(ChatTools, LlamaNeedsAUserTurnForTheTools) {
+  auto none = llama32().apply({{"system", "Be brief."}}, true, {R"({"type": "function", "function": {"name": "f"}})"});
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("declares tools in the first user message, and there is none"), std::string::npos);
 }
 
 bool accepts_all(JsonSchemaGrammar g, std::string_view text) { return g.advance(text) && g.complete(); }

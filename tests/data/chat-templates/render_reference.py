@@ -14,8 +14,10 @@ json.dumps(ensure_ascii=False) with Python's default separators, and
 raise_exception. The cases are OpenAI-format requests; the messages reach the
 template as an OpenAI-compatible server hands them over: a null content as
 "", and a tool call's arguments (a JSON string) as the string itself, except
-for templates that print them with `| tojson` unconditionally (Qwen2.5), which
-get the parsed object, as vLLM's and llama.cpp's servers do.
+for templates that print them with `| tojson` unconditionally (Qwen2.5,
+Llama 3.2), which get the parsed object, as vLLM's and llama.cpp's servers
+do. No strftime_now: Llama's "Today Date" is the template's fallback, 26 Jul
+2024. A case the template refuses (raise_exception) records the message.
 """
 import copy
 import json
@@ -34,7 +36,11 @@ def load_templates():
         qwen3 = json.load(f)["chat_template"]
     with open(os.path.join(HERE, "qwen2.5-instruct.jinja"), encoding="utf-8") as f:
         qwen25 = f.read()
-    return {"qwen3": (qwen3, False), "qwen2.5": (qwen25, True)}
+    with open(os.path.join(HERE, "llama-3.2-instruct.jinja"), encoding="utf-8") as f:
+        llama32 = f.read()
+    # name: (text, arguments as objects, bos_token)
+    return {"qwen3": (qwen3, False, ""), "qwen2.5": (qwen25, True, ""),
+            "llama3.2": (llama32, True, "<|begin_of_text|>")}
 
 
 def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
@@ -68,15 +74,18 @@ def main():
         cases = json.load(f)
     env = environment()
     out = []
-    for name, (text, arguments_as_object) in load_templates().items():
+    for name, (text, arguments_as_object, bos) in load_templates().items():
         template = env.from_string(text)
         for case in cases:
             kwargs = {"messages": template_messages(case["messages"], arguments_as_object),
                       "add_generation_prompt": case["add_generation_prompt"],
-                      "bos_token": "", "eos_token": "<|im_end|>"}
+                      "bos_token": bos, "eos_token": "<|im_end|>"}
             if case.get("tools") is not None:
                 kwargs["tools"] = case["tools"]
-            out.append({"template": name, "case": case["name"], "rendered": template.render(**kwargs)})
+            try:
+                out.append({"template": name, "case": case["name"], "rendered": template.render(**kwargs)})
+            except jinja2.exceptions.TemplateError as e:
+                out.append({"template": name, "case": case["name"], "error": str(e)})
     with open(os.path.join(HERE, "tool-renders.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=1)
         f.write("\n")
