@@ -153,6 +153,13 @@ struct GenerationRequest {
   // the compiled schema describes (engine/sampling/json_schema.h), ending as
   // JSON mode does. Not with json_object.
   std::shared_ptr<const JsonSchema> json_schema;
+  // Tool calls in free text (chat's tool_choice "auto"): once the reply opens
+  // a call the way `tool_call_style` writes them (engine/chat/tool_calls.h),
+  // the call is held to this schema (compile_tool_call_schema) and closed;
+  // the text around calls is free. The host picks the tokens. Not with the
+  // two above.
+  std::shared_ptr<const JsonSchema> tool_call_schema;
+  ToolStyle tool_call_style = ToolStyle::kNone;
   std::vector<std::string> stop; // stop strings (not included in the output)
   bool ignore_eos = false;
   // A request that runs past this fails with finish kDeadline.

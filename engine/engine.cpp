@@ -212,8 +212,12 @@ Status EngineImpl::validate(const GenerationRequest& req) const {
   if (req.prompt_logprobs && req.top_logprobs < 0) {
     return unexpected(ErrorCode::kInvalidArgument, "prompt_logprobs needs top_logprobs of 0 or more");
   }
-  if (req.json_object && req.json_schema) {
-    return unexpected(ErrorCode::kInvalidArgument, "json_object and json_schema are two output formats; pick one");
+  if ((req.json_object ? 1 : 0) + (req.json_schema ? 1 : 0) + (req.tool_call_schema ? 1 : 0) > 1) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      "json_object, json_schema and tool_call_schema are three output formats; pick one");
+  }
+  if (req.tool_call_schema && req.tool_call_style == ToolStyle::kNone) {
+    return unexpected(ErrorCode::kInvalidArgument, "tool_call_schema needs the tool_call_style its calls are written in");
   }
   if (req.top_logprobs < -1 || req.top_logprobs > kMaxTopLogprobs) {
     return unexpected(ErrorCode::kInvalidArgument,
@@ -250,7 +254,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // Log-probabilities and JSON mode need the step's logits on the host,
   // which then picks the token too (host_pick.h).
   const bool want_logprobs = req.top_logprobs >= 0;
-  const bool constrained = req.json_object || req.json_schema != nullptr;
+  const bool constrained = req.json_object || req.json_schema != nullptr || req.tool_call_schema != nullptr;
   if (constrained && token_text.empty()) token_text = token_texts(*tokenizer);
   HostPick host(req, *tokenizer, token_text, model.vocab_size);
   const bool device_argmax = req.sampling.plain_greedy() && !want_logprobs && !constrained;

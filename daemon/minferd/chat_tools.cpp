@@ -131,12 +131,16 @@ std::optional<ApiError> parse_chat_tools(const Json& body, const ModelLimits& li
   }
   for (const Json& tool : body["tools"]) out->tools.push_back(tool.dump());  // in the client's key order
 
-  if (out->forced_tool_call()) {
-    auto schema = compile_tool_call_schema(out->tools, out->tool_choice_name, tool_arguments_key(limits.tool_style));
+  auto schema = compile_tool_call_schema(out->tools, out->tool_choice_name, tool_arguments_key(limits.tool_style));
+  if (!out->forced_tool_call()) {
+    // auto: calls the model opens are held to the schema where it compiles;
+    // where it does not, they are taken as written.
+    if (schema) out->tool_call_schema = std::move(*schema);
+  } else {
     if (!schema) {
       return invalid_request("tools", "invalid_value",
                              fmt::format("{}; a forced call (tool_choice {}) is held to its tool's schema, and this "
-                                         "part of it cannot be (tool_choice \"auto\" does not hold calls to it)",
+                                         "part of it cannot be (with tool_choice \"auto\" such calls are taken as written)",
                                          schema.error().message,
                                          out->tool_choice == ToolChoice::kRequired ? "\"required\"" : "naming it"));
     }

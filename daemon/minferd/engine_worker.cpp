@@ -286,7 +286,11 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   req.deadline = job.deadline;
   if (spec.forced_tool_call()) {
     req.json_schema = spec.tool_call_schema;
-  } else if (!spec.tools.empty() && !spec.parallel_tool_calls && !chat.tool_call_closer().empty()) {
+  } else if (spec.tool_call_schema) {
+    req.tool_call_schema = spec.tool_call_schema;
+    req.tool_call_style = chat.tool_style();
+  }
+  if (!spec.forced_tool_call() && !spec.tools.empty() && !spec.parallel_tool_calls && !chat.tool_call_closer().empty()) {
     req.stop.emplace_back(lstrip_newline(chat.tool_call_closer()));  // "</tool_call>": one call at most
   }
   if (spec.echo) {

@@ -58,7 +58,9 @@ struct GenerationSpec {
   // Chat tools (OpenAI's function calling): the declared tools, each a JSON
   // text in the client's key order (what the template prints), and how the
   // reply may use them. A forced call (required, named) is the prompt ending
-  // in the template's call opener and the reply held to tool_call_schema.
+  // in the template's call opener and the reply held to tool_call_schema;
+  // with auto, the calls the model opens are held to it (when the tools'
+  // schemas are in the supported subset; else it is null).
   std::vector<std::string> tools;
   ToolChoice tool_choice = ToolChoice::kNone;
   std::string tool_choice_name;  // kNamed

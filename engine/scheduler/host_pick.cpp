@@ -27,9 +27,12 @@ HostPick::HostPick(const GenerationRequest& request, const Tokenizer& tokenizer,
       vocab_size_(vocab_size),
       sampler_(request.sampling, vocab_size) {
   if (request.json_schema) {
-    schema_.emplace(request.json_schema);
+    constraint_ = json_value_constraint(request.json_schema);
   } else if (request.json_object) {
-    schema_.emplace(JsonSchema::any_object());
+    constraint_ = json_value_constraint(JsonSchema::any_object());
+  } else if (request.tool_call_schema) {
+    constraint_ = tool_call_constraint(
+        request.tool_call_schema, request.tool_call_style == ToolStyle::kLlama3 ? CallShape::kWholeReply : CallShape::kBlocks);
   }
 }
 
@@ -38,18 +41,18 @@ int32_t HostPick::pick(float* logits, const std::vector<int32_t>& history) {
   // The sampler changes the logits; log-probabilities are of the raw ones.
   if (want_logprobs) raw_logits_.assign(logits, logits + vocab_size_);
   int32_t t = -1;
-  if (schema_) {
-    // A token may come next if it has bytes and they keep the output a
-    // prefix of what is allowed.
+  if (constraint_ && !constraint_->unconstrained()) {
+    // A token may come next if its bytes keep the output a prefix of what is
+    // allowed (a token without bytes: if the output may end here).
     t = sampler_.sample(logits, history, [this](int32_t id) {
       const std::string& bytes = token_text_[static_cast<size_t>(id)];
-      return !bytes.empty() && schema_->accepts(bytes);
+      return bytes.empty() ? constraint_->accepts_end() : constraint_->accepts(bytes);
     });
     if (t < 0) return t;
-    schema_->advance(token_text_[static_cast<size_t>(t)]);
   } else {
     t = sampler_.sample(logits, history);
   }
+  if (constraint_) constraint_->advance(token_text_[static_cast<size_t>(t)]);
   if (want_logprobs) logprobs_ = describe_logprobs(tokenizer_, raw_logits_, t, request_.top_logprobs);
   return t;
 }

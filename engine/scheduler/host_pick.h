@@ -1,6 +1,6 @@
 // What the host does with a step's logits when it, not the device, picks the
-// token: the sampler, JSON mode's and structured output's constraint
-// (json_schema.h) and the
+// token: the sampler, the output's constraint (JSON mode, structured output,
+// tool calls: output_constraint.h) and the
 // token's log-probabilities (logprobs.h) — and, for a scored prompt, the
 // prompt tokens' log-probabilities from every prefill row. Engine::generate
 // uses one HostPick per request.
@@ -15,6 +15,7 @@
 
 #include "engine/api.h"
 #include "engine/sampling/json_schema.h"
+#include "engine/sampling/output_constraint.h"
 #include "engine/sampling/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -34,12 +35,12 @@ class HostPick {
            int vocab_size);
 
   // The token picked from `logits` (which it changes) after `history`; -1
-  // when JSON mode allows none.
+  // when the constraint allows none.
   int32_t pick(float* logits, const std::vector<int32_t>& history);
   // The last picked token's log-probabilities, when asked for (once).
   std::optional<TokenLogprobs> take_logprobs() { return std::exchange(logprobs_, std::nullopt); }
-  // JSON mode or a schema: the value is complete.
-  bool complete() const { return schema_ && schema_->complete(); }
+  // The constraint says the reply is done (a JSON value, a Llama call).
+  bool complete() const { return constraint_ && constraint_->complete(); }
   // The sampler, for the draws of steps that pick on the device.
   Sampler& sampler() { return sampler_; }
 
@@ -49,7 +50,7 @@ class HostPick {
   const std::vector<std::string>& token_text_;
   int vocab_size_;
   Sampler sampler_;
-  std::optional<JsonSchemaGrammar> schema_;  // JSON mode (any object) or structured output
+  std::unique_ptr<OutputConstraint> constraint_;
   std::vector<float> raw_logits_;
   std::optional<TokenLogprobs> logprobs_;
 };

@@ -7,7 +7,8 @@
 // Every recognised family and every ChatTemplateKind renders the messages,
 // with and without the tools; an error (unknown role, bad order, a template
 // without tools) is fine, a crash or a report is not. The content is also
-// fed to the tool-call parser, whole and byte by byte.
+// fed to the tool-call parser, whole and byte by byte, and to the tool-call
+// constraint (a byte goes in when it accepts it, else the rest at once).
 // Seeds: tests/fuzz/corpus/chat_template (the templates of the shipped
 // vocabularies and of the Qwen tokenizer, with conversations).
 #include <cstddef>
@@ -18,6 +19,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/chat/tool_calls.h"
+#include "engine/sampling/output_constraint.h"
 #include "platform/log.h"
 
 namespace {
@@ -61,6 +63,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         ToolCallStream stream(style, role_byte & 1);
         for (const char c : p) (void)stream.feed(std::string_view(&c, 1));
         (void)stream.finish(role_byte & 2);
+      }
+      static const auto call_schema = *compile_tool_call_schema(
+          {R"({"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}})"});
+      for (CallShape shape : {CallShape::kBlocks, CallShape::kWholeReply}) {
+        auto c = tool_call_constraint(call_schema, shape);
+        for (size_t k = 0; k < p.size(); ++k) {
+          if (c->accepts(p.substr(k, 1))) {
+            c->advance(p.substr(k, 1));
+          } else {
+            c->advance(p.substr(k));  // a token the pick would not take: the constraint lets it go as text
+            break;
+          }
+          (void)c->accepts_end();
+          (void)c->complete();
+        }
       }
     } else {
       const size_t nl = p.find('\n');
