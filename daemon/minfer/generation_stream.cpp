@@ -79,6 +79,23 @@ Expected<StreamSummary> stream_generation(SocketClient& client, std::string_view
       text = c["delta"]["content"].get<std::string>();
     }
     if (!text.empty()) on_text(text);
+    if (c.contains("delta") && c["delta"].is_object() && c["delta"].contains("tool_calls") &&
+        c["delta"]["tool_calls"].is_array()) {
+      for (const nlohmann::json& d : c["delta"]["tool_calls"]) {
+        const size_t index = d.value("index", 0);
+        if (index > 64) continue;
+        while (summary.tool_calls.size() <= index) {
+          summary.tool_calls.push_back({{"id", ""}, {"type", "function"}, {"function", {{"name", ""}, {"arguments", ""}}}});
+        }
+        nlohmann::json& call = summary.tool_calls[index];
+        if (d.contains("id") && d["id"].is_string()) call["id"] = d["id"];
+        const nlohmann::json fn = d.value("function", nlohmann::json::object());
+        if (fn.contains("name") && fn["name"].is_string()) call["function"]["name"] = fn["name"];
+        if (fn.contains("arguments") && fn["arguments"].is_string()) {
+          call["function"]["arguments"] = call["function"]["arguments"].get<std::string>() + fn["arguments"].get<std::string>();
+        }
+      }
+    }
     if (c.contains("finish_reason") && c["finish_reason"].is_string()) {
       summary.finish_reason = c["finish_reason"].get<std::string>();
     }

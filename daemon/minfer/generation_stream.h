@@ -40,6 +40,9 @@ struct StreamSummary {
   std::string finish_reason;
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  // Chat: the reply's tool calls, their deltas merged by index (id, type,
+  // function.name, function.arguments appended), as OpenAI's clients do.
+  nlohmann::json tool_calls = nlohmann::json::array();
 };
 
 // POSTs `body` (with "stream": true and usage asked for) to `target` and calls

@@ -134,6 +134,42 @@ TEST_F(MinferClient, ChatKeepsTheConversation) {
   EXPECT_GT(prompt_tokens(second), prompt_tokens(first) + 6) << "the second turn carries the first";
 }
 
+// With Qwen2.5's template: `minfer chat --tools` shows the model's call,
+// reads the next line as its result and lets the model go on.
+struct QwenTemplateSpec {
+  static DaemonSpec spec() {
+    DaemonSpec s;
+    s.args = {"--chat-template-file", std::string(MINFER_TEST_DATA_DIR) + "/chat-templates/qwen2.5-instruct.jinja",
+              "--ctx-size", "2048"};
+    return s;
+  }
+};
+class MinferClientTools : public DaemonSuite<QwenTemplateSpec> {};
+
+TEST_F(MinferClientTools, ChatShowsCallsAndSendsResults) {
+  TempDir dir;
+  std::ofstream(dir.file("tools.json")) << R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])";
+  const CommandRun r = run(std::string(MINFER_PATH) + " chat --socket " + sock() + " --temperature 0 -n 60 --tools " +
+                               dir.file("tools.json") + " --tool-choice get_weather",
+                           "Weather in Paris?\nsunny, 21 C\n/quit\n");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("[tool call call_"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" get_weather({\"city\": \""), std::string::npos) << r.out;
+  // The call's turn, then the turn with its result (tool_choice auto), longer by the call and the result.
+  const std::string log = daemon_->log();
+  const size_t first = log.find("POST /v1/chat/completions 200");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_NE(log.find("FINISH_REASON=tool_calls", first), std::string::npos) << log;
+  const size_t second = log.find("POST /v1/chat/completions 200", first + 1);
+  ASSERT_NE(second, std::string::npos) << log;
+  auto prompt_tokens = [&](size_t at) { return std::stoi(log.substr(log.find("PROMPT_TOKENS=", at) + 14)); };
+  EXPECT_GT(prompt_tokens(second), prompt_tokens(first) + 10) << log;
+  const CommandRun bad = run(std::string(MINFER_PATH) + " chat --socket " + sock() + " --tools /nonexistent.json", "");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--tools /nonexistent.json: cannot read"), std::string::npos) << bad.out;
+}
+
 TEST_F(MinferClient, HealthAndMetrics) {
   const CommandRun h = run(minfer("health --socket " + sock()));
   EXPECT_EQ(h.status, 0) << h.out;
