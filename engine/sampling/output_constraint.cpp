@@ -7,6 +7,7 @@ namespace {
 
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
+constexpr std::string_view kNameKey = "\"name\"";  // what a Llama call starts with, after its brace
 constexpr int kMaxSpace = JsonSchemaGrammar::kMaxIndent + 2;  // around a call: a newline and an indent, at most
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
@@ -28,7 +29,10 @@ class ToolCalls final : public OutputConstraint {
   ToolCalls(std::shared_ptr<const JsonSchema> schema, CallShape shape)
       : schema_(std::move(schema)), shape_(shape), phase_(shape == CallShape::kBlocks ? kFree : kStart) {}
 
-  bool unconstrained() const override { return phase_ == kFree || phase_ == kFreeForever; }
+  // (kStart and kTrigger are free: a reply that is not a call may be anything.)
+  bool unconstrained() const override {
+    return phase_ == kFree || phase_ == kFreeForever || phase_ == kStart || phase_ == kTrigger;
+  }
   bool accepts(std::string_view bytes) const override {
     if (unconstrained()) return true;
     ToolCalls copy = *this;
@@ -50,6 +54,7 @@ class ToolCalls final : public OutputConstraint {
   enum Phase : uint8_t {
     kFree,         // blocks: text, watching for the opener
     kStart,        // whole reply: whitespace so far
+    kTrigger,      // whole reply: a brace, whitespace and a prefix of "name" in quotes so far
     kFreeForever,  // whole reply: text
     kLead,         // whitespace before the call's JSON
     kCall,         // the call's JSON
@@ -79,8 +84,25 @@ class ToolCalls final : public OutputConstraint {
           phase_ = kFreeForever;
           return true;
         }
-        open_call();
-        return step(c);
+        phase_ = kTrigger;
+        tail_ = "{";
+        matched_ = 0;
+        return true;
+      case kTrigger:
+        // A reply is a call once it starts {"name": a JSON reply of the
+        // model's own stays free.
+        tail_.push_back(c);
+        if (matched_ == 0 && is_space(c)) return true;
+        if (c != kNameKey[matched_]) {
+          phase_ = kFreeForever;
+          return true;
+        }
+        if (++matched_ == kNameKey.size()) {
+          open_call();
+          phase_ = kCall;
+          return grammar_->advance(std::exchange(tail_, {}));
+        }
+        return true;
       case kLead:
         if (is_space(c)) return ++space_ <= kMaxSpace;
         phase_ = kCall;

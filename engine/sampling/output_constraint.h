@@ -34,9 +34,10 @@ std::unique_ptr<OutputConstraint> json_value_constraint(std::shared_ptr<const Js
 //   kBlocks      (Qwen) "<tool_call>", whitespace, the call's JSON,
 //                whitespace, "</tool_call>", then free text again; the
 //                reply ends as free text does.
-//   kWholeReply  (Llama) a reply whose first byte after whitespace is "{" is
-//                the call's JSON, after which only whitespace or the end may
-//                come (the reply is then complete); any other reply is free.
+//   kWholeReply  (Llama) a reply that starts (after whitespace) with "{" and
+//                "\"name\"" is the call's JSON, after which only whitespace or
+//                the end may come (the reply is then complete); any other
+//                reply, a JSON answer of the model's own too, is free.
 // A token that opens a block and carries bytes the call cannot start with
 // leaves the block unheld (text, as the stream will read it).
 enum class CallShape { kBlocks, kWholeReply };

@@ -70,10 +70,15 @@ TEST(ToolCallConstraint, AnOpenerWithBytesNoCallStartsWithIsText) {
 
 TEST(ToolCallConstraint, LlamaCallIsTheWholeReply) {
   auto call = tool_call_constraint(weather_call("parameters"), CallShape::kWholeReply);
-  EXPECT_FALSE(call->unconstrained()) << "the first byte decides";
-  EXPECT_TRUE(call->accepts("Sure"));
+  EXPECT_TRUE(call->unconstrained());
   EXPECT_TRUE(call->accepts_end());
-  EXPECT_EQ(first_refused(*call, " \n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}"), -1);
+  call->advance(" \n{ \"na");
+  EXPECT_TRUE(call->unconstrained()) << "not a call until {\"name\"";
+  call->advance("me\"");
+  EXPECT_FALSE(call->unconstrained());
+  EXPECT_FALSE(call->accepts_end());
+  EXPECT_FALSE(call->accepts(": \"other\""));
+  EXPECT_EQ(first_refused(*call, ": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}"), -1);
   EXPECT_FALSE(call->accepts("]"));
   EXPECT_FALSE(call->complete());
   call->advance("}");
@@ -81,14 +86,18 @@ TEST(ToolCallConstraint, LlamaCallIsTheWholeReply) {
   EXPECT_TRUE(call->accepts(" \n"));
   EXPECT_FALSE(call->accepts("x"));
   EXPECT_TRUE(call->accepts_end());
-  EXPECT_EQ(tool_call_constraint(weather_call("parameters"), CallShape::kWholeReply)->accepts("{\"name\": \"get_weather\", \"arguments\""),
-            false) << "Llama's key";
+  auto key = tool_call_constraint(weather_call("parameters"), CallShape::kWholeReply);
+  key->advance("{\"name\"");
+  EXPECT_FALSE(key->accepts(": \"get_weather\", \"arguments\"")) << "Llama's key";
 
-  auto text = tool_call_constraint(weather_call("parameters"), CallShape::kWholeReply);
-  text->advance("  Sure, {here}");
-  EXPECT_TRUE(text->unconstrained());
-  EXPECT_TRUE(text->accepts("{{{"));
-  EXPECT_FALSE(text->complete());
+  for (const char* reply : {"  Sure, {here}", "{\"answer\": 42}", "{ \"nam\": 1}"}) {
+    auto text = tool_call_constraint(weather_call("parameters"), CallShape::kWholeReply);
+    text->advance(reply);
+    EXPECT_TRUE(text->unconstrained()) << reply;
+    EXPECT_TRUE(text->accepts("{{{"));
+    EXPECT_TRUE(text->accepts_end());
+    EXPECT_FALSE(text->complete());
+  }
 }
 
 // The story model's tokenizer, with one token a byte to script a model by.
