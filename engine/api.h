@@ -224,7 +224,8 @@ class Engine {
   Expected<std::string> detokenize(const std::vector<TokenId>& ids) const;  // errors on ids outside the vocabulary
   // `tools`: declared tools as JSON texts (ChatTemplate::apply).
   Expected<std::string> apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                                            const std::vector<std::string>& tools = {}) const;
+                                            const std::vector<std::string>& tools = {},
+                                            std::optional<bool> enable_thinking = std::nullopt) const;
   const ChatTemplate& chat_template() const;
 
   // Runs prefill and decode to completion. `cancel` (may be null) and the

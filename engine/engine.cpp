@@ -609,8 +609,9 @@ Expected<std::string> Engine::detokenize(const std::vector<TokenId>& ids) const 
 
 Expected<std::string> Engine::apply_chat_template(const std::vector<ChatMessage>& messages,
                                                   bool add_generation_prompt,
-                                                  const std::vector<std::string>& tools) const {
-  return impl_->chat->apply(messages, add_generation_prompt, tools);
+                                                  const std::vector<std::string>& tools,
+                                                  std::optional<bool> enable_thinking) const {
+  return impl_->chat->apply(messages, add_generation_prompt, tools, enable_thinking);
 }
 
 const ChatTemplate& Engine::chat_template() const { return *impl_->chat; }

@@ -119,6 +119,12 @@ std::optional<ApiError> read_messages(const Json& body, GenerationSpec* out) {
     cm.role = std::move(r);
     if (cm.role == "assistant") {
       if (auto e = read_tool_calls(m, i, &cm.tool_calls)) return e;
+      std::optional<std::string> reasoning;
+      if (auto e = read_string(m, "reasoning_content", &reasoning)) {
+        e->param = param + ".reasoning_content";
+        return e;
+      }
+      cm.reasoning_content = std::move(reasoning);
     }
     if (cm.role == "tool") {
       if (auto id = m.find("tool_call_id"); id != m.end() && !id->is_null()) {
@@ -132,6 +138,41 @@ std::optional<ApiError> read_messages(const Json& body, GenerationSpec* out) {
     if (auto e = read_content(m, i, !cm.tool_calls.empty(), &cm.content)) return e;
     out->messages.push_back(std::move(cm));
   }
+  return std::nullopt;
+}
+
+// chat_template_kwargs {"enable_thinking": bool} (vLLM's and llama.cpp's
+// way to switch a Qwen3 model's thinking off) and reasoning_format.
+std::optional<ApiError> read_thinking(const Json& body, GenerationSpec* out) {
+  if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return invalid_request("chat_template_kwargs", "invalid_type",
+                             fmt::format("'chat_template_kwargs' must be an object, got {}", json_type_phrase(*it)));
+    }
+    for (const auto& [key, value] : it->items()) {
+      if (key != "enable_thinking") {
+        return invalid_request("chat_template_kwargs", "unsupported_parameter",
+                               fmt::format("'chat_template_kwargs' has '{}'; minferd's templates take enable_thinking "
+                                           "only",
+                                           key));
+      }
+    }
+    std::optional<bool> thinking;
+    if (auto e = read_bool(*it, "enable_thinking", &thinking)) {
+      e->param = "chat_template_kwargs.enable_thinking";
+      return e;
+    }
+    out->enable_thinking = thinking;
+  }
+  std::optional<std::string> format;
+  if (auto e = read_string(body, "reasoning_format", &format)) return e;
+  if (format && *format != "none" && *format != "auto" && *format != "deepseek") {
+    return invalid_request("reasoning_format", "invalid_value",
+                           fmt::format("'reasoning_format' is '{}'; expected auto, deepseek (reasoning_content apart) "
+                                       "or none (in the content)",
+                                       *format));
+  }
+  out->split_reasoning = format.value_or("auto") != "none";
   return std::nullopt;
 }
 
@@ -155,6 +196,7 @@ std::optional<ApiError> parse_chat_request(std::string_view body, const ModelLim
     }
   }
   if (auto e = parse_generation_fields(j, limits, out)) return e;
+  if (auto e = read_thinking(j, out)) return e;
   return parse_chat_tools(j, limits, out);
 }
 

@@ -263,7 +263,7 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   std::vector<int32_t> prompt;
   const ChatTemplate& chat = engine_->chat_template();
   if (spec.kind == ApiKind::kChat) {
-    auto rendered = engine_->apply_chat_template(spec.messages, true, spec.tools);
+    auto rendered = engine_->apply_chat_template(spec.messages, true, spec.tools, spec.enable_thinking);
     if (!rendered) {
       out.error = engine_error(rendered.error(), "messages");
       return;
@@ -318,13 +318,15 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   };
   const bool stream = spec.stream;
   std::vector<TokenLogprobs> unsent_logprobs;  // streamed with the next piece of text
-  // With tools the text goes through the call parser: text and whole calls
-  // come out in order (streamed as they come), and the outcome keeps both.
+  // A thinking model's reply goes through the reasoning splitter, and with
+  // tools its content through the call parser: reasoning, text and whole
+  // calls come out in order (streamed as they come), and the outcome keeps
+  // them apart.
+  std::optional<ReasoningStream> reasoning_stream;
+  if (spec.kind == ApiKind::kChat && spec.split_reasoning && chat.thinks()) reasoning_stream.emplace();
   std::optional<ToolCallStream> tool_stream;
-  if (!spec.tools.empty()) {
-    tool_stream.emplace(chat.tool_style(), spec.forced_tool_call());
-    out.tool_reply.emplace();
-  }
+  if (!spec.tools.empty()) tool_stream.emplace(chat.tool_style(), spec.forced_tool_call());
+  if (reasoning_stream || tool_stream) out.tool_reply.emplace();
   auto pass_on = [&](std::vector<ToolCallStream::Event> events) {
     for (ToolCallStream::Event& e : events) {
       if (e.call) {
@@ -334,6 +336,21 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
         if (stream) job.sink->text(e.text, std::exchange(unsent_logprobs, {}));
         out.tool_reply->content += e.text;
       }
+    }
+  };
+  auto deliver_content = [&](std::string_view text) {
+    if (tool_stream) return pass_on(tool_stream->feed(text));
+    if (out.tool_reply) out.tool_reply->content += text;
+    if (stream && !text.empty()) job.sink->text(std::string(text), std::exchange(unsent_logprobs, {}));
+  };
+  auto deliver_pieces = [&](std::vector<ReasoningStream::Piece> pieces) {
+    for (ReasoningStream::Piece& p : pieces) {
+      if (!p.reasoning) {
+        deliver_content(p.text);
+        continue;
+      }
+      out.reasoning += p.text;
+      if (stream) job.sink->reasoning(std::move(p.text));
     }
   };
   auto on_token = [&](const TokenEvent& ev) {
@@ -350,16 +367,17 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     last = now;
     on_generated_token();
     if (stream && ev.logprobs) unsent_logprobs.push_back(*ev.logprobs);
-    if (tool_stream) {
-      pass_on(tool_stream->feed(ev.text));
-    } else if (stream && !ev.text.empty()) {
-      job.sink->text(ev.text, std::exchange(unsent_logprobs, {}));
+    if (reasoning_stream) {
+      deliver_pieces(reasoning_stream->feed(ev.text));
+    } else {
+      deliver_content(ev.text);
     }
     return !job.cancelled();
   };
   const auto t_gen = Clock::now();
   GenerationResult r = engine_->generate(req, on_token, &job.cancel);
   out.engine_ms = ms_between(t_gen, Clock::now());
+  if (reasoning_stream) deliver_pieces(reasoning_stream->finish());
   if (tool_stream) {
     // A reply that stopped where a call closes (a forced call's JSON done,
     // or the stop at "</tool_call>") ends inside that call.

@@ -66,6 +66,12 @@ struct GenerationSpec {
   std::string tool_choice_name;  // kNamed
   bool parallel_tool_calls = true;  // false: the reply ends after its first call
   std::shared_ptr<const JsonSchema> tool_call_schema;
+  // Chat: the template's enable_thinking (chat_template_kwargs; unset when
+  // not given), and whether a thinking model's reasoning comes back apart as
+  // reasoning_content (reasoning_format "auto"/"deepseek", the default) or
+  // stays in the content ("none").
+  std::optional<bool> enable_thinking;
+  bool split_reasoning = true;
   bool forced_tool_call() const { return tool_choice == ToolChoice::kRequired || tool_choice == ToolChoice::kNamed; }
 };
 

@@ -15,6 +15,7 @@
 #include "daemon/minferd/generation_spec.h"
 #include "daemon/minferd/metrics.h"
 #include "engine/api.h"
+#include "engine/chat/reasoning.h"
 #include "engine/chat/tool_calls.h"
 
 namespace minfer::daemon {
@@ -30,6 +31,7 @@ struct JobOutcome {
   // Chat with tools: the reply split into its content and its calls (their
   // ids are the session's to give), as they were streamed.
   std::optional<ToolReply> tool_reply;
+  std::string reasoning;  // a thinking model's reasoning, apart from the content (chat)
   std::vector<int32_t> tokens;    // kTokenize
   std::vector<std::string> pieces;  // kTokenize with_pieces: each token's text
   std::string content;            // kDetokenize
@@ -53,6 +55,8 @@ class JobSink {
   // Chat with tools, streaming: the reply's index-th call, whole, in its
   // place between the pieces of text.
   virtual void tool_call(int index, ToolCall call) = 0;
+  // Chat with a thinking model, streaming: a piece of its reasoning.
+  virtual void reasoning(std::string piece) = 0;
   // The single outcome.
   virtual void finished(JobOutcome outcome) = 0;
 };

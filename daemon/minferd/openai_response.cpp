@@ -133,7 +133,8 @@ int64_t logprobs_text_chars(std::span<const TokenLogprobs> tokens) {
 }
 
 std::string completion_body(const ResponseIdentity& id, std::string_view text, const char* finish_reason,
-                            const Usage& usage, const ChoiceLogprobs* logprobs, const ToolReply* tools) {
+                            const Usage& usage, const ChoiceLogprobs* logprobs, const ToolReply* tools,
+                            std::string_view reasoning) {
   Json j = head(id, false);
   Json choice = {{"index", 0}, {"logprobs", logprobs_json(id.kind, logprobs)}, {"finish_reason", finish_json(finish_reason)}};
   if (id.kind == ApiKind::kChat && tools != nullptr) {
@@ -144,6 +145,7 @@ std::string completion_body(const ResponseIdentity& id, std::string_view text, c
       for (size_t k = 0; k < tools->calls.size(); ++k) calls.push_back(tool_call_json(id, static_cast<int>(k), tools->calls[k]));
       message["tool_calls"] = std::move(calls);
     }
+    if (!reasoning.empty()) message["reasoning_content"] = std::string(reasoning);
     choice["message"] = std::move(message);
   } else if (id.kind == ApiKind::kChat) {
     choice["message"] = Json{{"role", "assistant"}, {"content", std::string(text)}};
@@ -162,6 +164,10 @@ std::string role_chunk(const ResponseIdentity& id, bool usage_null) {
 std::string text_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null,
                        const ChoiceLogprobs* logprobs) {
   return chunk(id, chunk_choice(id, Json{{"content", std::string(text)}}, text, nullptr, logprobs), usage_null);
+}
+
+std::string reasoning_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null) {
+  return chunk(id, chunk_choice(id, Json{{"reasoning_content", std::string(text)}}, "", nullptr), usage_null);
 }
 
 std::string tool_call_chunk(const ResponseIdentity& id, int index, const ToolCall& call, bool usage_null) {

@@ -52,11 +52,12 @@ struct ChoiceLogprobs {
 // advances by from one chunk to the next.
 int64_t logprobs_text_chars(std::span<const TokenLogprobs> tokens);
 
-// `tools` (chat with tools): the message is its content (null when empty
-// and there are calls) and its tool_calls; `text` is then unused.
+// `tools` (chat with tools or a thinking model): the message is its content
+// (null when empty and there are calls) and its tool_calls; `text` is then
+// unused. `reasoning`, when not empty: the message's reasoning_content.
 std::string completion_body(const ResponseIdentity& id, std::string_view text, const char* finish_reason,
                              const Usage& usage, const ChoiceLogprobs* logprobs = nullptr,
-                             const ToolReply* tools = nullptr);
+                             const ToolReply* tools = nullptr, std::string_view reasoning = {});
 
 // Streamed chunks. `usage_null`: with stream_options.include_usage every chunk
 // carries "usage": null and a last chunk (usage_chunk) carries the counts.
@@ -65,6 +66,9 @@ std::string text_chunk(const ResponseIdentity& id, std::string_view text, bool u
                        const ChoiceLogprobs* logprobs = nullptr);
 // A chat chunk whose delta is one whole tool call (OpenAI streams a call's
 // arguments in pieces; one piece holding all of them is the same stream).
+// A chat chunk whose delta is a piece of a thinking model's reasoning
+// ({"reasoning_content": ...}, as OpenAI-compatible servers stream it).
+std::string reasoning_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null);
 std::string tool_call_chunk(const ResponseIdentity& id, int index, const ToolCall& call, bool usage_null);
 std::string finish_chunk(const ResponseIdentity& id, const char* finish_reason, bool usage_null,
                          const ChoiceLogprobs* logprobs = nullptr);

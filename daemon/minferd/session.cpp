@@ -71,6 +71,11 @@ class SessionSink final : public JobSink {
       s->on_job_tool_call(j, index, std::move(c));
     });
   }
+  void reasoning(std::string piece) override {
+    net::post(strand_, [s = session_, j = job_.lock(), p = std::move(piece)]() mutable {
+      s->on_job_reasoning(j, std::move(p));
+    });
+  }
   void finished(JobOutcome outcome) override {
     // The last call: dropping the session here breaks the cycle
     // session → job → sink → session.
@@ -397,6 +402,11 @@ void Session::on_job_tool_call(const std::shared_ptr<Job>& job, int index, ToolC
   stream_event(tool_call_chunk(active_->identity, index, call, active_->include_usage));
 }
 
+void Session::on_job_reasoning(const std::shared_ptr<Job>& job, std::string piece) {
+  if (closed_ || !active_ || active_->job != job || active_->done || !active_->head_sent) return;
+  stream_event(reasoning_chunk(active_->identity, piece, active_->include_usage));
+}
+
 void Session::on_job_finished(const std::shared_ptr<Job>& job, JobOutcome outcome) {
   if (!active_ || active_->job != job || active_->done) return;  // answered already (deadline backstop)
   if (closed_) {
@@ -475,7 +485,7 @@ void Session::complete_generation(JobOutcome& o) {
   }
   const ChoiceLogprobs lp{echoed.empty() ? std::span<const TokenLogprobs>(r.logprobs) : echoed, 0};
   reply.body = completion_body(a.identity, o.echo_text + r.text, finish, usage, a.logprobs ? &lp : nullptr,
-                               o.tool_reply ? &*o.tool_reply : nullptr);
+                               o.tool_reply ? &*o.tool_reply : nullptr, o.reasoning);
   // Where the time went, for clients and the load tool (Server-Timing, W3C).
   reply.headers.emplace_back("Server-Timing",
                              fmt::format("queue;dur={:.3f}, prep;dur={:.3f}, engine;dur={:.3f}", o.queue_ms,

@@ -48,6 +48,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_job_started(const std::shared_ptr<Job>& job);
   void on_job_text(const std::shared_ptr<Job>& job, std::string piece, std::vector<TokenLogprobs> logprobs);
   void on_job_tool_call(const std::shared_ptr<Job>& job, int index, ToolCall call);
+  void on_job_reasoning(const std::shared_ptr<Job>& job, std::string piece);
   void on_job_finished(const std::shared_ptr<Job>& job, JobOutcome outcome);
 
  private:

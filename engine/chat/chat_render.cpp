@@ -103,7 +103,8 @@ std::string ChatTemplate::chatml_tool_calls(const ChatMessage& m, std::string_vi
 }
 
 Expected<std::string> ChatTemplate::apply_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                                                 const std::vector<std::string>& tools) const {
+                                                 const std::vector<std::string>& tools,
+                                                 std::optional<bool> enable_thinking) const {
   std::string out;
   // With tools the system turn declares them and holds the first system
   // message; without, a default system prompt stands in for a missing one.
@@ -150,13 +151,16 @@ Expected<std::string> ChatTemplate::apply_chatml(const std::vector<ChatMessage>&
       out.append(chatml_tool_calls(m, m.content)).append("<|im_end|>\n");
       continue;
     }
-    // {%- set content = message.content %} ... if '</think>' in content:
+    // {%- set content = message.content %} ... reasoning_content when the
+    // message has one, else if '</think>' in content:
     //   content = content.split('</think>')[-1].lstrip('\n')
     //   reasoning_content = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n')
     std::string_view content = m.content;
     std::string_view reasoning;
     const size_t last_close = content.rfind("</think>");
-    if (last_close != std::string_view::npos) {
+    if (m.reasoning_content) {
+      reasoning = *m.reasoning_content;
+    } else if (last_close != std::string_view::npos) {
       std::string_view before = rstrip(content.substr(0, content.find("</think>")), "\n");
       const size_t open = before.rfind("<think>");
       reasoning = lstrip(open == std::string_view::npos ? before : before.substr(open + 7), "\n");
@@ -174,7 +178,10 @@ Expected<std::string> ChatTemplate::apply_chatml(const std::vector<ChatMessage>&
     }
     out.append(chatml_tool_calls(m, content)).append("<|im_end|>\n");
   }
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  if (add_generation_prompt) {
+    out += "<|im_start|>assistant\n";
+    if (thinking_switch_ && enable_thinking == false) out += "<think>\n\n</think>\n\n";
+  }
   return out;
 }
 

@@ -110,6 +110,7 @@ ChatTemplate ChatTemplate::recognise(std::string_view tmpl) {
     ChatTemplate t = of_kind(ChatTemplateKind::kChatMl);
     t.default_system_ = default_chatml_system(tmpl);
     if (contains(tmpl, "<think>") && contains(tmpl, "</think>")) t.flavor_ = Flavor::kQwen3Thinking;
+    t.thinking_switch_ = t.flavor_ == Flavor::kQwen3Thinking && contains(tmpl, "enable_thinking");
     // Qwen2.5 and Qwen3 (and templates written after them) declare tools and
     // write calls as <tool_call> blocks; Qwen3 prints a string's arguments as
     // they are ("arguments is string"), Qwen2.5 through tojson.
@@ -180,7 +181,8 @@ std::string_view ChatTemplate::tool_call_closer() const {
 }
 
 Expected<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                                          const std::vector<std::string>& tools) const {
+                                          const std::vector<std::string>& tools,
+                                          std::optional<bool> enable_thinking) const {
   if (messages.empty()) return unexpected(ErrorCode::kInvalidArgument, "chat template: no messages");
   const bool has_tools = tool_style_ != ToolStyle::kNone;
   auto no_tools = [&](std::string_view what) {
@@ -210,9 +212,9 @@ Expected<std::string> ChatTemplate::apply(const std::vector<ChatMessage>& messag
       return apply_inst(messages);
     case ChatTemplateKind::kChatMl:
     case ChatTemplateKind::kFallbackChatMl:
-      return apply_chatml(messages, add_generation_prompt, tools);
+      return apply_chatml(messages, add_generation_prompt, tools, enable_thinking);
   }
-  return apply_chatml(messages, add_generation_prompt, tools);
+  return apply_chatml(messages, add_generation_prompt, tools, enable_thinking);
 }
 
 }  // namespace minfer

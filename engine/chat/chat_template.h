@@ -12,7 +12,9 @@
 //              give a final assistant turn an empty <think></think> block, as
 //              the template does when enable_thinking is not set; with
 //              add_generation_prompt nothing follows "<|im_start|>assistant\n"
-//              then (the model decides whether to think).
+//              then (the model decides whether to think) — unless enable_thinking
+//              is false (where the template reads it): then an empty think block
+//              follows, as the template writes it.
 //   Llama-3  — 3.0, and 3.1+ whose template always writes a system header with
 //              "Cutting Knowledge Date: December 2023" and the template's
 //              fallback date "26 Jul 2024" (fixed, so prompts are reproducible).
@@ -59,6 +61,10 @@ struct ChatMessage {
   std::string content;
   std::vector<ToolCall> tool_calls;  // assistant: the calls it made (content may be empty)
   std::string tool_call_id;          // tool: which call this is the result of
+  // assistant: its reasoning apart from the content (OpenAI-compatible
+  // servers' reasoning_content); absent: a thinking template finds it in
+  // the content's <think> block.
+  std::optional<std::string> reasoning_content;
 };
 
 enum class ChatTemplateKind { kChatMl, kLlama3, kLlama2, kFallbackChatMl };
@@ -100,8 +106,15 @@ class ChatTemplate {
   // key order. Errors on an unknown role, an empty list, an order the
   // template rejects ([INST] templates need user/assistant alternation), or
   // tools, calls or tool results where the template has none.
+  // `enable_thinking`: the template variable of that name (Qwen3's), unset
+  // when absent.
   Expected<std::string> apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                              const std::vector<std::string>& tools = {}) const;
+                              const std::vector<std::string>& tools = {},
+                              std::optional<bool> enable_thinking = std::nullopt) const;
+  // The model writes its reasoning in a <think> block first (Qwen3-style
+  // templates), and whether the template takes enable_thinking.
+  bool thinks() const { return flavor_ == Flavor::kQwen3Thinking; }
+  bool takes_enable_thinking() const { return thinking_switch_; }
 
  private:
   enum class Flavor {
@@ -115,7 +128,7 @@ class ChatTemplate {
   static ChatTemplate make_fallback(std::string reason);
 
   Expected<std::string> apply_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                                     const std::vector<std::string>& tools) const;
+                                     const std::vector<std::string>& tools, std::optional<bool> enable_thinking) const;
   Expected<std::string> chatml_tools_header(const std::vector<ChatMessage>& messages,
                                             const std::vector<std::string>& tools) const;
   std::string chatml_tool_calls(const ChatMessage& m, std::string_view content) const;
@@ -126,6 +139,7 @@ class ChatTemplate {
   ChatTemplateKind kind_ = ChatTemplateKind::kChatMl;
   Flavor flavor_ = Flavor::kPlain;
   ToolStyle tool_style_ = ToolStyle::kNone;
+  bool thinking_switch_ = false;  // the template reads enable_thinking
   std::string fallback_reason_;
   std::string default_system_;  // ChatML: the template's default system prompt, if any
   std::string bos_text_;  // e.g. "<s>" / "<|begin_of_text|>" where the template emits it

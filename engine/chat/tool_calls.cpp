@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/chat/markers.h"
 #include "engine/chat/tojson.h"
 #include "engine/sampling/json_schema.h"
 
@@ -34,13 +35,6 @@ std::optional<ToolCall> parse_call(std::string_view inner) {
   return ToolCall{"", name->get<std::string>(), std::move(*text)};
 }
 
-// How many bytes at the end of `s` could begin `word` (a proper prefix of it).
-size_t partial_suffix(std::string_view s, std::string_view word) {
-  for (size_t k = std::min(s.size(), word.size() - 1); k > 0; --k) {
-    if (s.substr(s.size() - k) == word.substr(0, k)) return k;
-  }
-  return 0;
-}
 
 }  // namespace
 

@@ -44,6 +44,10 @@ struct QwenTemplateSpec {
   static DaemonSpec spec() { return template_spec("qwen2.5-instruct.jinja"); }
   static constexpr const char* kRenders = "qwen2.5";  // its renders in tool-renders.json
 };
+struct Qwen3TemplateSpec {
+  static DaemonSpec spec() { return template_spec("qwen3.jinja"); }
+  static constexpr const char* kRenders = "qwen3";
+};
 struct LlamaTemplateSpec {
   static DaemonSpec spec() { return template_spec("llama-3.2-instruct.jinja"); }
   static constexpr const char* kRenders = "llama3.2";
@@ -81,6 +85,7 @@ class ToolsSuite : public DaemonSuite<Spec> {
 };
 using DaemonTools = ToolsSuite<QwenTemplateSpec>;
 using DaemonLlamaTools = ToolsSuite<LlamaTemplateSpec>;
+using DaemonQwen3 = ToolsSuite<Qwen3TemplateSpec>;
 
 // The request body of a case, its tools in their order (a raw JSON text: the
 // daemon must keep the order the client wrote).
@@ -299,6 +304,38 @@ TEST_F(DaemonTools, BadToolsAreClearErrors) {
                         {"function", {{"name", "f"}, {"parameters", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"minimum", 1}}}}}}}}}}}}}
           .dump());
   EXPECT_EQ(ok.status, 200) << ok.body;
+}
+
+// Qwen3's template: its tools render as the reference, and thinking can be
+// switched off (chat_template_kwargs), which writes the empty think block
+// after the generation prompt; the story model writes no <think> block, so
+// its reply is all content and there is no reasoning_content.
+TEST_F(DaemonQwen3, ToolsAndThinkingSwitchedOff) {
+  expect_auto_renders<DaemonQwen3>({"tools, a user turn", "a full round: calls, responses, an answer, a new question"});
+  const auto [c, rendered] = reference_case("thinking switched off");
+  const HttpResponse off = post_raw(sock(), "/v1/chat/completions",
+                                    case_body(c, {{"max_tokens", 12}, {"temperature", 0},
+                                                  {"chat_template_kwargs", {{"enable_thinking", false}}}}));
+  ASSERT_EQ(off.status, 200) << off.body;
+  const Json j = off.json();
+  const Json plain = post("/v1/completions", {{"prompt", rendered}, {"max_tokens", 12}, {"temperature", 0}});
+  EXPECT_EQ(j["usage"]["prompt_tokens"], plain["usage"]["prompt_tokens"]);
+  EXPECT_EQ(j["choices"][0]["message"]["content"], plain["choices"][0]["text"]);
+  EXPECT_FALSE(j["choices"][0]["message"].contains("reasoning_content")) << j.dump();
+  // Without the switch the prompt lacks the block: 4 tokens fewer here ("<think>\n\n</think>\n\n" as text).
+  const Json on = post_raw(sock(), "/v1/chat/completions", case_body(c, {{"max_tokens", 1}})).json();
+  EXPECT_LT(on["usage"]["prompt_tokens"].get<int>(), j["usage"]["prompt_tokens"].get<int>());
+  // An earlier turn's reasoning_content is the template's to place.
+  const auto [h, history] = reference_case("reasoning_content in the history");
+  OJson messages = h["messages"];
+  messages.erase(messages.size() - 1);  // the last assistant turn: the reply to come
+  const Json with = post_raw(sock(), "/v1/chat/completions", OJson{{"messages", messages}, {"max_tokens", 1}}.dump()).json();
+  EXPECT_EQ(with["choices"][0]["finish_reason"], "length") << with.dump();
+  // Bad values are 400s naming them.
+  const HttpResponse bad = post_raw(sock(), "/v1/chat/completions",
+                                    case_body(c, {{"chat_template_kwargs", {{"thinking_budget", 5}}}}));
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("'thinking_budget'"), std::string::npos) << bad.body;
 }
 
 }  // namespace

@@ -382,6 +382,29 @@ TEST(ChatRequest, ToolsAndToolMessages) {
   expect_error(err(R"({"messages":[{"role":"user","content":"x"}],)" + tools + R"(,"parallel_tool_calls":"no"})"),
                "invalid_type", "parallel_tool_calls");
   expect_error(err(R"({"messages":[{"role":"user","content":"x"}],"tools":{}})"), "invalid_type", "tools");
+  // Thinking: chat_template_kwargs.enable_thinking, reasoning_format, an earlier turn's reasoning_content.
+  ASSERT_FALSE(parse_chat_request(
+      R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"4","reasoning_content":"add"},)"
+      R"({"role":"user","content":"y"}],"chat_template_kwargs":{"enable_thinking":false},"reasoning_format":"none"})",
+      limits, &s));
+  EXPECT_EQ(s.enable_thinking, std::optional<bool>(false));
+  EXPECT_FALSE(s.split_reasoning);
+  EXPECT_EQ(s.messages[1].reasoning_content, std::optional<std::string>("add"));
+  EXPECT_EQ(s.messages[0].reasoning_content, std::nullopt);
+  ASSERT_FALSE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}]})", limits, &s));
+  EXPECT_EQ(s.enable_thinking, std::nullopt);
+  EXPECT_TRUE(s.split_reasoning) << "reasoning apart by default";
+  expect_error(err(R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"enable_thinking":"no"}})"),
+               "invalid_type", "chat_template_kwargs.enable_thinking");
+  expect_error(err(R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"tools":[]}})"),
+               "unsupported_parameter", "chat_template_kwargs", "'tools'");
+  expect_error(err(R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":5})"), "invalid_type",
+               "chat_template_kwargs");
+  expect_error(err(R"({"messages":[{"role":"user","content":"x"}],"reasoning_format":"raw"})"), "invalid_value",
+               "reasoning_format", "'raw'");
+  expect_error(err(R"({"messages":[{"role":"assistant","content":"x","reasoning_content":3}]})"), "invalid_type",
+               "messages[0].reasoning_content");
+
   // Completions have no tools.
   GenerationSpec c;
   expect_error(parse_completion_request(R"({"prompt":"x",)" + tools + "}", limits, &c), "unsupported_parameter", "tools",

@@ -96,6 +96,34 @@ TEST(OpenAiResponse, StreamChunks) {
   EXPECT_EQ(sse_event("{}"), "data: {}\n\n");
 }
 
+// Tool calls and a thinking model's reasoning in the chat shapes.
+TEST(OpenAiResponse, ToolCallsAndReasoning) {
+  const ResponseIdentity id{ApiKind::kChat, "chatcmpl-6b1a000002", 5, "m"};
+  EXPECT_EQ(tool_call_id(id, 3), "call_6b1a000002_3");
+  ToolReply reply{"", {{"", "get_weather", R"({"city": "Paris"})"}, {"", "add", R"({"a": 1})"}}};
+  const Json calls = Json::parse(completion_body(id, "(unused)", "tool_calls", Usage{1, 9}, nullptr, &reply, "Look it up."));
+  EXPECT_EQ(calls["choices"][0]["message"], Json::parse(R"({"role": "assistant", "content": null,
+    "reasoning_content": "Look it up.", "tool_calls": [
+    {"id": "call_6b1a000002_0", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+    {"id": "call_6b1a000002_1", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 1}"}}]})"));
+  EXPECT_EQ(calls["choices"][0]["finish_reason"], "tool_calls");
+  // Content and no calls: a string, no tool_calls, no reasoning_content when there was none.
+  const ToolReply text{"Hello", {}};
+  EXPECT_EQ(Json::parse(completion_body(id, "x", "stop", Usage{1, 1}, nullptr, &text))["choices"][0]["message"],
+            Json::parse(R"({"role": "assistant", "content": "Hello"})"));
+  const ToolReply empty{"", {}};
+  EXPECT_EQ(Json::parse(completion_body(id, "x", "stop", Usage{1, 1}, nullptr, &empty))["choices"][0]["message"]["content"], "");
+  // Streamed: a call whole in one delta with its index; reasoning as reasoning_content deltas.
+  EXPECT_EQ(Json::parse(tool_call_chunk(id, 1, reply.calls[1], false))["choices"][0]["delta"],
+            Json::parse(R"({"tool_calls": [{"index": 1, "id": "call_6b1a000002_1", "type": "function",
+              "function": {"name": "add", "arguments": "{\"a\": 1}"}}]})"));
+  EXPECT_EQ(Json::parse(reasoning_chunk(id, "hmm", false))["choices"][0]["delta"], Json::parse(R"({"reasoning_content": "hmm"})"));
+  EXPECT_STREQ(openai_finish_reason(FinishReason::kEos, true), "tool_calls");
+  EXPECT_STREQ(openai_finish_reason(FinishReason::kStop, true), "tool_calls");
+  EXPECT_STREQ(openai_finish_reason(FinishReason::kLength, true), "length");
+  EXPECT_STREQ(openai_finish_reason(FinishReason::kEos, false), "stop");
+}
+
 TEST(OpenAiResponse, FinishReasons) {
   EXPECT_STREQ(openai_finish_reason(FinishReason::kLength), "length");
   EXPECT_STREQ(openai_finish_reason(FinishReason::kEos), "stop");

@@ -1,5 +1,6 @@
-// Tools in chat templates: the renders of Qwen2.5's and Qwen3's real
-// templates against what Hugging Face's Jinja writes for the same requests
+// Tools in chat templates: the renders of Qwen2.5's, Qwen3's and Llama 3.2's
+// real templates (with tools, reasoning_content and enable_thinking) against
+// what Hugging Face's Jinja writes for the same requests
 // (tests/data/chat-templates: tool-cases.json, tool-renders.json made by
 // render_reference.py), Python's json.dumps forms, the <tool_call> blocks
 // taken out of replies as they stream, and the schema of a forced call.
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/chat/chat_template.h"
+#include "engine/chat/reasoning.h"
 #include "engine/chat/tojson.h"
 #include "engine/chat/tool_calls.h"
 #include "engine/sampling/json_schema.h"
@@ -31,6 +33,7 @@ ChatMessage message(const OJson& m) {
   out.role = m.at("role").get<std::string>();
   if (m.contains("content") && m["content"].is_string()) out.content = m["content"].get<std::string>();
   if (m.contains("tool_call_id")) out.tool_call_id = m["tool_call_id"].get<std::string>();
+  if (m.contains("reasoning_content")) out.reasoning_content = m["reasoning_content"].get<std::string>();
   for (const OJson& c : m.value("tool_calls", OJson::array())) {
     out.tool_calls.push_back({c.at("id").get<std::string>(), c.at("function").at("name").get<std::string>(),
                               c.at("function").at("arguments").get<std::string>()});
@@ -75,7 +78,9 @@ TEST(ChatTools, RendersMatchTheRealTemplates) {
     std::vector<std::string> tools;
     for (const OJson& t : c->value("tools", OJson::array())) tools.push_back(t.dump());
     const ChatTemplate t = r.at("template") == "qwen3" ? qwen3() : r.at("template") == "qwen2.5" ? qwen25() : llama32();
-    auto out = t.apply(messages, c->at("add_generation_prompt").get<bool>(), tools);
+    std::optional<bool> enable_thinking;
+    if (c->contains("template_kwargs")) enable_thinking = c->at("template_kwargs").at("enable_thinking").get<bool>();
+    auto out = t.apply(messages, c->at("add_generation_prompt").get<bool>(), tools, enable_thinking);
     if (r.contains("error")) {
       // The template raises: so do we, quoting it.
       ASSERT_FALSE(out) << r.at("template") << ", " << name;
@@ -86,7 +91,7 @@ TEST(ChatTools, RendersMatchTheRealTemplates) {
     }
     ++compared;
   }
-  EXPECT_EQ(compared, 21);
+  EXPECT_EQ(compared, 27);
 }
 
 TEST(ChatTools, TemplatesWithoutToolsRefuseThem) {
@@ -281,6 +286,53 @@ TEST(ChatTools, LlamaNeedsAUserTurnForTheTools) {
   auto none = llama32().apply({{"system", "Be brief."}}, true, {R"({"type": "function", "function": {"name": "f"}})"});
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message.find("declares tools in the first user message, and there is none"), std::string::npos);
+}
+
+// A reply through ReasoningStream in pieces of `step` bytes: {reasoning, content}.
+std::pair<std::string, std::string> split_reasoning(std::string_view reply, size_t step, bool inside = false) {
+  ReasoningStream s(inside);
+  std::pair<std::string, std::string> out;
+  auto take = [&](std::vector<ReasoningStream::Piece> pieces) {
+    for (auto& p : pieces) {
+      EXPECT_FALSE(p.text.empty());
+      (p.reasoning ? out.first : out.second) += p.text;
+    }
+  };
+  for (size_t i = 0; i < reply.size(); i += step) take(s.feed(reply.substr(i, step)));
+  take(s.finish());
+  return out;
+}
+
+TEST(Reasoning, TheThinkBlockIsTheReasoning) {
+  // Qwen3's shape: "<think>\n…\n</think>\n\n" then the answer.
+  const std::string reply = "<think>\nThe user greets me.\n\nI greet back.\n</think>\n\nHello! How can I help?\n";
+  for (size_t step = 1; step <= reply.size(); ++step) {
+    const auto [reasoning, content] = split_reasoning(reply, step);
+    EXPECT_EQ(reasoning, "The user greets me.\n\nI greet back.") << step;
+    EXPECT_EQ(content, "Hello! How can I help?\n") << step;
+  }
+  // Thinking switched off: the model writes the empty block, or none.
+  EXPECT_EQ(split_reasoning("<think>\n\n</think>\n\nHi", 3), std::make_pair(std::string(), std::string("Hi")));
+  EXPECT_EQ(split_reasoning("Hi <think>x</think>", 2), std::make_pair(std::string(), std::string("Hi <think>x</think>")));
+  EXPECT_EQ(split_reasoning("  <thin", 1), std::make_pair(std::string(), std::string("  <thin")));
+  // Never closed (max_tokens): all reasoning; a prompt that opened the block.
+  EXPECT_EQ(split_reasoning("<think>\nstill thinking\n", 4).first, "still thinking");
+  EXPECT_EQ(split_reasoning("\nfrom the prompt\n</think>\n\nok", 5, true), std::make_pair(std::string("from the prompt"), std::string("ok")));
+  // A tool call after the reasoning is content (for the call parser).
+  EXPECT_EQ(split_reasoning("<think>\nCall it.\n</think>\n\n<tool_call>\n{}\n</tool_call>", 7).second,
+            "<tool_call>\n{}\n</tool_call>");
+}
+
+TEST(Reasoning, TemplatesThatThink) {
+  EXPECT_TRUE(qwen3().thinks());
+  EXPECT_TRUE(qwen3().takes_enable_thinking());
+  EXPECT_FALSE(qwen25().thinks());
+  EXPECT_FALSE(llama32().thinks());
+  // enable_thinking false where the template reads it: the empty block.
+  auto off = qwen3().apply({{"user", "Hi"}}, true, {}, false);
+  ASSERT_TRUE(off);
+  EXPECT_EQ(*off, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  EXPECT_EQ(*qwen25().apply({{"user", "Hi"}}, true, {}, false), *qwen25().apply({{"user", "Hi"}}, true));
 }
 
 bool accepts_all(JsonSchemaGrammar g, std::string_view text) { return g.advance(text) && g.complete(); }

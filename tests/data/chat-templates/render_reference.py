@@ -17,7 +17,9 @@ template as an OpenAI-compatible server hands them over: a null content as
 for templates that print them with `| tojson` unconditionally (Qwen2.5,
 Llama 3.2), which get the parsed object, as vLLM's and llama.cpp's servers
 do. No strftime_now: Llama's "Today Date" is the template's fallback, 26 Jul
-2024. A case the template refuses (raise_exception) records the message.
+2024. A case's template_kwargs (enable_thinking) are passed as apply_chat_template
+passes its keyword arguments. A case the template refuses (raise_exception)
+records the message.
 """
 import copy
 import json
@@ -82,6 +84,7 @@ def main():
                       "bos_token": bos, "eos_token": "<|im_end|>"}
             if case.get("tools") is not None:
                 kwargs["tools"] = case["tools"]
+            kwargs.update(case.get("template_kwargs", {}))
             try:
                 out.append({"template": name, "case": case["name"], "rendered": template.render(**kwargs)})
             except jinja2.exceptions.TemplateError as e:
