@@ -318,39 +318,28 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   };
   const bool stream = spec.stream;
   std::vector<TokenLogprobs> unsent_logprobs;  // streamed with the next piece of text
-  // A thinking model's reply goes through the reasoning splitter, and with
-  // tools its content through the call parser: reasoning, text and whole
-  // calls come out in order (streamed as they come), and the outcome keeps
-  // them apart.
-  std::optional<ReasoningStream> reasoning_stream;
-  if (spec.kind == ApiKind::kChat && spec.split_reasoning && chat.thinks()) reasoning_stream.emplace();
-  std::optional<ToolCallStream> tool_stream;
-  if (!spec.tools.empty()) tool_stream.emplace(chat.tool_style(), spec.forced_tool_call());
-  if (reasoning_stream || tool_stream) out.tool_reply.emplace();
-  auto pass_on = [&](std::vector<ToolCallStream::Event> events) {
-    for (ToolCallStream::Event& e : events) {
-      if (e.call) {
-        if (stream) job.sink->tool_call(static_cast<int>(out.tool_reply->calls.size()), *e.call);
-        out.tool_reply->calls.push_back(std::move(*e.call));
-      } else {
-        if (stream) job.sink->text(e.text, std::exchange(unsent_logprobs, {}));
-        out.tool_reply->content += e.text;
+  // A chat reply is taken apart (a thinking model's reasoning, tool calls):
+  // the parts stream as they come, and the outcome keeps them apart.
+  ReplyParser parser({.reasoning = spec.kind == ApiKind::kChat && spec.split_reasoning && chat.thinks(),
+                      .tools = spec.tools.empty() ? ToolStyle::kNone : chat.tool_style(),
+                      .forced_call = spec.forced_tool_call()});
+  if (parser.active()) out.tool_reply.emplace();
+  auto deliver = [&](std::vector<ReplyParser::Event> events) {
+    for (ReplyParser::Event& e : events) {
+      switch (e.kind) {
+        case ReplyParser::Event::Kind::kText:
+          if (stream) job.sink->text(e.text, std::exchange(unsent_logprobs, {}));
+          out.tool_reply->content += e.text;
+          break;
+        case ReplyParser::Event::Kind::kReasoning:
+          out.reasoning += e.text;
+          if (stream) job.sink->reasoning(std::move(e.text));
+          break;
+        case ReplyParser::Event::Kind::kCall:
+          if (stream) job.sink->tool_call(static_cast<int>(out.tool_reply->calls.size()), *e.call);
+          out.tool_reply->calls.push_back(std::move(*e.call));
+          break;
       }
-    }
-  };
-  auto deliver_content = [&](std::string_view text) {
-    if (tool_stream) return pass_on(tool_stream->feed(text));
-    if (out.tool_reply) out.tool_reply->content += text;
-    if (stream && !text.empty()) job.sink->text(std::string(text), std::exchange(unsent_logprobs, {}));
-  };
-  auto deliver_pieces = [&](std::vector<ReasoningStream::Piece> pieces) {
-    for (ReasoningStream::Piece& p : pieces) {
-      if (!p.reasoning) {
-        deliver_content(p.text);
-        continue;
-      }
-      out.reasoning += p.text;
-      if (stream) job.sink->reasoning(std::move(p.text));
     }
   };
   auto on_token = [&](const TokenEvent& ev) {
@@ -367,22 +356,20 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     last = now;
     on_generated_token();
     if (stream && ev.logprobs) unsent_logprobs.push_back(*ev.logprobs);
-    if (reasoning_stream) {
-      deliver_pieces(reasoning_stream->feed(ev.text));
-    } else {
-      deliver_content(ev.text);
+    if (parser.active()) {
+      deliver(parser.feed(ev.text));
+    } else if (stream && !ev.text.empty()) {
+      job.sink->text(ev.text, std::exchange(unsent_logprobs, {}));
     }
     return !job.cancelled();
   };
   const auto t_gen = Clock::now();
   GenerationResult r = engine_->generate(req, on_token, &job.cancel);
   out.engine_ms = ms_between(t_gen, Clock::now());
-  if (reasoning_stream) deliver_pieces(reasoning_stream->finish());
-  if (tool_stream) {
+  if (parser.active()) {
     // A reply that stopped where a call closes (a forced call's JSON done,
     // or the stop at "</tool_call>") ends inside that call.
-    const bool at_closer = r.finish == FinishReason::kStop && (spec.forced_tool_call() || !spec.parallel_tool_calls);
-    pass_on(tool_stream->finish(at_closer));
+    deliver(parser.finish(r.finish == FinishReason::kStop && (spec.forced_tool_call() || !spec.parallel_tool_calls)));
   }
   if (calls > 0 && calls == r.n_generated) account_previous();  // the last call was a token, not a tail
   r.ttft_ms = out.result.ttft_ms;

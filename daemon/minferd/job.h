@@ -15,8 +15,7 @@
 #include "daemon/minferd/generation_spec.h"
 #include "daemon/minferd/metrics.h"
 #include "engine/api.h"
-#include "engine/chat/reasoning.h"
-#include "engine/chat/tool_calls.h"
+#include "engine/chat/reply_parser.h"
 
 namespace minfer::daemon {
 
@@ -28,8 +27,9 @@ struct JobOutcome {
   std::optional<ApiError> error;  // rejected or failed: answered with this
   GenerationResult result;        // kGenerate (finish says how it ended)
   std::string echo_text;          // completions with echo: the prompt, as text
-  // Chat with tools: the reply split into its content and its calls (their
-  // ids are the session's to give), as they were streamed.
+  // Chat with tools or a thinking model: the reply taken apart into its
+  // content and calls (their ids are the session's to give), as they were
+  // streamed (ReplyParser).
   std::optional<ToolReply> tool_reply;
   std::string reasoning;  // a thinking model's reasoning, apart from the content (chat)
   std::vector<int32_t> tokens;    // kTokenize

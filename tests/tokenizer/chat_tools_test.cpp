@@ -10,6 +10,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/chat/reasoning.h"
+#include "engine/chat/reply_parser.h"
 #include "engine/chat/tojson.h"
 #include "engine/chat/tool_calls.h"
 #include "engine/sampling/json_schema.h"
@@ -321,6 +322,34 @@ TEST(Reasoning, TheThinkBlockIsTheReasoning) {
   // A tool call after the reasoning is content (for the call parser).
   EXPECT_EQ(split_reasoning("<think>\nCall it.\n</think>\n\n<tool_call>\n{}\n</tool_call>", 7).second,
             "<tool_call>\n{}\n</tool_call>");
+}
+
+// Reasoning and calls together: a call written while thinking is reasoning,
+// the one in the answer is a call; streamed in any pieces, the same.
+TEST(Reasoning, ThenToolCallsInTheAnswer) {
+  const std::string reply =
+      "<think>\nMaybe <tool_call>{\"name\": \"x\", \"arguments\": {}}</tool_call>? No: weather.\n</think>\n\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  for (size_t step = 1; step <= reply.size(); ++step) {
+    ReplyParser parser({.reasoning = true, .tools = ToolStyle::kQwen3});
+    ASSERT_TRUE(parser.active());
+    std::string reasoning, text;
+    std::vector<ToolCall> calls;
+    auto take = [&](std::vector<ReplyParser::Event> events) {
+      for (auto& e : events) {
+        if (e.kind == ReplyParser::Event::Kind::kReasoning) reasoning += e.text;
+        if (e.kind == ReplyParser::Event::Kind::kText) text += e.text;
+        if (e.kind == ReplyParser::Event::Kind::kCall) calls.push_back(*e.call);
+      }
+    };
+    for (size_t i = 0; i < reply.size(); i += step) take(parser.feed(std::string_view(reply).substr(i, step)));
+    take(parser.finish(false));
+    EXPECT_EQ(reasoning, "Maybe <tool_call>{\"name\": \"x\", \"arguments\": {}}</tool_call>? No: weather.") << step;
+    EXPECT_EQ(text, "") << step;
+    ASSERT_EQ(calls.size(), 1u) << step;
+    EXPECT_EQ(calls[0].name, "get_weather");
+  }
+  EXPECT_FALSE(ReplyParser({}).active());
 }
 
 TEST(Reasoning, TemplatesThatThink) {
