@@ -91,6 +91,8 @@ struct ModelInfo {
   uint64_t decode_bytes_per_token = 0;  // weight bytes one decode step reads (layers + output head)
   std::string weight_types;  // "q8_0 ×169, f32 ×49"
   std::string chat_template; // "chatml", "llama3", "chatml (fallback)"
+  std::string tool_calls;     // how the template writes tools: "qwen2.5", "qwen3", "llama3"; "" none
+  bool thinking = false;      // the template has a reasoning block (reasoning_content)
   std::string backend;       // cpu | cuda
   std::string backend_reason;  // why this backend (e.g. the weight that failed the CUDA gate)
   std::string backend_detail;  // "2 threads, avx512" / the GPU's name

@@ -541,6 +541,8 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   info.decode_bytes_per_token += impl->weights->output.size_bytes();
   info.weight_types = describe_weight_types(*impl->weights);
   info.chat_template = std::string(impl->chat->name());
+  info.tool_calls = std::string(impl->chat->tool_style_name());
+  info.thinking = impl->chat->thinks();
   info.backend = std::string(impl->backend->name());
   info.backend_reason = sel.reason;
   info.backend_detail = impl->backend->description();

@@ -115,6 +115,8 @@ int cmd_gguf(const std::vector<std::string>& args) {
   const ChatTemplate chat = ChatTemplate::from_gguf(f);
   std::cout << "\nchat template: " << chat.name();
   if (!chat.fallback_reason().empty()) std::cout << " (" << chat.fallback_reason() << ")";
+  if (!chat.tool_style_name().empty()) std::cout << ", tool calls as " << chat.tool_style_name();
+  if (chat.thinks()) std::cout << ", thinking";
   std::cout << "\n";
   if (vm.count("no-tensors") == 0) print_tensors(f);
   print_totals(f);

@@ -37,6 +37,10 @@ Json model_object(const ServerContext& ctx) {
     m["name"] = info->name;
     m["arch"] = info->arch;
     m["chat_template"] = info->chat_template;
+    // What the chat endpoint can do with it: tools (how the template writes
+    // them, null when it has none) and reasoning_content.
+    m["tool_calls"] = info->tool_calls.empty() ? Json(nullptr) : Json(info->tool_calls);
+    m["thinking"] = info->thinking;
     m["backend"] = info->backend;
     m["backend_reason"] = info->backend_reason;
     m["backend_detail"] = info->backend_detail;

@@ -172,6 +172,16 @@ std::string_view ChatTemplate::name() const {
   return "chatml";
 }
 
+std::string_view ChatTemplate::tool_style_name() const {
+  switch (tool_style_) {
+    case ToolStyle::kNone: return "";
+    case ToolStyle::kQwen25: return "qwen2.5";
+    case ToolStyle::kQwen3: return "qwen3";
+    case ToolStyle::kLlama3: return "llama3";
+  }
+  return "";
+}
+
 std::string_view ChatTemplate::tool_call_opener() const {
   return tool_style_ == ToolStyle::kQwen25 || tool_style_ == ToolStyle::kQwen3 ? "<tool_call>\n" : "";
 }

@@ -93,6 +93,8 @@ class ChatTemplate {
   const std::string& fallback_reason() const { return fallback_reason_; }
 
   ToolStyle tool_style() const { return tool_style_; }
+  // "qwen2.5", "qwen3", "llama3", or "" without tools: for /v1/models and gguf info.
+  std::string_view tool_style_name() const;
   // What an assistant turn writes before a call's JSON ("<tool_call>\n"):
   // a prompt that ends with it makes the model write a call. Empty without
   // tools, and for Llama's (a call is the whole turn).

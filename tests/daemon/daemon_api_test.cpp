@@ -115,6 +115,8 @@ TEST_F(DaemonApi, ModelsListTheModelWithTemplateAndBackend) {
   EXPECT_EQ(m["object"], "model");
   EXPECT_EQ(m["owned_by"], "minfer");
   EXPECT_EQ(m["chat_template"], "chatml (fallback)");
+  EXPECT_TRUE(m["tool_calls"].is_null()) << m;  // a fallback template has no tools
+  EXPECT_EQ(m["thinking"], false);
   EXPECT_EQ(m["backend"], "cpu");
   EXPECT_EQ(m["arch"], "llama");
   EXPECT_EQ(m["n_ctx"], 256);

@@ -233,6 +233,8 @@ void expect_forced_calls(const std::string& opener, const std::string& key) {
 TEST_F(DaemonTools, ModelsNameTheTemplate) {
   const Json m = Json::parse(http_request(sock(), "GET", "/v1/models").body);
   EXPECT_EQ(m["data"][0]["chat_template"], "chatml") << m.dump();
+  EXPECT_EQ(m["data"][0]["tool_calls"], "qwen2.5") << m.dump();
+  EXPECT_EQ(m["data"][0]["thinking"], false) << m.dump();
 }
 
 TEST_F(DaemonTools, AutoRendersTheToolsAsTheRealTemplate) {
@@ -311,6 +313,9 @@ TEST_F(DaemonTools, BadToolsAreClearErrors) {
 // after the generation prompt; the story model writes no <think> block, so
 // its reply is all content and there is no reasoning_content.
 TEST_F(DaemonQwen3, ToolsAndThinkingSwitchedOff) {
+  const Json models = Json::parse(http_request(sock(), "GET", "/v1/models").body);
+  EXPECT_EQ(models["data"][0]["tool_calls"], "qwen3") << models.dump();
+  EXPECT_EQ(models["data"][0]["thinking"], true) << models.dump();
   expect_auto_renders<DaemonQwen3>({"tools, a user turn", "a full round: calls, responses, an answer, a new question"});
   const auto [c, rendered] = reference_case("thinking switched off");
   const HttpResponse off = post_raw(sock(), "/v1/chat/completions",
