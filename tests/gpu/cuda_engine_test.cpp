@@ -16,6 +16,7 @@
 #include "engine/api.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/chat/tool_calls.h"
 #include "engine/gguf/gguf.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
@@ -668,6 +669,47 @@ TEST(CudaLogprobs, SameTokensAsTheDevicePickAndTheCpusLogprobs) {
       }
     }
   }
+}
+
+// Tool calls on the GPU: under tool_choice auto the host picks through the
+// lazy call constraint and, while no call is open, gets the device's greedy
+// tokens; a forced call (the call schema as the reply's) is a valid call and
+// the CPU engine's, token for token (stories260K's greedy tokens are the
+// same on both, CudaParity above).
+TEST(CudaToolCalls, AutoPicksTheDevicesTokensAndForcedCallsMatchTheCpu) {
+  MINFER_REQUIRE_GPU();
+  std::unique_ptr<Engine> engines[2] = {load_engine(test::stories_path(), BackendChoice::kCpu),
+                                        load_engine(test::stories_path(), BackendChoice::kCuda)};
+  ASSERT_TRUE(engines[0] && engines[1]);
+  auto schema = compile_tool_call_schema(
+      {R"({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city", "days"]}}})"});
+  ASSERT_TRUE(schema) << schema.error().message;
+  GenerationRequest req;
+  req.prompt = engines[1]->tokenize("Once upon a time", true, false);
+  req.max_tokens = 40;
+  req.sampling.temperature = 0.0f;
+  const GenerationResult device = engines[1]->generate(req, nullptr, nullptr);
+  req.tool_call_schema = *schema;
+  req.tool_call_style = ToolStyle::kQwen25;
+  const GenerationResult lazy = engines[1]->generate(req, nullptr, nullptr);
+  ASSERT_NE(lazy.finish, FinishReason::kError) << lazy.error->message;
+  EXPECT_EQ(lazy.tokens, device.tokens);
+
+  req.tool_call_schema = nullptr;
+  req.tool_call_style = ToolStyle::kNone;
+  req.json_schema = *schema;
+  req.max_tokens = 80;
+  GenerationResult forced[2];
+  for (int b = 0; b < 2; ++b) {
+    forced[b] = engines[b]->generate(req, nullptr, nullptr);
+    ASSERT_NE(forced[b].finish, FinishReason::kError) << forced[b].error->message;
+  }
+  EXPECT_EQ(forced[1].finish, FinishReason::kStop) << forced[1].text;
+  const ToolReply call = parse_tool_calls(forced[1].text, ToolStyle::kQwen25, /*inside_call=*/true, /*close_open=*/true);
+  ASSERT_EQ(call.calls.size(), 1u) << forced[1].text;
+  const auto args = nlohmann::json::parse(call.calls[0].arguments);
+  EXPECT_TRUE(args["city"].is_string() && args["days"].is_number_integer()) << forced[1].text;
+  EXPECT_EQ(forced[1].tokens, forced[0].tokens) << "cuda: " << forced[1].text << "\ncpu: " << forced[0].text;
 }
 
 // Scoring a prompt on the GPU (prompt_logprobs): 150 tokens, three prefill
