@@ -99,6 +99,7 @@ std::string Metrics::render(const MetricsGauges& g) const {
   counter("minfer_prompt_tokens_total", "Prompt tokens of generation requests.", prompt_tokens_.load());
   counter("minfer_prompt_tokens_cached_total", "Prompt tokens whose KV the prefix cache reused.", cached_tokens_.load());
   counter("minfer_generated_tokens_total", "Tokens generated.", generated_tokens_.load());
+  counter("minfer_tool_calls_total", "Tool calls returned in chat replies.", tool_calls_.load());
   counter("minfer_connections_total", "Connections accepted.", connections_accepted_.load());
   counter("minfer_connections_rejected_total", "Connections refused at the connection cap.",
           connections_rejected_.load());

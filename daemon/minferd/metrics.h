@@ -42,6 +42,7 @@ class Metrics {
   void count_prompt_tokens(int n) { prompt_tokens_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed); }
   // Prompt tokens whose KV the prefix cache reused, when a generation ends.
   void count_cached_prompt_tokens(int n) { cached_tokens_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed); }
+  void count_tool_calls(int n) { tool_calls_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed); }
   void count_generated_token() { generated_tokens_.fetch_add(1, std::memory_order_relaxed); }
   void count_connection(bool accepted);
   void count_watchdog(bool fed);  // fed: a ping sent; !fed: a ping withheld (a trip)
@@ -62,7 +63,7 @@ class Metrics {
   mutable std::mutex mutex_;
   std::map<std::pair<Endpoint, int>, uint64_t> requests_;
   std::atomic<uint64_t> cancellations_[5] = {};
-  std::atomic<uint64_t> prompt_tokens_{0}, cached_tokens_{0}, generated_tokens_{0};
+  std::atomic<uint64_t> prompt_tokens_{0}, cached_tokens_{0}, generated_tokens_{0}, tool_calls_{0};
   std::atomic<uint64_t> connections_accepted_{0}, connections_rejected_{0};
   std::atomic<uint64_t> watchdog_pings_{0}, watchdog_trips_{0};
   std::atomic<double> decode_rate_{0.0};

@@ -35,6 +35,7 @@ void log_request(const RequestRecord& r) {
   if (r.engine_ms >= 0) f.emplace_back("ENGINE_MS", fmt::format("{:.3f}", r.engine_ms));
   if (r.prompt_tokens >= 0) f.emplace_back("PROMPT_TOKENS", std::to_string(r.prompt_tokens));
   if (r.cached_tokens >= 0) f.emplace_back("CACHED_TOKENS", std::to_string(r.cached_tokens));
+  if (r.tool_calls >= 0) f.emplace_back("TOOL_CALLS", std::to_string(r.tool_calls));
   if (r.gen_tokens >= 0) f.emplace_back("GEN_TOKENS", std::to_string(r.gen_tokens));
   if (r.ttft_ms >= 0) f.emplace_back("TTFT_MS", fmt::format("{:.3f}", r.ttft_ms));
   if (r.tokens_per_s >= 0) f.emplace_back("TOKENS_PER_S", fmt::format("{:.1f}", r.tokens_per_s));

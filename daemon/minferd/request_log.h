@@ -21,6 +21,7 @@ struct RequestRecord {
   platform::PeerCredentials peer;
   double total_ms = 0, queue_ms = -1, prep_ms = -1, engine_ms = -1;
   int prompt_tokens = -1, cached_tokens = -1, gen_tokens = -1;
+  int tool_calls = -1;  // chat with tools: the calls the reply made
   double ttft_ms = -1, tokens_per_s = -1;
   std::string finish_reason;  // stop | length | cancelled | deadline | error
   std::string cancel_reason;  // client_gone | slow_reader | shutdown | deadline

@@ -546,6 +546,10 @@ void Session::after_response() {
     const GenerationResult& r = a.outcome.result;
     rec.prompt_tokens = r.n_prompt;
     rec.cached_tokens = r.n_cached;
+    if (a.outcome.tool_reply && !a.job->generation.tools.empty()) {
+      rec.tool_calls = static_cast<int>(a.outcome.tool_reply->calls.size());
+      if (rec.status == 200) ctx_.metrics.count_tool_calls(rec.tool_calls);
+    }
     rec.gen_tokens = r.n_generated;
     if (r.n_generated > 0) rec.ttft_ms = r.ttft_ms;
     if (r.n_generated > 1) rec.tokens_per_s = r.decode_tokens_per_s();

@@ -242,7 +242,13 @@ TEST_F(DaemonTools, AutoRendersTheToolsAsTheRealTemplate) {
                                     "unicode and escapes in the tools", "a history with calls but no tools declared"});
 }
 
-TEST_F(DaemonTools, ForcedCallsAreHeldToTheSchemas) { expect_forced_calls<DaemonTools>("<tool_call>\n", "arguments"); }
+TEST_F(DaemonTools, ForcedCallsAreHeldToTheSchemas) {
+  expect_forced_calls<DaemonTools>("<tool_call>\n", "arguments");
+  // Six calls (three streamed): counted, and each reply's logged.
+  const std::string metrics = http_request(sock(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("\nminfer_tool_calls_total 6\n"), std::string::npos) << metrics;
+  EXPECT_NE(daemon_->log().find("TOOL_CALLS=1"), std::string::npos);
+}
 
 TEST_F(DaemonLlamaTools, AutoRendersTheToolsAsTheRealTemplate) {
   expect_auto_renders<DaemonLlamaTools>({"tools, a user turn", "an assistant turn with text and a call, then its response",
