@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -613,11 +614,12 @@ TEST(CudaLookahead, EngineOrdersGiveTheSameTokens) {
 }
 
 // An engine on `path` with a 256-token context; null (and a failure) when it does not load.
-std::unique_ptr<Engine> load_engine(const std::string& path, BackendChoice backend) {
+std::unique_ptr<Engine> load_engine(const std::string& path, BackendChoice backend, bool prefix_cache = true) {
   EngineConfig c;
   c.model_path = path;
   c.backend = backend;
   c.n_ctx = 256;
+  c.prefix_cache = prefix_cache;
   auto e = Engine::load(c);
   EXPECT_TRUE(e.has_value()) << e.error().message;
   return e ? std::move(*e) : nullptr;
@@ -628,10 +630,22 @@ std::unique_ptr<Engine> load_engine(const std::string& path, BackendChoice backe
 // and draw (sampled, top-k) give without them; its log-probabilities are
 // those of the CPU engine on the same file within the logits' parity
 // tolerance, and the same top tokens wherever their logits are apart.
+//
+// Both requests are evaluated the same way: the CUDA engine has no prefix
+// cache here. With one, the second request's last prompt token is a one-row
+// step (the matrix-vector kernels) where the first one's was a row of the
+// prompt's matrix product (f16 tensor cores): logits apart by rounding,
+// within the parity tolerance but enough to swap two near-tied tokens. On
+// this random model the first token's two best are 0.035 apart (the CPU's
+// log-probabilities: 342 at -4.782, 32 at -4.816), and session 40's run of
+// this test with the cache picked 342 on one path and 32 on the other;
+// CudaLogprobs.CachedPrefixStepWithinTheFreshPrefillsLogits checks that
+// rounding stays within the tolerance.
 TEST(CudaLogprobs, SameTokensAsTheDevicePickAndTheCpusLogprobs) {
   MINFER_REQUIRE_GPU();
   const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
-  std::unique_ptr<Engine> engines[2] = {load_engine(path, BackendChoice::kCpu), load_engine(path, BackendChoice::kCuda)};
+  std::unique_ptr<Engine> engines[2] = {load_engine(path, BackendChoice::kCpu),
+                                        load_engine(path, BackendChoice::kCuda, /*prefix_cache=*/false)};
   ASSERT_TRUE(engines[0] && engines[1]);
   for (const float temperature : {0.0f, 0.9f}) {
     SCOPED_TRACE(temperature == 0.0f ? "greedy" : "sampled");
@@ -671,11 +685,57 @@ TEST(CudaLogprobs, SameTokensAsTheDevicePickAndTheCpusLogprobs) {
   }
 }
 
+// The prefix cache on the GPU: a request whose prompt was the previous
+// one's evaluates only its last prompt token, a one-row step, and its first
+// token's log-probabilities are the CPU engine's within the parity tolerance,
+// as the fresh prefill's are (the two paths round differently: see above).
+TEST(CudaLogprobs, CachedPrefixStepWithinTheFreshPrefillsLogits) {
+  MINFER_REQUIRE_GPU();
+  const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
+  std::unique_ptr<Engine> engines[2] = {load_engine(path, BackendChoice::kCpu), load_engine(path, BackendChoice::kCuda)};
+  ASSERT_TRUE(engines[0] && engines[1]);
+  GenerationRequest req;
+  req.prompt = some_tokens(7, 512, 5);
+  req.max_tokens = 1;
+  req.ignore_eos = true;
+  req.sampling.temperature = 0.0f;
+  req.top_logprobs = 20;
+  const GenerationResult fresh = engines[1]->generate(req, nullptr, nullptr);
+  const GenerationResult cached = engines[1]->generate(req, nullptr, nullptr);
+  ASSERT_NE(fresh.finish, FinishReason::kError) << fresh.error->message;
+  ASSERT_NE(cached.finish, FinishReason::kError) << cached.error->message;
+  EXPECT_EQ(fresh.n_cached, 0);
+  EXPECT_EQ(cached.n_cached, 6);
+  const auto cpu_logits = engines[0]->eval_logits(req.prompt);
+  ASSERT_TRUE(cpu_logits.has_value()) << cpu_logits.error().message;
+  const int vocab = engines[0]->info().vocab_size;
+  const float* row = cpu_logits->data() + (req.prompt.size() - 1) * static_cast<size_t>(vocab);
+  const double log_z = test::log_sum_exp(row, vocab);
+  double largest = 0;
+  for (int v = 0; v < vocab; ++v) largest = std::max(largest, std::fabs(static_cast<double>(row[v])));
+  const double tol = 2 * 5e-2 * largest;
+  for (const GenerationResult* r : {&fresh, &cached}) {
+    SCOPED_TRACE(r == &fresh ? "fresh prefill" : "cached prefix");
+    ASSERT_EQ(r->logprobs.size(), 1u);
+    ASSERT_EQ(r->logprobs[0].top.size(), 20u);
+    for (const TokenLogprob& t : r->logprobs[0].top) {
+      EXPECT_NEAR(t.logprob, row[t.token] - log_z, tol) << "token " << t.token;
+    }
+    // What the run shows: each path's two best, and the CPU's for them.
+    const TokenLogprob* best = r->logprobs[0].top.data();
+    std::printf("%s: %d %.4f (cpu %.4f), %d %.4f (cpu %.4f)\n", r == &fresh ? "fresh" : "cached", best[0].token,
+                best[0].logprob, row[best[0].token] - log_z, best[1].token, best[1].logprob,
+                row[best[1].token] - log_z);
+  }
+}
+
 // Tool calls on the GPU: under tool_choice auto the host picks through the
 // lazy call constraint and, while no call is open, gets the device's greedy
 // tokens; a forced call (the call schema as the reply's) is a valid call and
 // the CPU engine's, token for token (stories260K's greedy tokens are the
-// same on both, CudaParity above).
+// same on both, CudaParity above). The forced call's prompt is one the CPU
+// engine finishes a call after in 95 tokens ("Once upon a time" writes
+// whitespace after its string for longer than 200: valid, never done).
 TEST(CudaToolCalls, AutoPicksTheDevicesTokensAndForcedCallsMatchTheCpu) {
   MINFER_REQUIRE_GPU();
   std::unique_ptr<Engine> engines[2] = {load_engine(test::stories_path(), BackendChoice::kCpu),
@@ -698,7 +758,8 @@ TEST(CudaToolCalls, AutoPicksTheDevicesTokensAndForcedCallsMatchTheCpu) {
   req.tool_call_schema = nullptr;
   req.tool_call_style = ToolStyle::kNone;
   req.json_schema = *schema;
-  req.max_tokens = 80;
+  req.prompt = engines[1]->tokenize("The weather", true, false);
+  req.max_tokens = 128;
   GenerationResult forced[2];
   for (int b = 0; b < 2; ++b) {
     forced[b] = engines[b]->generate(req, nullptr, nullptr);
