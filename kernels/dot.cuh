@@ -94,23 +94,31 @@ struct PlainActs {
   __device__ int4 quad(const DotInput& in, int c, int i) const { return (*this)(in, c + i); }
   __device__ int4 every2(const DotInput& in, int c, int g) const { return (*this)(in, c + 2 * g); }
 };
-__host__ __device__ constexpr int swizzled_chunk(int c) { return c ^ ((c >> 3) & 7); }
-struct SwizzledActs {
-  static constexpr bool kSums = false;
-  __device__ int4 operator()(const DotInput& in, int c) const {
-    return reinterpret_cast<const int4*>(in.q)[swizzled_chunk(c)];
-  }
+// The pipelined kernels' staged activations (pipe.cuh stage_acts): chunk c
+// at swizzled_chunk(c); with the chunk sums (stage_acts<true>: Q6_K's
+// pipelined matvec, whose unit reads chunks c + 2 g) at summed_chunk(c), a
+// 128-byte row's chunks permuted by 2 × (row mod 4), so that the eight lanes
+// of a quarter warp — four rows, two neighbouring chunks each — read eight
+// distinct 16-byte places for every group g (swizzled_chunk leaves Q6_K's
+// reads two to a place); and then in.ds holds each Q8 block's d alone
+// (floats: Q6_K reads no d × Σq), the four of a unit one 16-byte read (as
+// float2 they were four reads four to a bank). summed_d gives them. (Both
+// places: weight_layout.h.)
+template <bool kWithSums>
+struct StagedActs {
+  static constexpr bool kSums = kWithSums;
+  __device__ static int place(int c) { return kWithSums ? summed_chunk(c) : swizzled_chunk(c); }
+  __device__ int4 operator()(const DotInput& in, int c) const { return reinterpret_cast<const int4*>(in.q)[place(c)]; }
   __device__ int4 quad(const DotInput& in, int c, int i) const {
-    return reinterpret_cast<const int4*>(in.q)[swizzled_chunk(c) ^ i];
+    return reinterpret_cast<const int4*>(in.q)[place(c) ^ i];
   }
   __device__ int4 every2(const DotInput& in, int c, int g) const {
-    return reinterpret_cast<const int4*>(in.q)[swizzled_chunk(c) ^ (2 * g)];
+    return reinterpret_cast<const int4*>(in.q)[place(c) ^ (2 * g)];
   }
 };
-// The same, with the chunk sums staged too (in.csum set: stage_acts<true>).
-struct SummedSwizzledActs : SwizzledActs {
-  static constexpr bool kSums = true;
-};
+using SwizzledActs = StagedActs<false>;
+using SummedSwizzledActs = StagedActs<true>;
+__device__ __forceinline__ const float* summed_d(const DotInput& in) { return reinterpret_cast<const float*>(in.ds); }
 
 // Every plane of w 16-byte aligned: the kernels that copy weights into
 // shared memory (matvec_stream.cu, matvec_piped.cu) move whole pieces.
@@ -676,9 +684,13 @@ struct Unit<WType::kQ6_K> {
     // of eight chunks (A::every2: the pipelined kernels' swizzled chunks
     // found once). group() reads them as the plain kernels were tuned with.
 #pragma unroll
-    for (int g = 0; g < 4; ++g) {
-      acts.x[g] = a.every2(in, x, g);
-      acts.d[g] = ds[g].x;
+    for (int g = 0; g < 4; ++g) acts.x[g] = a.every2(in, x, g);
+    if constexpr (A::kSums) {  // blocks 2 u - 2 q + g: one aligned 16-byte read (SummedSwizzledActs)
+      const float4 d4 = *reinterpret_cast<const float4*>(summed_d(in) + (2 * uu - 2 * q));
+      acts.d[0] = d4.x, acts.d[1] = d4.y, acts.d[2] = d4.z, acts.d[3] = d4.w;
+    } else {
+#pragma unroll
+      for (int g = 0; g < 4; ++g) acts.d[g] = ds[g].x;
     }
     if (A::kSums || in.csum != nullptr) {  // chunks x + 2g: chunk_sum_slot 8 (u / 2) + 4 q + g, one 16-byte read
       const int4 s4 = *reinterpret_cast<const int4*>(in.csum + 8 * (uu / 2) + 4 * q);

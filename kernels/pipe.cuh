@@ -211,7 +211,7 @@ struct Phase {
   using L = StageLayout<static_cast<int>(T), kW>;
   using U = Unit<T>;
   static constexpr bool kSums = kSums_;
-  using Acts = std::conditional_t<kSums, SummedSwizzledActs, SwizzledActs>;
+  using Acts = StagedActs<kSums>;
   int n_rows, n_units, n_iter;  // n_iter: steps a row
   RowOf row_at;
   WeightOf weight;
@@ -270,7 +270,11 @@ struct Phase {
   __device__ static DotInput acts_at(const DotInput& in, int e) {
     constexpr int kStep = kWarp * U::kElems;  // values (bytes) 32 units hold
     static_assert(kStep % 1024 == 0, "32 units' values are whole groups of eight 128-byte rows");
-    return DotInput{nullptr, in.q + kStep * e, in.ds + kStep / 32 * e, kSums ? in.csum + kStep / 16 * e : nullptr};
+    if constexpr (kSums) {  // the scales as floats (SummedSwizzledActs)
+      return DotInput{nullptr, in.q + kStep * e, reinterpret_cast<const float2*>(summed_d(in) + kStep / 32 * e),
+                      in.csum + kStep / 16 * e};
+    }
+    return DotInput{nullptr, in.q + kStep * e, in.ds + kStep / 32 * e, nullptr};
   }
   // Step `it` of row `w` from its stage, added to acc.
   __device__ __forceinline__ void dot(const unsigned char* stage, int lane, const Row& w, int it, const DotInput& in,
@@ -451,7 +455,7 @@ __device__ __forceinline__ void pipe_two(const PA& a, const PB& b, unsigned char
 // Compute, H200, 2026-12-01: stalls of 4.1 cycles an instruction on MIO
 // throttle and 3.1 on short scoreboard). In shared memory with chunk c at
 // swizzled_chunk(c) (dot.cuh), each quarter of a warp's 16-byte reads falls
-// on distinct banks (Q8_0, Q4_K; Q6_K's pattern keeps two-way conflicts):
+// on distinct banks (Q8_0, Q4_K; Q6_K's takes its own places, summed_chunk):
 // MIO throttle 3.2, short scoreboard 1.6; kernel bench 7B ffn_down Q4_K
 // 17.5 → 13.1 µs, gate/up Q4_K 25.4 → 24.7. (Tried, 2026-12-01, not kept:
 // gate and up sharing one load of a unit's staged activations, 4 of the 10
@@ -459,7 +463,11 @@ __device__ __forceinline__ void pipe_two(const PA& a, const PB& b, unsigned char
 // bench gate/up Q4_K 24.5 µs, Q8_0 37.4; tg128 7B 478 / 401 tok/s.)
 // kSums: each chunk's sum too (at chunk_sum_slot, after the scales; k a
 // multiple of 64), so that Q6_K's dot products need not add them up: the
-// step of a 7B ffn_down Q6_K lane had 32 dp4a, 16 of them for those sums.
+// step of a 7B ffn_down Q6_K lane had 32 dp4a, 16 of them for those sums;
+// and the chunks at summed_chunk(c) and the scales' d alone as floats
+// (SummedSwizzledActs, dot.cuh): with swizzled_chunk and float2 scales a
+// Q6_K step's shared reads of its activations took 48 wavefronts a warp (4
+// 16-byte reads two to a place, 4 scale reads four to a bank), now 18.
 // Once a block, after the PDL wait. Every thread of the block; ends with a
 // barrier.
 template <bool kSums = false>
@@ -481,9 +489,14 @@ __device__ __forceinline__ DotInput stage_acts(const DotInput& in, int k, unsign
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
       const int c = c0 + i * n + tid;
-      if (c < chunks) q[swizzled_chunk(c)] = v[i];
-      if (c < n_ds) ds[c] = d[i];
-      if (kSums && c < chunks) sums[chunk_sum_slot(c)] = dot_q8x16(make_int4(0x01010101, 0x01010101, 0x01010101, 0x01010101), v[i], 0);
+      if constexpr (kSums) {  // SummedSwizzledActs's places, the scales' d alone
+        if (c < chunks) q[summed_chunk(c)] = v[i];
+        if (c < n_ds) reinterpret_cast<float*>(ds)[c] = d[i].x;
+        if (c < chunks) sums[chunk_sum_slot(c)] = dot_q8x16(make_int4(0x01010101, 0x01010101, 0x01010101, 0x01010101), v[i], 0);
+      } else {
+        if (c < chunks) q[swizzled_chunk(c)] = v[i];
+        if (c < n_ds) ds[c] = d[i];
+      }
     }
   }
   __syncthreads();

@@ -65,6 +65,13 @@ inline bool wtype_is_quantized_host(WType t) { return t != WType::kF32 && t != W
 // True when `ggml_type_id` is a WType and rows of k elements fit its blocks.
 bool wtype_supported(uint32_t ggml_type_id, int64_t k);
 
+// Where the pipelined kernels stage chunk c (16 bytes) of their Q8
+// activations in shared memory (pipe.cuh stage_acts, dot.cuh SwizzledActs):
+// a 128-byte row's eight chunks permuted by the row's index; with the chunk
+// sums (Q6_K's matvec, SummedSwizzledActs) by 2 × (row mod 4).
+constexpr MINFER_HOST_DEVICE int swizzled_chunk(int c) { return c ^ ((c >> 3) & 7); }
+constexpr MINFER_HOST_DEVICE int summed_chunk(int c) { return c ^ (2 * ((c >> 3) & 3)); }
+
 struct PlaneSizes {
   size_t q_row = 0;     // bytes per row of the q plane
   size_t qh_row = 0;    // bytes per row of the qh plane (0: none)

@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <set>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -100,6 +101,42 @@ TEST(WeightLayout, SplitHalvesPlaceEveryByteOnceAndRepackFollowsThem) {
     for (uint32_t b = 0; b < 32; ++b) {
       ASSERT_EQ(q[kernels::split_offset(u, b, 56)], q8[u * 34 + 2 + b]) << "Q8_0 block " << u << " byte " << b;
       ASSERT_EQ(q4q[kernels::split_offset(u, b, 56)], q4[u / 4 * 144 + 16 + u % 4 * 32 + b]) << "Q4_K unit " << u << " byte " << b;
+    }
+  }
+}
+
+// Host side (runs in CI): the places of the Q6_K pipelined matvec's staged
+// activations (dot.cuh summed_chunk) permute each 128-byte row's chunks; the
+// reads a Q6_K unit's groups make through them (SummedSwizzledActs::every2:
+// chunk c's place ^ 2 g) land where summed_chunk puts chunks c + 2 g; and each
+// quarter of a warp's reads of a group falls on eight distinct 16-byte places
+// of the banks (a wavefront), where swizzled_chunk's placed two lanes on each
+// place of four.
+TEST(StagedActs, Q6KPlacesReadEachGroupInOneWavefront) {
+  for (int c = 0; c < 8 * 64; ++c) {
+    const int p = kernels::summed_chunk(c);
+    ASSERT_EQ(p / 8, c / 8) << "chunk " << c << " left its row";
+    for (int d = c / 8 * 8; d < c; ++d) ASSERT_NE(kernels::summed_chunk(d), p) << "chunks " << d << " and " << c;
+    if (c % 8 < 2) {
+      for (int g = 0; g < 4; ++g) ASSERT_EQ(kernels::summed_chunk(c + 2 * g), p ^ (2 * g)) << "chunk " << c << " group " << g;
+    }
+    if (c % 4 == 0) {
+      for (int i = 0; i < 4; ++i) ASSERT_EQ(kernels::summed_chunk(c + i), p ^ i) << "chunk " << c << " + " << i;
+    }
+  }
+  // Lane l of a step takes unit u = l + 32 e: chunks x + 2 g, x = 8 (u / 2) + u % 2.
+  for (int e = 0; e < 3; ++e) {
+    for (int g = 0; g < 4; ++g) {
+      for (int quarter = 0; quarter < 4; ++quarter) {
+        std::set<int> summed, swizzled;
+        for (int l = 8 * quarter; l < 8 * quarter + 8; ++l) {
+          const int u = l + 32 * e, x = 8 * (u / 2) + u % 2;
+          summed.insert(kernels::summed_chunk(x + 2 * g) % 8);
+          swizzled.insert(kernels::swizzled_chunk(x + 2 * g) % 8);
+        }
+        EXPECT_EQ(summed.size(), 8u) << "step " << e << " group " << g << " quarter " << quarter;
+        EXPECT_EQ(swizzled.size(), 4u) << "step " << e << " group " << g << " quarter " << quarter;
+      }
     }
   }
 }
