@@ -192,31 +192,43 @@ ToolReply parse_tool_calls(std::string_view text, ToolStyle style, bool inside_c
 Expected<std::shared_ptr<const JsonSchema>> compile_tool_call_schema(const std::vector<std::string>& tools,
                                                                      std::string_view only_name,
                                                                      std::string_view arguments_key) {
-  Json alternatives = Json::array();
+  struct Taken {
+    size_t index;
+    std::string name;
+    Json parameters;
+  };
+  std::vector<Taken> taken;
   for (size_t i = 0; i < tools.size(); ++i) {
     const Json tool = Json::parse(tools[i], nullptr, false);
     const Json* fn = tool.is_object() && tool.contains("function") ? &tool["function"] : nullptr;
     if (fn == nullptr || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string())
       return unexpected(ErrorCode::kInvalidArgument, fmt::format("tools[{}] has no function name", i));
-    const std::string name = (*fn)["name"].get<std::string>();
+    std::string name = (*fn)["name"].get<std::string>();
     if (!only_name.empty() && name != only_name) continue;
-    Json parameters = fn->contains("parameters") ? (*fn)["parameters"] : Json{{"type", "object"}};
-    // Each tool's own schema first, so that an error can name it.
-    if (auto own = JsonSchema::compile(parameters.dump()); !own) {
-      return unexpected(ErrorCode::kInvalidArgument,
-                        fmt::format("tools[{}].function.parameters ({}): {}", i, name, own.error().message));
-    }
-    const std::string key(arguments_key);
-    alternatives.push_back(Json{{"type", "object"},
-                                {"properties", {{"name", {{"const", name}}}, {key, std::move(parameters)}}},
-                                {"required", {"name", key}}});
+    taken.push_back({i, std::move(name), fn->contains("parameters") ? (*fn)["parameters"] : Json{{"type", "object"}}});
   }
-  if (alternatives.empty())
+  if (taken.empty())
     return unexpected(ErrorCode::kInvalidArgument,
                       only_name.empty() ? std::string("no tools to call")
                                         : fmt::format("no declared tool is named '{}'", only_name));
+  const std::string key(arguments_key);
+  Json alternatives = Json::array();
+  for (const Taken& t : taken) {
+    alternatives.push_back(Json{{"type", "object"},
+                                {"properties", {{"name", {{"const", t.name}}}, {key, t.parameters}}},
+                                {"required", {"name", key}}});
+  }
   const Json schema = alternatives.size() == 1 ? alternatives[0] : Json{{"anyOf", std::move(alternatives)}};
-  return JsonSchema::compile(schema.dump());
+  auto compiled = JsonSchema::compile(schema.dump());
+  if (compiled) return compiled;
+  // Which tool's parameters: each compiled alone, so that the error names it.
+  for (const Taken& t : taken) {
+    if (auto own = JsonSchema::compile(t.parameters.dump()); !own) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("tools[{}].function.parameters ({}): {}", t.index, t.name, own.error().message));
+    }
+  }
+  return compiled;
 }
 
 }  // namespace minfer

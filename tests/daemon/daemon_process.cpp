@@ -10,7 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <iterator>
 #include <thread>
 
 #include "tests/daemon/http_test_client.h"
@@ -21,7 +21,13 @@ namespace minfer::test {
 using Clock = std::chrono::steady_clock;
 
 std::string minferd_path() { return MINFERD_PATH; }
-std::string stories_model_path() { return std::string(MINFER_TEST_DATA_DIR) + "/models/stories260K.gguf"; }
+std::string test_data_path(const std::string& relative) { return std::string(MINFER_TEST_DATA_DIR) + "/" + relative; }
+std::string stories_model_path() { return test_data_path("models/stories260K.gguf"); }
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 TempDir::TempDir() {
   char tmpl[] = "/tmp/minferd-test-XXXXXX";
@@ -118,12 +124,7 @@ DaemonProcess::~DaemonProcess() {
   }
 }
 
-std::string DaemonProcess::log() const {
-  std::ifstream in(log_path_);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string DaemonProcess::log() const { return file_bytes(log_path_); }
 
 bool DaemonProcess::running() {
   if (status_) return false;

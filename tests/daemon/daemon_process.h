@@ -19,6 +19,9 @@ using namespace std::chrono_literals;
 
 std::string minferd_path();
 std::string stories_model_path();
+std::string test_data_path(const std::string& relative);  // tests/data/<relative>
+// A whole file's bytes; "" when it cannot be read (a log not written yet).
+std::string file_bytes(const std::string& path);
 
 // A fresh directory under /tmp (short, so socket paths fit sun_path), removed
 // with its contents on destruction.

@@ -8,8 +8,6 @@
 // held to the tools' schemas and come back as tool_calls, streamed too.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "tests/daemon/daemon_process.h"
 #include "tests/daemon/daemon_suite.h"
@@ -21,11 +19,11 @@ namespace {
 using Json = nlohmann::json;
 using OJson = nlohmann::ordered_json;
 
+// A file of tests/data, which must be there.
 std::string data_file(const std::string& relative) {
-  std::ifstream in(std::string(MINFER_TEST_DATA_DIR) + "/" + relative);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string bytes = file_bytes(test_data_path(relative));
+  EXPECT_FALSE(bytes.empty()) << "cannot read " << test_data_path(relative);
+  return bytes;
 }
 
 // A daemon with the template `file` of tests/data/chat-templates. The
@@ -35,7 +33,7 @@ std::string data_file(const std::string& relative) {
 // the comparisons here want each prompt evaluated alike.
 DaemonSpec template_spec(const std::string& file) {
   DaemonSpec s;
-  s.args = {"--chat-template-file", std::string(MINFER_TEST_DATA_DIR) + "/chat-templates/" + file, "--ctx-size",
+  s.args = {"--chat-template-file", test_data_path("chat-templates/" + file), "--ctx-size",
             "2048", "--prefix-cache", "false"};
   return s;
 }

@@ -139,7 +139,7 @@ TEST_F(MinferClient, ChatKeepsTheConversation) {
 struct QwenTemplateSpec {
   static DaemonSpec spec() {
     DaemonSpec s;
-    s.args = {"--chat-template-file", std::string(MINFER_TEST_DATA_DIR) + "/chat-templates/qwen2.5-instruct.jinja",
+    s.args = {"--chat-template-file", test_data_path("chat-templates/qwen2.5-instruct.jinja"),
               "--ctx-size", "2048"};
     return s;
   }

@@ -22,7 +22,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <thread>
 
 #include "tests/daemon/daemon_process.h"
@@ -42,11 +41,6 @@ std::string greedy27(const std::string& sock) {
   const HttpResponse r = post_json(sock, "/v1/completions",
                                    {{"prompt", "Once upon a time"}, {"max_tokens", 27}, {"temperature", 0}});
   return r.status == 200 ? r.json()["choices"][0]["text"].get<std::string>() : "status " + std::to_string(r.status);
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 void write_file(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
@@ -99,7 +93,7 @@ void expect_startup_error(const std::string& model, const std::string& cause) {
 
 TEST(Faults, ACorruptOrUnreadableModelIsAClearStartupError) {
   TempDir dir;
-  const std::string real = read_file(stories_model_path());
+  const std::string real = file_bytes(stories_model_path());
   ASSERT_GT(real.size(), 100000u);
 
   // Cut short, as a copy that ran out of disk space leaves it.

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/common/read_file.h"
 #include "engine/gguf/gguf.h"
 #include "engine/tokenizer/hf_import.h"
 
@@ -15,11 +16,9 @@ namespace minfer::test {
 std::string data_path(const std::string& relative) { return std::string(MINFER_TEST_DATA_DIR) + "/" + relative; }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << "cannot open " << path;
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  auto bytes = minfer::read_file(path);
+  EXPECT_TRUE(bytes.has_value()) << bytes.error().message;
+  return bytes ? std::move(*bytes) : std::string();
 }
 
 std::unique_ptr<Tokenizer> load_vocab(const std::string& name) {
