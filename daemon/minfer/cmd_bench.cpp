@@ -10,6 +10,10 @@
 // tokens (the engine's default sampling otherwise: top-k 40, top-p 0.95,
 // min-p 0.05) instead of taking the argmax, and names them tgN@tT;
 // --repeat-penalty P adds that penalty over the last 64 tokens (@rpP).
+// --logprobs N asks each decode token's log-probability and its N most
+// likely alternatives (@lpN), as a request with `logprobs` does: on CUDA the
+// host then picks the tokens from logits copied back each step (what JSON
+// mode and tool calls do too), which this measures.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -46,14 +50,21 @@ struct TestResult {
   }
 };
 
-GenerationRequest bench_request(const Engine& e, int n_prompt, int n_gen, float temperature, float repeat_penalty,
-                                std::mt19937& rng) {
+// What the decode tests ask besides their length.
+struct DecodeOptions {
+  float temperature = 0.0f;
+  float repeat_penalty = 1.0f;
+  int top_logprobs = -1;  // -1: none
+};
+
+GenerationRequest bench_request(const Engine& e, int n_prompt, int n_gen, const DecodeOptions& o, std::mt19937& rng) {
   GenerationRequest req;
   std::uniform_int_distribution<int> dist(0, e.info().vocab_size - 1);
   for (int i = 0; i < n_prompt; ++i) req.prompt.push_back(dist(rng));
   req.max_tokens = n_gen;
-  req.sampling.temperature = temperature;  // 0, greedy: the decode path the appliance is judged by
-  req.sampling.repeat_penalty = repeat_penalty;
+  req.sampling.temperature = o.temperature;  // 0, greedy: the decode path the appliance is judged by
+  req.sampling.repeat_penalty = o.repeat_penalty;
+  req.top_logprobs = o.top_logprobs;
   req.ignore_eos = true;
   return req;
 }
@@ -65,7 +76,9 @@ int cmd_bench(const std::vector<std::string>& args) {
   eo.n_ctx = 0;
   std::vector<int> pp{512}, tg{128}, depth{0};
   int repeats = 3;
-  float temperature = 0.0f, repeat_penalty = 1.0f;
+  DecodeOptions decode;
+  float& temperature = decode.temperature;
+  float& repeat_penalty = decode.repeat_penalty;
   std::string output = "md";
   po::options_description desc("minfer bench options");
   eo.add_to(desc);
@@ -79,6 +92,9 @@ int cmd_bench(const std::vector<std::string>& args) {
        "decode tests sample at this temperature (0: greedy), with the default top-k, top-p and min-p")
       ("repeat-penalty", po::value(&repeat_penalty)->default_value(repeat_penalty),
        "decode tests with this repetition penalty over the last 64 tokens (1: off; needs --temp)")
+      ("logprobs", po::value(&decode.top_logprobs)->default_value(-1, "off"),
+       "decode tests ask each token's log-probability and this many alternatives (0-20; on CUDA the host "
+       "picks the tokens, as for JSON mode and tool calls)")
       ("output,o", po::value(&output)->default_value(output), "md | json")
       ("profile", "also report where the time goes, per op kind");
   po::variables_map vm;
@@ -91,9 +107,10 @@ int cmd_bench(const std::vector<std::string>& args) {
                         std::any_of(tg.begin(), tg.end(), [](int v) { return v < 0; }) ||
                         std::any_of(depth.begin(), depth.end(), [](int v) { return v < 0; });
   if (repeats < 1 || (output != "md" && output != "json") || negative || !(temperature >= 0.0f && temperature <= 2.0f) ||
-      !(repeat_penalty > 0.0f && repeat_penalty <= 10.0f) || (repeat_penalty != 1.0f && temperature == 0.0f)) {
+      !(repeat_penalty > 0.0f && repeat_penalty <= 10.0f) || (repeat_penalty != 1.0f && temperature == 0.0f) ||
+      decode.top_logprobs < -1 || decode.top_logprobs > 20) {
     std::cerr << "minfer: -r must be >= 1, -p, -n and -d not negative, --temp in [0, 2], --repeat-penalty in (0, 10] "
-                 "and with --temp, and -o md or json\n";
+                 "and with --temp, --logprobs in [0, 20], and -o md or json\n";
     return 2;
   }
   int longest = 1;
@@ -117,8 +134,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     t.name = name;
     t.n_tokens = prefill ? n_prompt : n_gen;
     for (int rep = 0; rep <= repeats; ++rep) {  // rep 0 warms up
-      GenerationRequest req =
-          bench_request(e, n_prompt, n_gen, prefill ? 0.0f : temperature, prefill ? 1.0f : repeat_penalty, rng);
+      GenerationRequest req = bench_request(e, n_prompt, n_gen, prefill ? DecodeOptions{} : decode, rng);
       if (rep == 1) e.set_profiling(profile);
       GenerationResult r = e.generate(req, nullptr, nullptr);
       if (r.finish == FinishReason::kError) {
@@ -145,6 +161,7 @@ int cmd_bench(const std::vector<std::string>& args) {
       std::string name = d > 0 ? fmt::format("tg{}@d{}", g, d) : fmt::format("tg{}", g);
       if (temperature > 0.0f) name += fmt::format("@t{}", temperature);
       if (repeat_penalty != 1.0f) name += fmt::format("@rp{}", repeat_penalty);
+      if (decode.top_logprobs >= 0) name += fmt::format("@lp{}", decode.top_logprobs);
       if (g > 0 && !run_test(name, d + 1, g + 1, false)) return 1;
     }
   }

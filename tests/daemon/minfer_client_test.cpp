@@ -188,21 +188,29 @@ TEST_F(MinferClient, NoDaemonIsAClearError) {
   EXPECT_NE(e.out.find("minferd answered 400: 'max_tokens' is 0"), std::string::npos) << e.out;
 }
 
+// The tests a `minfer bench ... -o json` run reports, each checked to have a
+// positive speed; none (and a failure) when the run failed.
+std::vector<std::string> bench_test_names(const CommandRun& r) {
+  const size_t at = r.out.find('{');
+  if (r.status != 0 || at == std::string::npos) {
+    ADD_FAILURE() << "status " << r.status << ": " << r.out;
+    return {};
+  }
+  const auto report = nlohmann::json::parse(r.out.substr(at));
+  std::vector<std::string> names;
+  for (const auto& t : report["results"]) {
+    names.push_back(t["test"].get<std::string>());
+    EXPECT_GT(t["median_tokens_per_s"].get<double>(), 0.0) << t["test"];
+  }
+  return names;
+}
+
 // `minfer bench` needs no daemon: it loads the model itself. -d puts each
 // decode test that deep into the context; a negative length is refused.
 TEST(MinferBench, DecodeTestsAtDepth) {
   const std::string bench = std::string(MINFER_PATH) + " bench -m " + stories_model_path() + " --backend cpu -r 1";
-  const CommandRun r = run(bench + " -p 8 -n 4 -d 0 16 -o json");
-  ASSERT_EQ(r.status, 0) << r.out;
-  const size_t json = r.out.find('{');
-  ASSERT_NE(json, std::string::npos) << r.out;
-  const auto j = nlohmann::json::parse(r.out.substr(json));
-  std::vector<std::string> tests;
-  for (const auto& t : j["results"]) {
-    tests.push_back(t["test"].get<std::string>());
-    EXPECT_GT(t["median_tokens_per_s"].get<double>(), 0.0) << t["test"];
-  }
-  EXPECT_EQ(tests, (std::vector<std::string>{"pp8", "tg4", "tg4@d16"}));
+  EXPECT_EQ(bench_test_names(run(bench + " -p 8 -n 4 -d 0 16 -o json")),
+            (std::vector<std::string>{"pp8", "tg4", "tg4@d16"}));
   const CommandRun bad = run(bench + " -n 4 -d -1");
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.out.find("-p, -n and -d not negative"), std::string::npos) << bad.out;
@@ -213,26 +221,28 @@ TEST(MinferBench, DecodeTestsAtDepth) {
 // without a temperature, is refused.
 TEST(MinferBench, SampledDecodeTests) {
   const std::string bench = std::string(MINFER_PATH) + " bench -m " + stories_model_path() + " --backend cpu -r 1";
-  const CommandRun r = run(bench + " -p 0 -n 4 --temp 0.8 -o json");
-  ASSERT_EQ(r.status, 0) << r.out;
-  const size_t json = r.out.find('{');
-  ASSERT_NE(json, std::string::npos) << r.out;
-  const auto j = nlohmann::json::parse(r.out.substr(json));
-  ASSERT_EQ(j["results"].size(), 1u) << r.out;
-  EXPECT_EQ(j["results"][0]["test"], "tg4@t0.8");
-  EXPECT_GT(j["results"][0]["median_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(bench_test_names(run(bench + " -p 0 -n 4 --temp 0.8 -o json")), (std::vector<std::string>{"tg4@t0.8"}));
   const CommandRun bad = run(bench + " -n 4 --temp 3");
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.out.find("--temp in [0, 2]"), std::string::npos) << bad.out;
   // --repeat-penalty: the tests named tgN@tT@rpP; only with --temp.
-  const CommandRun rp = run(bench + " -p 0 -n 4 --temp 0.8 --repeat-penalty 1.1 -o json");
-  ASSERT_EQ(rp.status, 0) << rp.out;
-  const auto jrp = nlohmann::json::parse(rp.out.substr(rp.out.find('{')));
-  ASSERT_EQ(jrp["results"].size(), 1u) << rp.out;
-  EXPECT_EQ(jrp["results"][0]["test"], "tg4@t0.8@rp1.1");
+  EXPECT_EQ(bench_test_names(run(bench + " -p 0 -n 4 --temp 0.8 --repeat-penalty 1.1 -o json")),
+            (std::vector<std::string>{"tg4@t0.8@rp1.1"}));
   const CommandRun greedy_rp = run(bench + " -n 4 --repeat-penalty 1.1");
   EXPECT_EQ(greedy_rp.status, 2) << greedy_rp.out;
   EXPECT_NE(greedy_rp.out.find("--repeat-penalty in (0, 10] and with --temp"), std::string::npos) << greedy_rp.out;
+}
+
+// --logprobs N: the decode tests ask log-probabilities (named @lpN), greedy
+// or sampled; outside [0, 20] it is refused.
+TEST(MinferBench, DecodeTestsWithLogprobs) {
+  const std::string bench = std::string(MINFER_PATH) + " bench -m " + stories_model_path() + " --backend cpu -r 1";
+  EXPECT_EQ(bench_test_names(run(bench + " -p 0 -n 4 --logprobs 5 -o json")), (std::vector<std::string>{"tg4@lp5"}));
+  EXPECT_EQ(bench_test_names(run(bench + " -p 0 -n 4 --temp 0.7 --logprobs 0 -o json")),
+            (std::vector<std::string>{"tg4@t0.7@lp0"}));
+  const CommandRun bad = run(bench + " -n 4 --logprobs 21");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--logprobs in [0, 20]"), std::string::npos) << bad.out;
 }
 
 // minfer's model-loading commands take minferd's engine switches: with
