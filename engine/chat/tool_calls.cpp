@@ -189,6 +189,22 @@ ToolReply parse_tool_calls(std::string_view text, ToolStyle style, bool inside_c
   return reply;
 }
 
+// A tool's parameters moved to `at` in the call schema's document: its local
+// references ("#/$defs/Address", "#") made to point where it now lies.
+void move_references(Json& schema, const std::string& at) {
+  if (schema.is_object()) {
+    for (auto& [key, value] : schema.items()) {
+      if (key == "$ref" && value.is_string() && value.get<std::string>().rfind('#', 0) == 0) {
+        value = at + value.get<std::string>().substr(1);
+      } else {
+        move_references(value, at);
+      }
+    }
+  } else if (schema.is_array()) {
+    for (Json& item : schema) move_references(item, at);
+  }
+}
+
 Expected<std::shared_ptr<const JsonSchema>> compile_tool_call_schema(const std::vector<std::string>& tools,
                                                                      std::string_view only_name,
                                                                      std::string_view arguments_key) {
@@ -211,14 +227,22 @@ Expected<std::shared_ptr<const JsonSchema>> compile_tool_call_schema(const std::
     return unexpected(ErrorCode::kInvalidArgument,
                       only_name.empty() ? std::string("no tools to call")
                                         : fmt::format("no declared tool is named '{}'", only_name));
+  // Each tool's parameters a definition of the call schema ("#/$defs/tool_<i>"),
+  // so that the references inside them ("$ref": "#/$defs/...") still resolve.
   const std::string key(arguments_key);
   Json alternatives = Json::array();
+  Json definitions = Json::object();
   for (const Taken& t : taken) {
+    const std::string name = fmt::format("tool_{}", t.index);
+    Json parameters = t.parameters;
+    move_references(parameters, "#/$defs/" + name);
+    definitions[name] = std::move(parameters);
     alternatives.push_back(Json{{"type", "object"},
-                                {"properties", {{"name", {{"const", t.name}}}, {key, t.parameters}}},
+                                {"properties", {{"name", {{"const", t.name}}}, {key, {{"$ref", "#/$defs/" + name}}}}},
                                 {"required", {"name", key}}});
   }
-  const Json schema = alternatives.size() == 1 ? alternatives[0] : Json{{"anyOf", std::move(alternatives)}};
+  Json schema = alternatives.size() == 1 ? alternatives[0] : Json{{"anyOf", std::move(alternatives)}};
+  schema["$defs"] = std::move(definitions);
   auto compiled = JsonSchema::compile(schema.dump());
   if (compiled) return compiled;
   // Which tool's parameters: each compiled alone, so that the error names it.

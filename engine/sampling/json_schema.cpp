@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -30,19 +31,50 @@ Error refuse(const std::string& where, const std::string& what) {
   return Error(ErrorCode::kInvalidArgument, fmt::format("JSON schema at {}: {}", where.empty() ? "the root" : where, what));
 }
 
+// Keywords read as comments, and the definitions that references name:
+// what may stand beside "$ref" and a one-schema "allOf".
+bool is_annotation(const std::string& key) {
+  static const std::set<std::string> kAnnotations = {"title", "description", "default", "$schema", "$defs", "definitions"};
+  return kAnnotations.count(key) > 0;
+}
+
 class Compiler {
  public:
+  // The whole document, which local references ("#/$defs/Name") point into;
+  // its root's node is the caller's node 0 ("#").
+  explicit Compiler(const Json& document) : document_(document) {
+    refs_["#"] = 0;
+    unguarded_.insert("#");
+  }
+
   std::vector<SchemaNode> nodes;
 
   Expected<int32_t> node(const Json& s, const std::string& where, int depth) {
     if (depth > 32) return unexpected(refuse(where, "nested more than 32 levels"));
     if (!s.is_object()) return unexpected(refuse(where, "a schema must be an object"));
-    static const std::set<std::string> kKnown = {"type",  "properties", "required", "additionalProperties",
-                                                 "items", "minItems",   "maxItems", "enum",
-                                                 "const", "anyOf",      "title",    "description",
-                                                 "default", "$schema"};
+    static const std::set<std::string> kKnown = {"type",    "properties", "required", "additionalProperties",
+                                                 "items",   "minItems",   "maxItems", "enum",
+                                                 "const",   "anyOf",      "allOf",    "$ref"};
     for (const auto& [key, value] : s.items()) {
-      if (!kKnown.count(key)) return unexpected(refuse(where, fmt::format("'{}' is not supported", key)));
+      if (!kKnown.count(key) && !is_annotation(key)) {
+        return unexpected(refuse(where, fmt::format("'{}' is not supported", key)));
+      }
+    }
+    for (const char* only : {"$ref", "allOf"}) {
+      if (!s.contains(only)) continue;
+      for (const auto& [key, value] : s.items()) {
+        if (key != only && !is_annotation(key)) {
+          return unexpected(refuse(where, fmt::format("'{}' beside '{}' is not supported", key, only)));
+        }
+      }
+    }
+    if (s.contains("$ref")) return ref(s["$ref"], where);
+    if (s.contains("allOf")) {  // as Pydantic writes a described reference: one schema
+      const Json& all = s["allOf"];
+      if (!all.is_array() || all.size() != 1) {
+        return unexpected(refuse(where, "'allOf' is supported with one schema only"));
+      }
+      return node(all[0], where + ".allOf[0]", depth + 1);
     }
     if (s.contains("enum") || s.contains("const")) {
       SchemaNode n;
@@ -124,6 +156,54 @@ class Compiler {
   }
   int32_t any_ = -1;
 
+  // A local reference: the node of the schema it points to, compiled once
+  // (a reference met again, recursion included, is that node). A node
+  // stands for it, an alternative of one, filled when its target is
+  // compiled. A reference back to one still being compiled with no object
+  // or array opened in between would be a value made of itself: refused.
+  Expected<int32_t> ref(const Json& target, const std::string& where) {
+    if (!target.is_string()) return unexpected(refuse(where, "'$ref' must be a string"));
+    const std::string pointer = target.get<std::string>();
+    if (auto it = refs_.find(pointer); it != refs_.end()) {
+      if (unguarded_.count(pointer)) {
+        return unexpected(refuse(where, fmt::format("'$ref' {} refers back to itself with no object or array in "
+                                                    "between: the value would be made of itself",
+                                                    pointer)));
+      }
+      return it->second;
+    }
+    if (pointer.empty() || pointer[0] != '#') {
+      return unexpected(refuse(where, fmt::format("'$ref' {} is not local: only '#/...' references are supported", pointer)));
+    }
+    const Json* schema = nullptr;
+    try {
+      schema = &document_.at(Json::json_pointer(pointer.substr(1)));
+    } catch (const Json::exception&) {
+      return unexpected(refuse(where, fmt::format("'$ref' {} names nothing in the schema", pointer)));
+    }
+    const int32_t stand_in = add(SchemaNode{});
+    nodes[static_cast<size_t>(stand_in)].kind = Kind::kAnyOf;
+    refs_[pointer] = stand_in;
+    unguarded_.insert(pointer);
+    auto compiled = node(*schema, pointer, 0);
+    unguarded_.erase(pointer);
+    if (!compiled) return compiled;
+    nodes[static_cast<size_t>(stand_in)].children = {*compiled};
+    return stand_in;
+  }
+  // A value inside an object or array: references from there back to the
+  // ones being compiled are recursion through the container, which is fine.
+  Expected<int32_t> guarded(const Json& s, const std::string& where, int depth) {
+    std::set<std::string> outside;
+    outside.swap(unguarded_);
+    auto r = node(s, where, depth);
+    unguarded_.swap(outside);
+    return r;
+  }
+  const Json& document_;
+  std::map<std::string, int32_t> refs_;  // pointer -> its stand-in node
+  std::set<std::string> unguarded_;      // references being compiled with no container opened since
+
   Expected<int32_t> typed(const Json& s, const std::string& type, const std::string& where, int depth) {
     SchemaNode n;
     if (type == "string") {
@@ -162,7 +242,7 @@ class Compiler {
       }
       std::vector<int32_t> children;
       for (const auto& [key, value] : props.items()) {
-        MINFER_ASSIGN_OR_RETURN(int32_t child, node(value, where + "." + key, depth + 1));
+        MINFER_ASSIGN_OR_RETURN(int32_t child, guarded(value, where + "." + key, depth + 1));
         children.push_back(child);
         n.keys.push_back(Json(key).dump());
         n.required.push_back(required.count(key) > 0);
@@ -172,7 +252,7 @@ class Compiler {
       n.kind = Kind::kArray;
       int32_t items = -1;
       if (s.contains("items")) {
-        MINFER_ASSIGN_OR_RETURN(items, node(s["items"], where + "[]", depth + 1));
+        MINFER_ASSIGN_OR_RETURN(items, guarded(s["items"], where + "[]", depth + 1));
       } else {
         items = any();  // no items: any values
       }
@@ -218,16 +298,18 @@ class Stepper {
   Stepper(const std::vector<SchemaNode>& nodes, std::vector<Branch>* out) : nodes_(nodes), out_(out) {}
 
   // `b` with the value of `node` begun (anyOf: one branch an alternative),
-  // at `phase`; none past kMaxDepth frames.
+  // at `phase`; none past kMaxDepth frames. Each alternative node is
+  // expanded once: references shared by many alternatives (D0 = anyOf[D1,
+  // D1], D1 = anyOf[D2, D2], ...) give one branch a value, not 2^n.
   void push_value(Branch b, int32_t node, std::vector<Branch>* into, uint8_t phase = 0) const {
-    const SchemaNode& n = nodes_[static_cast<size_t>(node)];
-    if (n.kind == Kind::kAnyOf) {
-      for (const int32_t alt : n.children) push_value(b, alt, into, phase);
+    if (nodes_[static_cast<size_t>(node)].kind != Kind::kAnyOf) {  // one alternative: the common case
+      if (static_cast<int>(b.stack.size()) >= JsonSchemaGrammar::kMaxDepth) return;
+      b.stack.push_back(Frame{node, phase, 0, 0});
+      into->push_back(std::move(b));
       return;
     }
-    if (static_cast<int>(b.stack.size()) >= JsonSchemaGrammar::kMaxDepth) return;
-    b.stack.push_back(Frame{node, phase, 0, 0});
-    into->push_back(std::move(b));
+    std::vector<int32_t> expanded;
+    push_alternatives(b, node, into, phase, &expanded);
   }
 
   // The top value of `b` is complete: its parent moves on (an object's key
@@ -270,6 +352,21 @@ class Stepper {
   }
 
  private:
+  void push_alternatives(const Branch& b, int32_t node, std::vector<Branch>* into, uint8_t phase,
+                         std::vector<int32_t>* expanded) const {
+    if (std::find(expanded->begin(), expanded->end(), node) != expanded->end()) return;
+    expanded->push_back(node);
+    const SchemaNode& n = nodes_[static_cast<size_t>(node)];
+    if (n.kind == Kind::kAnyOf) {
+      for (const int32_t alt : n.children) push_alternatives(b, alt, into, phase, expanded);
+      return;
+    }
+    if (static_cast<int>(b.stack.size()) >= JsonSchemaGrammar::kMaxDepth) return;
+    Branch begun = b;
+    begun.stack.push_back(Frame{node, phase, 0, 0});
+    into->push_back(std::move(begun));
+  }
+
   static bool structural(Kind kind, uint8_t phase) {
     switch (kind) {
       case Kind::kObject: return phase != kObjKeyText && phase != kObjValue;  // (a free key's string is its own frame)
@@ -505,7 +602,7 @@ bool JsonSchemaGrammar::Branch::operator==(const Branch& o) const {
 Expected<std::shared_ptr<const JsonSchema>> JsonSchema::compile(std::string_view schema_json) {
   const Json s = Json::parse(schema_json, nullptr, false);
   if (s.is_discarded()) return unexpected(ErrorCode::kInvalidArgument, "the JSON schema is not JSON");
-  Compiler c;
+  Compiler c(s);
   c.nodes.reserve(16);
   c.nodes.emplace_back();  // [0]: the root, filled below
   MINFER_ASSIGN_OR_RETURN(int32_t root, c.node(s, "", 0));
@@ -532,9 +629,11 @@ bool JsonSchemaGrammar::step(unsigned char c) {
   std::vector<Branch> next;
   const Stepper stepper(schema_->nodes(), &next);
   for (const Branch& b : branches_) stepper.feed(b, c);
-  // Branches that met again (a literal shared by two alternatives) are one.
+  // Branches that met again (a literal shared by two alternatives) are one;
+  // at most kMaxBranches go on (what they accept is still the schema's).
   std::vector<Branch> unique;
   for (Branch& b : next) {
+    if (unique.size() == kMaxBranches) break;
     if (std::find(unique.begin(), unique.end(), b) == unique.end()) unique.push_back(std::move(b));
   }
   branches_ = std::move(unique);

@@ -3,15 +3,19 @@
 // automata run side by side (a schema's alternatives and optional keys are
 // branches; a byte keeps the branches it can extend).
 //
-// The schema subset (what OpenAI's strict mode allows, less references):
-// "type" one of object, array, string, number, integer, boolean, null, or a
-// list of them; "properties" with "required" (keys come in the properties'
-// order; a key not required may be left out; no other key is written, so
-// "additionalProperties" may only be false beside them); "items" with "minItems" and
-// "maxItems"; "enum" and "const" of scalars; "anyOf". "title",
-// "description", "default" and "$schema" are read as comments. Anything else
-// ($ref, oneOf, pattern, minimum, ...) is refused by compile() with its name,
-// never ignored: the output would not be held to it.
+// The schema subset (what OpenAI's strict mode allows): "type" one of
+// object, array, string, number, integer, boolean, null, or a list of them;
+// "properties" with "required" (keys come in the properties' order; a key
+// not required may be left out; no other key is written, so
+// "additionalProperties" may only be false beside them); "items" with
+// "minItems" and "maxItems"; "enum" and "const" of scalars; "anyOf"; local
+// references ("$ref": "#/$defs/Name", "#/definitions/Name", "#"), recursive
+// ones included, as Pydantic and OpenAI's SDKs write models, and "allOf" of
+// one schema. "title", "description", "default", "$schema", "$defs" and
+// "definitions" are read as comments (definitions count where referenced).
+// Anything else (oneOf, pattern, minimum, a keyword beside "$ref", ...) is
+// refused by compile() with its name, never ignored: the output would not be
+// held to it.
 //
 // What JSON Schema leaves open stays open: no type is any value, an object
 // without properties or additionalProperties any object (JSON mode is that
@@ -53,6 +57,11 @@ class JsonSchemaGrammar {
  public:
   static constexpr int kMaxIndent = 20;  // spaces or tabs after a newline between tokens
   static constexpr int kMaxDepth = 64;   // values open at once
+  // Parses followed side by side at most: a schema whose alternatives stay
+  // ambiguous for long (anyOf of look-alike objects nested by references)
+  // would double them at each level; past this the first ones go on, so
+  // the output still keeps to the schema but may miss a way to finish.
+  static constexpr size_t kMaxBranches = 256;
 
   explicit JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema);
 

@@ -398,6 +398,34 @@ TEST_F(DaemonApi, JsonSchemaKeepsTheClientsKeyOrder) {
   EXPECT_LT(content.find("\"zeta\""), content.find("\"alpha\"")) << content;
 }
 
+// A schema as OpenAI's SDKs send a Pydantic model: the enum a definition in
+// "$defs", named by "$ref" (an optional field: anyOf with null).
+TEST_F(DaemonApi, JsonSchemaWithLocalReferences) {
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "How do you feel?"}], "max_tokens": 40, "temperature": 0,
+          "response_format": {"type": "json_schema", "json_schema": {"name": "Feeling", "strict": true, "schema": {
+          "$defs": {"Mood": {"enum": ["happy", "sad"], "title": "Mood", "type": "string"}},
+          "properties": {"mood": {"$ref": "#/$defs/Mood"},
+                         "before": {"anyOf": [{"$ref": "#/$defs/Mood"}, {"type": "null"}]}},
+          "required": ["mood", "before"], "title": "Feeling", "type": "object", "additionalProperties": false}}}})";
+  const HttpResponse r = http_request(sock(), "POST", "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["choices"][0]["finish_reason"], "stop");
+  const std::string content = r.json()["choices"][0]["message"]["content"].get<std::string>();
+  const Json object = Json::parse(content, nullptr, false);
+  ASSERT_TRUE(object.is_object()) << content;
+  EXPECT_TRUE(object["mood"] == "happy" || object["mood"] == "sad") << content;
+  EXPECT_TRUE(object["before"] == "happy" || object["before"] == "sad" || object["before"].is_null()) << content;
+  EXPECT_EQ(object.size(), 2u) << content;
+  // A reference to what is not there: a 400 that names it.
+  const HttpResponse bad = http_request(
+      sock(), "POST", "/v1/chat/completions",
+      R"({"messages": [{"role": "user", "content": "Hi"}], "response_format": {"type": "json_schema", "json_schema":
+          {"name": "x", "schema": {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "required": ["a"]}}}})");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("#/$defs/A names nothing in the schema"), std::string::npos) << bad.body;
+}
+
 TEST_F(DaemonApi, StopStringEndsTheTextAndFinishesWithStop) {
   const Json j = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0},
                                           {"stop", {"Lily", "never"}}});

@@ -88,7 +88,7 @@ TEST(JsonSchemaGrammar, KeywordsOutsideTheSubsetAreRefusedByName) {
     auto s = JsonSchema::compile(schema);
     return s ? std::string("compiled") : s.error().message;
   };
-  EXPECT_NE(error_of(R"({"$ref": "#/$defs/x"})").find("'$ref' is not supported"), std::string::npos);
+  EXPECT_NE(error_of(R"({"oneOf": [{"type": "string"}]})").find("'oneOf' is not supported"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "string", "pattern": "^a"})").find("'pattern' is not supported"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}})")
                 .find("JSON schema at .a: 'minimum' is not supported"),
@@ -100,6 +100,109 @@ TEST(JsonSchemaGrammar, KeywordsOutsideTheSubsetAreRefusedByName) {
   EXPECT_NE(error_of("[1]").find("must be an object"), std::string::npos);
   EXPECT_NE(error_of("{").find("not JSON"), std::string::npos);
   EXPECT_EQ(error_of(R"({"type": "string", "title": "t", "description": "d", "default": "x"})"), "compiled");
+}
+
+// A model as Pydantic (and so OpenAI's SDKs' parse()) writes it: nested
+// models in "$defs" named by "$ref", an optional field as anyOf with null, a
+// described reference as an allOf of one — and a recursive model.
+TEST(JsonSchemaGrammar, LocalReferencesAsPydanticWritesThem) {
+  const auto order = compiled(R"({
+    "$defs": {
+      "Address": {"properties": {"city": {"title": "City", "type": "string"},
+                                 "zip": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null}},
+                  "required": ["city", "zip"], "title": "Address", "type": "object", "additionalProperties": false},
+      "Size": {"enum": ["S", "M", "L"], "title": "Size", "type": "string"}},
+    "properties": {"to": {"$ref": "#/$defs/Address"},
+                   "from": {"allOf": [{"$ref": "#/$defs/Address"}], "description": "the sender"},
+                   "sizes": {"items": {"$ref": "#/$defs/Size"}, "type": "array"}},
+    "required": ["to", "from", "sizes"], "title": "Order", "type": "object", "additionalProperties": false})");
+  ASSERT_TRUE(order);
+  bool done = false;
+  const std::string doc = R"({"to": {"city": "Oslo", "zip": "0150"}, "from": {"city": "Rome", "zip": null}, "sizes": ["M", "L"]})";
+  EXPECT_EQ(first_refused(order, doc, &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(order, R"({"to": {"zip": "1"})"), 9);                         // city first
+  EXPECT_EQ(first_refused(order, R"({"to": {"city": "A", "zip": 5})"), 28);             // a string or null
+  EXPECT_EQ(first_refused(order, R"({"to": {"city": "A", "zip": null}, "from": 1})"), 43);  // an Address
+  EXPECT_EQ(first_refused(order, R"({"to": {"city": "A", "zip": null}, "from": {"city": "B", "zip": null}, "sizes": ["XL"])"),
+            82);
+
+  // A tree: each node's children are nodes; "#" is the whole schema.
+  const auto tree = compiled(R"({"$defs": {"Node": {"type": "object", "properties": {
+      "name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+      "required": ["name", "children"]}}, "$ref": "#/$defs/Node"})");
+  ASSERT_TRUE(tree);
+  EXPECT_EQ(first_refused(tree, R"({"name": "a", "children": [{"name": "b", "children": []}, {"name": "c", "children": [{"name": "d", "children": []}]}]})",
+                          &done),
+            -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(tree, R"({"name": "a", "children": [{"children": []}]})"), 29);  // a child is a Node: name first
+  const auto list = compiled(R"({"type": "object", "properties": {"v": {"type": "integer"},
+      "next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}}, "required": ["v", "next"]})");
+  EXPECT_EQ(first_refused(list, R"({"v": 1, "next": {"v": 2, "next": null}})", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(list, R"({"v": 1, "next": {"v": 2}})"), 24);  // "next" is required inside too
+}
+
+// References the automata cannot follow are refused, each with its reason.
+TEST(JsonSchemaGrammar, ReferencesItCannotFollowAreRefused) {
+  auto error_of = [](const std::string& schema) {
+    auto s = JsonSchema::compile(schema);
+    return s ? std::string("compiled") : s.error().message;
+  };
+  EXPECT_NE(error_of(R"({"$ref": "other.json#/x"})").find("is not local"), std::string::npos);
+  EXPECT_NE(error_of(R"({"$ref": "#/$defs/Missing", "$defs": {}})").find("'$ref' #/$defs/Missing names nothing"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"$ref": "#/$defs/A", "$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]}}})")
+                .find("refers back to itself with no object or array in between"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"anyOf": [{"$ref": "#"}]})").find("refers back to itself"), std::string::npos);
+  EXPECT_NE(error_of(R"({"$ref": "#/$defs/A", "type": "object", "$defs": {"A": {}}})").find("'type' beside '$ref'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"allOf": [{"type": "string"}, {"const": "a"}]})").find("'allOf' is supported with one schema only"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"$ref": "#/$defs/A", "$defs": {"A": {"type": "string", "pattern": "x"}}})")
+                .find("JSON schema at #/$defs/A: 'pattern' is not supported"),
+            std::string::npos);
+  // Definitions nobody names are not compiled, whatever they hold.
+  EXPECT_EQ(error_of(R"({"type": "string", "$defs": {"Unused": {"pattern": "x"}}})"), "compiled");
+}
+
+// Schemas whose alternatives multiply: 24 definitions, each two references
+// to the next, expand to one branch (not 2^24); 24 levels of look-alike
+// objects, each of two alternatives, nest a document 24 deep with at most
+// kMaxBranches parses followed (2^24 without the bound) and still accept it.
+TEST(JsonSchemaGrammar, AlternativesThatMultiplyStayBounded) {
+  constexpr int kLevels = 24;
+  std::string defs;
+  for (int i = 0; i < kLevels; ++i) {
+    defs += "\"D" + std::to_string(i) + "\": {\"anyOf\": [{\"$ref\": \"#/$defs/D" + std::to_string(i + 1) +
+            "\"}, {\"$ref\": \"#/$defs/D" + std::to_string(i + 1) + "\"}]}, ";
+  }
+  const auto doubling = compiled("{\"$defs\": {" + defs + "\"D" + std::to_string(kLevels) +
+                                 "\": {\"type\": \"string\"}}, \"$ref\": \"#/$defs/D0\"}");
+  ASSERT_TRUE(doubling);
+  bool done = false;
+  EXPECT_EQ(first_refused(doubling, "\"deep\"", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(doubling, "1"), 0);
+
+  std::string nested_defs;
+  for (int i = 0; i < kLevels; ++i) {
+    const std::string next = i + 1 < kLevels ? "{\"$ref\": \"#/$defs/N" + std::to_string(i + 1) + "\"}" : "{\"type\": \"integer\"}";
+    const std::string object = "{\"type\": \"object\", \"properties\": {\"a\": " + next + "}, \"required\": [\"a\"]}";
+    nested_defs += "\"N" + std::to_string(i) + "\": {\"anyOf\": [" + object + ", " + object + "]}, ";
+  }
+  nested_defs.resize(nested_defs.size() - 2);
+  const auto nested = compiled("{\"$defs\": {" + nested_defs + "}, \"$ref\": \"#/$defs/N0\"}");
+  ASSERT_TRUE(nested);
+  std::string doc;
+  for (int i = 0; i < kLevels; ++i) doc += "{\"a\": ";
+  doc += "7";
+  for (int i = 0; i < kLevels; ++i) doc += "}";
+  EXPECT_EQ(first_refused(nested, doc, &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(nested, "{\"a\": {\"a\": 7}}"), 12);  // 24 levels, not 2
 }
 
 // What JSON Schema leaves open stays open: no type is any value, an object

@@ -395,5 +395,31 @@ TEST(ChatTools, AForcedCallsSchema) {
   EXPECT_NE(unsupported.error().message.find("'minimum' is not supported"), std::string::npos);
 }
 
+// Parameters with references of their own (a Pydantic model's "$defs"):
+// they resolve inside the call schema as they do in the tool's.
+TEST(ChatTools, AForcedCallsSchemaKeepsTheToolsReferences) {
+  const std::vector<std::string> tools = {
+      R"({"type": "function", "function": {"name": "ship", "parameters": {"type": "object",
+          "$defs": {"Address": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+          "properties": {"to": {"$ref": "#/$defs/Address"}, "also": {"type": "array", "items": {"$ref": "#/$defs/Address"}}},
+          "required": ["to"]}}})",
+      R"({"type": "function", "function": {"name": "tree", "parameters": {"type": "object",
+          "properties": {"label": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#"}}},
+          "required": ["label", "kids"]}}})"};
+  auto any = compile_tool_call_schema(tools);
+  ASSERT_TRUE(any) << any.error().message;
+  EXPECT_TRUE(accepts_all(JsonSchemaGrammar(*any), R"({"name": "ship", "arguments": {"to": {"city": "Oslo"}, "also": [{"city": "Rome"}]}})"));
+  EXPECT_FALSE(JsonSchemaGrammar(*any).accepts(R"({"name": "ship", "arguments": {"to": {"zip")"));  // an Address
+  EXPECT_TRUE(accepts_all(JsonSchemaGrammar(*any),
+                          R"({"name": "tree", "arguments": {"label": "a", "kids": [{"label": "b", "kids": []}]}})"));
+  // "#" is the tool's parameters, not the call: a kid is a tree node.
+  EXPECT_FALSE(JsonSchemaGrammar(*any).accepts(R"({"name": "tree", "arguments": {"label": "a", "kids": [{"name")"));
+  auto broken = compile_tool_call_schema(
+      {R"({"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"$ref": "#/$defs/X"}}}}})"});
+  ASSERT_FALSE(broken);
+  EXPECT_NE(broken.error().message.find("tools[0].function.parameters (f): "), std::string::npos) << broken.error().message;
+  EXPECT_NE(broken.error().message.find("#/$defs/X names nothing"), std::string::npos) << broken.error().message;
+}
+
 }  // namespace
 }  // namespace minfer
