@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -20,6 +21,9 @@ struct SchemaNode {
   std::vector<std::string> literals;  // kLiterals: each allowed value's JSON text
   // Object: any keys (children {value, key string}) instead of `keys`.
   bool free_keys = false;
+  // Integer: the values allowed (minimum, maximum; unbounded: kUnbounded).
+  int64_t min_value = -kUnbounded, max_value = kUnbounded;
+  static constexpr int64_t kUnbounded = int64_t{1} << 62;
 };
 
 namespace {
@@ -54,7 +58,8 @@ class Compiler {
     if (!s.is_object()) return unexpected(refuse(where, "a schema must be an object"));
     static const std::set<std::string> kKnown = {"type",    "properties", "required", "additionalProperties",
                                                  "items",   "minItems",   "maxItems", "enum",
-                                                 "const",   "anyOf",      "allOf",    "$ref"};
+                                                 "const",   "anyOf",      "allOf",    "$ref",
+                                                 "minimum", "maximum",    "exclusiveMinimum", "exclusiveMaximum"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key) && !is_annotation(key)) {
         return unexpected(refuse(where, fmt::format("'{}' is not supported", key)));
@@ -66,6 +71,11 @@ class Compiler {
         if (key != only && !is_annotation(key)) {
           return unexpected(refuse(where, fmt::format("'{}' beside '{}' is not supported", key, only)));
         }
+      }
+    }
+    for (const char* bound : kBounds) {
+      if (s.contains(bound) && !(s.contains("type") && s["type"] == "integer")) {
+        return unexpected(refuse(where, fmt::format("'{}' is supported with \"type\": \"integer\" only", bound)));
       }
     }
     if (s.contains("$ref")) return ref(s["$ref"], where);
@@ -156,6 +166,31 @@ class Compiler {
   }
   int32_t any_ = -1;
 
+  static constexpr const char* kBounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+  // The most an integer's bound may be, either way: a value's digits are
+  // followed up to INT32_MAX (number()), one past every bound.
+  static constexpr int64_t kBoundLimit = INT32_MAX - 1;
+
+  // An integer's minimum and maximum (exclusive ones made inclusive).
+  Status integer_bounds(const Json& s, const std::string& where, SchemaNode* n) {
+    for (const char* bound : kBounds) {
+      if (!s.contains(bound)) continue;
+      const Json& v = s[bound];
+      if (!v.is_number()) return unexpected(refuse(where, fmt::format("'{}' must be a number", bound)));
+      const double x = v.get<double>();
+      if (!(std::fabs(x) <= static_cast<double>(kBoundLimit))) {
+        return unexpected(refuse(where, fmt::format("'{}' {} is beyond the supported ±{}", bound, v.dump(), kBoundLimit)));
+      }
+      const std::string_view name(bound);
+      if (name == "minimum") n->min_value = std::max(n->min_value, static_cast<int64_t>(std::ceil(x)));
+      if (name == "exclusiveMinimum") n->min_value = std::max(n->min_value, static_cast<int64_t>(std::floor(x)) + 1);
+      if (name == "maximum") n->max_value = std::min(n->max_value, static_cast<int64_t>(std::floor(x)));
+      if (name == "exclusiveMaximum") n->max_value = std::min(n->max_value, static_cast<int64_t>(std::ceil(x)) - 1);
+    }
+    if (n->min_value > n->max_value) return unexpected(refuse(where, "no integer lies within its minimum and maximum"));
+    return ok_status();
+  }
+
   // A local reference: the node of the schema it points to, compiled once
   // (a reference met again, recursion included, is that node). A node
   // stands for it, an alternative of one, filled when its target is
@@ -212,6 +247,7 @@ class Compiler {
       n.kind = Kind::kNumber;
     } else if (type == "integer") {
       n.kind = Kind::kInteger;
+      MINFER_TRY(integer_bounds(s, where, &n));
     } else if (type == "boolean") {
       n.kind = Kind::kLiterals;
       n.literals = {"true", "false"};
@@ -293,6 +329,23 @@ bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c 
 using Branch = JsonSchemaGrammar::Branch;
 using Frame = JsonSchemaGrammar::Frame;
 
+// Whether an integer that begins with the digits of `digits` (negative:
+// after a minus) can lie in the node's [min_value, max_value]: the value
+// itself when no digit may follow, else any of digits × 10^j + [0, 10^j).
+// Products stop at kUnbounded, beyond every bound.
+bool reachable(const SchemaNode& n, int64_t digits, bool negative, bool more) {
+  constexpr int64_t kCap = SchemaNode::kUnbounded;
+  int64_t span = 1;
+  for (int j = 0; j <= (more ? 12 : 0); ++j) {
+    const int64_t low = digits > kCap / span ? kCap : digits * span;
+    const int64_t high = std::min(kCap, low + (span - 1));
+    const int64_t from = negative ? -high : low, to = negative ? -low : high;
+    if (std::max(from, n.min_value) <= std::min(to, n.max_value)) return true;
+    span *= 10;
+  }
+  return false;
+}
+
 class Stepper {
  public:
   Stepper(const std::vector<SchemaNode>& nodes, std::vector<Branch>* out) : nodes_(nodes), out_(out) {}
@@ -345,7 +398,7 @@ class Stepper {
       case Kind::kArray: return array(std::move(b), n, c);
       case Kind::kString: return string(std::move(b), c);
       case Kind::kNumber:
-      case Kind::kInteger: return number(std::move(b), n.kind == Kind::kInteger, c);
+      case Kind::kInteger: return number(std::move(b), n, c);
       case Kind::kLiterals: return literal(std::move(b), n, c);
       case Kind::kAnyOf: return;  // expanded when pushed
     }
@@ -530,20 +583,31 @@ class Stepper {
     out_->push_back(std::move(b));
   }
 
-  void number(Branch b, bool integer, unsigned char c) const {
+  void number(Branch b, const SchemaNode& n, unsigned char c) const {
+    const bool integer = n.kind == Kind::kInteger;
     Frame& f = b.stack.back();
     auto to = [&](NumberPhase p) {
       f.phase = p;
       out_->push_back(std::move(b));
     };
+    // A bounded integer's digits so far: their value in f.a (at most
+    // INT32_MAX, past every bound), f.b = 1 after a minus.
+    const bool bounded = integer && (n.min_value > -SchemaNode::kUnbounded || n.max_value < SchemaNode::kUnbounded);
     switch (f.phase) {
       case kNumStart:
-        if (c == '-') return to(kNumMinus);
+        if (c == '-') {
+          if (bounded && n.min_value > 0) return;
+          f.b = bounded ? 1 : 0;
+          return to(kNumMinus);
+        }
         [[fallthrough]];
       case kNumMinus:
-        if (c == '0') return to(kNumZero);
-        if (is_digit(c)) return to(kNumInt);
-        return;
+        if (!is_digit(c)) return;
+        if (bounded) {
+          f.a = c - '0';
+          if (!reachable(n, f.a, f.b != 0, c != '0')) return;
+        }
+        return to(c == '0' ? kNumZero : kNumInt);
       case kNumDot:
         if (is_digit(c)) return to(kNumFrac);
         return;
@@ -555,10 +619,17 @@ class Stepper {
         return;
       default: break;  // a number that may end here
     }
-    if (is_digit(c) && f.phase != kNumZero) return to(static_cast<NumberPhase>(f.phase));
+    if (is_digit(c) && f.phase != kNumZero) {
+      if (bounded) {
+        f.a = static_cast<int32_t>(std::min<int64_t>(INT32_MAX, int64_t{10} * f.a + (c - '0')));
+        if (!reachable(n, f.a, f.b != 0, true)) return;
+      }
+      return to(static_cast<NumberPhase>(f.phase));
+    }
     if (!integer && c == '.' && (f.phase == kNumZero || f.phase == kNumInt)) return to(kNumDot);
     if (!integer && (c == 'e' || c == 'E') && f.phase != kNumExpDigits) return to(kNumExp);
     // The number ends: the byte is its parent's.
+    if (bounded && !reachable(n, f.a, f.b != 0, false)) return;
     pop(b);
     feed(std::move(b), c);
   }
@@ -659,8 +730,10 @@ bool JsonSchemaGrammar::complete() const {
     if (b.stack.empty()) return true;
     const Frame& f = b.stack.front();
     const Kind kind = schema_->nodes()[static_cast<size_t>(f.node)].kind;
+    const SchemaNode& n = schema_->nodes()[static_cast<size_t>(f.node)];
     return b.stack.size() == 1 && (kind == Kind::kNumber || kind == Kind::kInteger) &&
-           (f.phase == kNumZero || f.phase == kNumInt || f.phase == kNumFrac || f.phase == kNumExpDigits);
+           (f.phase == kNumZero || f.phase == kNumInt || f.phase == kNumFrac || f.phase == kNumExpDigits) &&
+           (kind == Kind::kNumber || reachable(n, f.a, f.b != 0, false));
   });
 }
 

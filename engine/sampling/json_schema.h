@@ -8,14 +8,17 @@
 // "properties" with "required" (keys come in the properties' order; a key
 // not required may be left out; no other key is written, so
 // "additionalProperties" may only be false beside them); "items" with
-// "minItems" and "maxItems"; "enum" and "const" of scalars; "anyOf"; local
+// "minItems" and "maxItems"; "enum" and "const" of scalars; "minimum",
+// "maximum", "exclusiveMinimum" and "exclusiveMaximum" of integers (within
+// ±2,147,483,646: a digit is taken only if an integer it begins lies within
+// them, and the number ends only inside them); "anyOf"; local
 // references ("$ref": "#/$defs/Name", "#/definitions/Name", "#"), recursive
 // ones included, as Pydantic and OpenAI's SDKs write models, and "allOf" of
 // one schema. "title", "description", "default", "$schema", "$defs" and
 // "definitions" are read as comments (definitions count where referenced).
-// Anything else (oneOf, pattern, minimum, a keyword beside "$ref", ...) is
-// refused by compile() with its name, never ignored: the output would not be
-// held to it.
+// Anything else (oneOf, pattern, format, a number's minimum, a keyword
+// beside "$ref", ...) is refused by compile() with its name, never ignored:
+// the output would not be held to it.
 //
 // What JSON Schema leaves open stays open: no type is any value, an object
 // without properties or additionalProperties any object (JSON mode is that

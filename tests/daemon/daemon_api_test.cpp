@@ -399,15 +399,17 @@ TEST_F(DaemonApi, JsonSchemaKeepsTheClientsKeyOrder) {
 }
 
 // A schema as OpenAI's SDKs send a Pydantic model: the enum a definition in
-// "$defs", named by "$ref" (an optional field: anyOf with null).
+// "$defs", named by "$ref" (an optional field: anyOf with null), and an
+// integer field with bounds (conint(ge=1, le=3)).
 TEST_F(DaemonApi, JsonSchemaWithLocalReferences) {
   const std::string body =
-      R"({"messages": [{"role": "user", "content": "How do you feel?"}], "max_tokens": 40, "temperature": 0,
+      R"({"messages": [{"role": "user", "content": "How do you feel?"}], "max_tokens": 100, "temperature": 0,
           "response_format": {"type": "json_schema", "json_schema": {"name": "Feeling", "strict": true, "schema": {
           "$defs": {"Mood": {"enum": ["happy", "sad"], "title": "Mood", "type": "string"}},
           "properties": {"mood": {"$ref": "#/$defs/Mood"},
-                         "before": {"anyOf": [{"$ref": "#/$defs/Mood"}, {"type": "null"}]}},
-          "required": ["mood", "before"], "title": "Feeling", "type": "object", "additionalProperties": false}}}})";
+                         "before": {"anyOf": [{"$ref": "#/$defs/Mood"}, {"type": "null"}]},
+                         "times": {"type": "integer", "minimum": 1, "maximum": 3}},
+          "required": ["mood", "before", "times"], "title": "Feeling", "type": "object", "additionalProperties": false}}}})";
   const HttpResponse r = http_request(sock(), "POST", "/v1/chat/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["choices"][0]["finish_reason"], "stop");
@@ -416,7 +418,10 @@ TEST_F(DaemonApi, JsonSchemaWithLocalReferences) {
   ASSERT_TRUE(object.is_object()) << content;
   EXPECT_TRUE(object["mood"] == "happy" || object["mood"] == "sad") << content;
   EXPECT_TRUE(object["before"] == "happy" || object["before"] == "sad" || object["before"].is_null()) << content;
-  EXPECT_EQ(object.size(), 2u) << content;
+  ASSERT_TRUE(object["times"].is_number_integer()) << content;
+  EXPECT_GE(object["times"].get<int>(), 1) << content;
+  EXPECT_LE(object["times"].get<int>(), 3) << content;
+  EXPECT_EQ(object.size(), 3u) << content;
   // A reference to what is not there: a 400 that names it.
   const HttpResponse bad = http_request(
       sock(), "POST", "/v1/chat/completions",

@@ -321,13 +321,13 @@ TEST(ChatRequest, ToolsAndToolMessages) {
   EXPECT_FALSE(s.forced_tool_call());
   EXPECT_NE(s.tool_call_schema, nullptr) << "auto: the calls the model opens are held to it";
   // A schema outside the subset: auto takes calls as written (no schema), required is a 400.
-  const std::string minimum =
+  const std::string pattern =
       R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f",)"
-      R"("parameters":{"type":"object","properties":{"n":{"type":"integer","minimum":1}}}}}])";
-  ASSERT_FALSE(parse_chat_request(minimum + "}", limits, &s));
+      R"("parameters":{"type":"object","properties":{"n":{"type":"string","pattern":"^a"}}}}}])";
+  ASSERT_FALSE(parse_chat_request(pattern + "}", limits, &s));
   EXPECT_EQ(s.tool_call_schema, nullptr);
-  expect_error(parse_chat_request(minimum + R"(,"tool_choice":"required"})", limits, &s), "invalid_value", "tools",
-               "'minimum' is not supported");
+  expect_error(parse_chat_request(pattern + R"(,"tool_choice":"required"})", limits, &s), "invalid_value", "tools",
+               "'pattern' is not supported");
 
   const std::string tools = R"("tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}])";
   ASSERT_FALSE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],)" + tools +

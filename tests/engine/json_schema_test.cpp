@@ -90,8 +90,14 @@ TEST(JsonSchemaGrammar, KeywordsOutsideTheSubsetAreRefusedByName) {
   };
   EXPECT_NE(error_of(R"({"oneOf": [{"type": "string"}]})").find("'oneOf' is not supported"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "string", "pattern": "^a"})").find("'pattern' is not supported"), std::string::npos);
-  EXPECT_NE(error_of(R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}})")
-                .find("JSON schema at .a: 'minimum' is not supported"),
+  EXPECT_NE(error_of(R"({"type": "object", "properties": {"a": {"type": "number", "minimum": 0}}})")
+                .find("JSON schema at .a: 'minimum' is supported with \"type\": \"integer\" only"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"maximum": 3})").find("'maximum' is supported with \"type\": \"integer\" only"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "integer", "minimum": 5, "maximum": 4})").find("no integer lies within"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "integer", "maximum": 1e12})").find("'maximum' 1000000000000.0 is beyond the supported"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "integer", "exclusiveMinimum": true})").find("'exclusiveMinimum' must be a number"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"type": "object", "additionalProperties": true})").find("may only be false"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "object", "properties": {}, "required": ["a"]})").find("not in 'properties'"),
@@ -203,6 +209,55 @@ TEST(JsonSchemaGrammar, AlternativesThatMultiplyStayBounded) {
   EXPECT_EQ(first_refused(nested, doc, &done), -1);
   EXPECT_TRUE(done);
   EXPECT_EQ(first_refused(nested, "{\"a\": {\"a\": 7}}"), 12);  // 24 levels, not 2
+}
+
+// Integers with bounds: a digit is taken only if some integer that begins
+// with the digits so far lies within them, and the number may end only
+// inside them.
+TEST(JsonSchemaGrammar, IntegerBoundsHoldEveryDigit) {
+  const auto days = compiled(R"({"type": "integer", "minimum": 1, "maximum": 14})");
+  ASSERT_TRUE(days);
+  bool done = false;
+  for (const std::string ok : {"1", "9", "10", "14"}) {
+    EXPECT_EQ(first_refused(days, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(days, "0"), 0);
+  EXPECT_EQ(first_refused(days, "-1"), 0);
+  EXPECT_EQ(first_refused(days, "15"), 1);
+  EXPECT_EQ(first_refused(days, "140"), 2);
+  EXPECT_EQ(first_refused(days, "2", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(days, "20"), 1);  // 2 may end, 20 may not
+
+  // Exclusive bounds, negative values, and a value inside an object: the
+  // byte that ends it is refused when the value is out.
+  const auto temp = compiled(R"({"type": "object", "properties": {"t": {"type": "integer", "exclusiveMinimum": -40.5,
+      "exclusiveMaximum": 60}}, "required": ["t"]})");
+  ASSERT_TRUE(temp);
+  for (const std::string ok : {R"({"t": -40})", R"({"t": 59})", R"({"t": 0})", R"({"t": -0})", R"({"t": -5})"}) {
+    EXPECT_EQ(first_refused(temp, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(temp, R"({"t": -41})"), 8);
+  EXPECT_EQ(first_refused(temp, R"({"t": 60})"), 7);
+  EXPECT_EQ(first_refused(temp, R"({"t": 6})"), -1);  // 6 and 6x (up to 59) are still open
+  EXPECT_EQ(first_refused(temp, R"({"t": 600})"), 7);  // no integer from 60 up is below 60
+
+  // One side only: a minimum far from zero, reached by long numbers.
+  const auto big = compiled(R"({"type": "integer", "minimum": 2000000000})");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(first_refused(big, "123456789012", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(big, "1999999999", &done), -1);
+  EXPECT_FALSE(done);  // 1,999,999,999 is below: another digit must come
+  EXPECT_EQ(first_refused(big, "-"), 0);
+  const auto below = compiled(R"({"type": "integer", "maximum": -10})");
+  EXPECT_EQ(first_refused(below, "-9"), -1);  // -9x
+  EXPECT_EQ(first_refused(below, "-9", &done), -1);
+  EXPECT_FALSE(done);
+  EXPECT_EQ(first_refused(below, "3"), 0);
+  EXPECT_EQ(first_refused(below, "-0"), 1);
 }
 
 // What JSON Schema leaves open stays open: no type is any value, an object

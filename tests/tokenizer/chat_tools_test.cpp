@@ -388,11 +388,11 @@ TEST(ChatTools, AForcedCallsSchema) {
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().message, "no declared tool is named 'nope'");
   auto unsupported = compile_tool_call_schema(
-      {R"({"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}}})"});
+      {R"({"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "string", "pattern": "^a"}}}}})"});
   ASSERT_FALSE(unsupported);
   EXPECT_NE(unsupported.error().message.find("tools[0].function.parameters (f): "), std::string::npos)
       << unsupported.error().message;
-  EXPECT_NE(unsupported.error().message.find("'minimum' is not supported"), std::string::npos);
+  EXPECT_NE(unsupported.error().message.find("'pattern' is not supported"), std::string::npos);
 }
 
 // Parameters with references of their own (a Pydantic model's "$defs"):
@@ -414,6 +414,13 @@ TEST(ChatTools, AForcedCallsSchemaKeepsTheToolsReferences) {
                           R"({"name": "tree", "arguments": {"label": "a", "kids": [{"label": "b", "kids": []}]}})"));
   // "#" is the tool's parameters, not the call: a kid is a tree node.
   EXPECT_FALSE(JsonSchemaGrammar(*any).accepts(R"({"name": "tree", "arguments": {"label": "a", "kids": [{"name")"));
+  // An integer's bounds hold a forced call's argument.
+  auto bounded = compile_tool_call_schema({R"({"type": "function", "function": {"name": "forecast", "parameters": {
+      "type": "object", "properties": {"days": {"type": "integer", "minimum": 1, "maximum": 14}}, "required": ["days"]}}})"});
+  ASSERT_TRUE(bounded) << bounded.error().message;
+  EXPECT_TRUE(accepts_all(JsonSchemaGrammar(*bounded), R"({"name": "forecast", "arguments": {"days": 14}})"));
+  EXPECT_FALSE(JsonSchemaGrammar(*bounded).accepts(R"({"name": "forecast", "arguments": {"days": 0)"));
+  EXPECT_FALSE(JsonSchemaGrammar(*bounded).accepts(R"({"name": "forecast", "arguments": {"days": 15)"));
   auto broken = compile_tool_call_schema(
       {R"({"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"$ref": "#/$defs/X"}}}}})"});
   ASSERT_FALSE(broken);
