@@ -21,6 +21,8 @@ struct SchemaNode {
   std::vector<std::string> literals;  // kLiterals: each allowed value's JSON text
   // Object: any keys (children {value, key string}) instead of `keys`.
   bool free_keys = false;
+  // String: how many characters (minLength, maxLength).
+  int32_t min_length = 0, max_length = INT32_MAX;
   // Integer: the values allowed (minimum, maximum; unbounded: kUnbounded).
   int64_t min_value = -kUnbounded, max_value = kUnbounded;
   static constexpr int64_t kUnbounded = int64_t{1} << 62;
@@ -59,7 +61,8 @@ class Compiler {
     static const std::set<std::string> kKnown = {"type",    "properties", "required", "additionalProperties",
                                                  "items",   "minItems",   "maxItems", "enum",
                                                  "const",   "anyOf",      "allOf",    "$ref",
-                                                 "minimum", "maximum",    "exclusiveMinimum", "exclusiveMaximum"};
+                                                 "minimum", "maximum",    "exclusiveMinimum", "exclusiveMaximum",
+                                                 "minLength", "maxLength"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key) && !is_annotation(key)) {
         return unexpected(refuse(where, fmt::format("'{}' is not supported", key)));
@@ -76,6 +79,11 @@ class Compiler {
     for (const char* bound : kBounds) {
       if (s.contains(bound) && !(s.contains("type") && s["type"] == "integer")) {
         return unexpected(refuse(where, fmt::format("'{}' is supported with \"type\": \"integer\" only", bound)));
+      }
+    }
+    for (const char* bound : {"minLength", "maxLength"}) {
+      if (s.contains(bound) && !(s.contains("type") && s["type"] == "string")) {
+        return unexpected(refuse(where, fmt::format("'{}' is supported with \"type\": \"string\" only", bound)));
       }
     }
     if (s.contains("$ref")) return ref(s["$ref"], where);
@@ -239,10 +247,26 @@ class Compiler {
   std::map<std::string, int32_t> refs_;  // pointer -> its stand-in node
   std::set<std::string> unguarded_;      // references being compiled with no container opened since
 
+  // A pair of count bounds (minItems/maxItems, minLength/maxLength), each
+  // where given: at most 2^20.
+  static Status counts(const Json& s, const std::string& where, const char* min_key, const char* max_key, int32_t* min,
+                       int32_t* max) {
+    for (const char* key : {min_key, max_key}) {
+      if (!s.contains(key)) continue;
+      if (!s[key].is_number_unsigned() || s[key].get<uint64_t>() > 1u << 20) {
+        return unexpected(refuse(where, fmt::format("'{}' must be a count", key)));
+      }
+      *(key == min_key ? min : max) = static_cast<int32_t>(s[key].get<uint64_t>());
+    }
+    if (*min > *max) return unexpected(refuse(where, fmt::format("'{}' is above '{}'", min_key, max_key)));
+    return ok_status();
+  }
+
   Expected<int32_t> typed(const Json& s, const std::string& type, const std::string& where, int depth) {
     SchemaNode n;
     if (type == "string") {
       n.kind = Kind::kString;
+      MINFER_TRY(counts(s, where, "minLength", "maxLength", &n.min_length, &n.max_length));
     } else if (type == "number") {
       n.kind = Kind::kNumber;
     } else if (type == "integer") {
@@ -293,14 +317,7 @@ class Compiler {
         items = any();  // no items: any values
       }
       n.children = {items};
-      for (const char* bound : {"minItems", "maxItems"}) {
-        if (!s.contains(bound)) continue;
-        if (!s[bound].is_number_unsigned() || s[bound].get<uint64_t>() > 1u << 20) {
-          return unexpected(refuse(where, fmt::format("'{}' must be a count", bound)));
-        }
-        (std::string_view(bound) == "minItems" ? n.min_items : n.max_items) = static_cast<int32_t>(s[bound].get<uint64_t>());
-      }
-      if (n.min_items > n.max_items) return unexpected(refuse(where, "'minItems' is above 'maxItems'"));
+      MINFER_TRY(counts(s, where, "minItems", "maxItems", &n.min_items, &n.max_items));
     } else {
       return unexpected(refuse(where, fmt::format("type '{}' is not a JSON type", type)));
     }
@@ -396,7 +413,7 @@ class Stepper {
     switch (n.kind) {
       case Kind::kObject: return object(std::move(b), n, c);
       case Kind::kArray: return array(std::move(b), n, c);
-      case Kind::kString: return string(std::move(b), c);
+      case Kind::kString: return string(std::move(b), n, c);
       case Kind::kNumber:
       case Kind::kInteger: return number(std::move(b), n, c);
       case Kind::kLiterals: return literal(std::move(b), n, c);
@@ -548,7 +565,9 @@ class Stepper {
     }
   }
 
-  void string(Branch b, unsigned char c) const {
+  // f.b counts the characters so far: a byte that begins one (not a UTF-8
+  // continuation byte), or an escape (a \u escape one, a surrogate pair two).
+  void string(Branch b, const SchemaNode& n, unsigned char c) const {
     Frame& f = b.stack.back();
     switch (f.phase) {
       case kStrStart:
@@ -557,12 +576,16 @@ class Stepper {
         break;
       case kStrIn:
         if (c == '"') {
+          if (f.b < n.min_length) return;
           pop(b);
-        } else if (c == '\\') {
-          f.phase = kStrEscape;
-        } else if (c < 0x20) {
-          return;
+          break;
         }
+        if (c < 0x20) return;
+        if ((c & 0xC0) != 0x80) {
+          if (f.b == n.max_length) return;
+          if (n.max_length < INT32_MAX || n.min_length > 0) ++f.b;
+        }
+        if (c == '\\') f.phase = kStrEscape;
         break;
       case kStrEscape:
         if (c == 'u') {

@@ -8,7 +8,9 @@
 // "properties" with "required" (keys come in the properties' order; a key
 // not required may be left out; no other key is written, so
 // "additionalProperties" may only be false beside them); "items" with
-// "minItems" and "maxItems"; "enum" and "const" of scalars; "minimum",
+// "minItems" and "maxItems"; "enum" and "const" of scalars; "minLength" and
+// "maxLength" of strings (characters: a UTF-8 character or an escape each
+// count one); "minimum",
 // "maximum", "exclusiveMinimum" and "exclusiveMaximum" of integers (within
 // ±2,147,483,646: a digit is taken only if an integer it begins lies within
 // them, and the number ends only inside them); "anyOf"; local

@@ -260,6 +260,29 @@ TEST(JsonSchemaGrammar, IntegerBoundsHoldEveryDigit) {
   EXPECT_EQ(first_refused(below, "-0"), 1);
 }
 
+// A string's length in characters: a multi-byte UTF-8 character and an
+// escape count one each; the closing quote waits for minLength, and no
+// character begins past maxLength.
+TEST(JsonSchemaGrammar, StringLengthsCountCharacters) {
+  const auto code = compiled(R"({"type": "string", "minLength": 2, "maxLength": 3})");
+  ASSERT_TRUE(code);
+  bool done = false;
+  for (const std::string ok : {"\"ab\"", "\"abc\"", "\"\xc3\xa9t\xc3\xa9\"", "\"a\\n\"", "\"\\u00e9xy\""}) {
+    EXPECT_EQ(first_refused(code, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(code, "\"a\""), 2);     // one character: the quote waits
+  EXPECT_EQ(first_refused(code, "\"\""), 1);
+  EXPECT_EQ(first_refused(code, "\"abcd\""), 4);  // a fourth character
+  EXPECT_EQ(first_refused(code, "\"ab\\t\\n\""), 5);
+  EXPECT_NE(JsonSchema::compile(R"({"type": "string", "minLength": 3, "maxLength": 2})").error().message.find(
+                "'minLength' is above 'maxLength'"),
+            std::string::npos);
+  EXPECT_NE(JsonSchema::compile(R"({"type": "array", "maxLength": 2})").error().message.find(
+                "'maxLength' is supported with \"type\": \"string\" only"),
+            std::string::npos);
+}
+
 // What JSON Schema leaves open stays open: no type is any value, an object
 // without properties any object, an array without items any items.
 TEST(JsonSchemaGrammar, OpenSchemasTakeAnyValue) {
