@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "engine/sampling/string_pattern.h"
+
 namespace minfer {
 
 struct SchemaNode {
@@ -21,8 +23,10 @@ struct SchemaNode {
   std::vector<std::string> literals;  // kLiterals: each allowed value's JSON text
   // Object: any keys (children {value, key string}) instead of `keys`.
   bool free_keys = false;
-  // String: how many characters (minLength, maxLength).
+  // String: how many characters (minLength, maxLength), and what they spell
+  // (pattern or format; null: anything).
   int32_t min_length = 0, max_length = INT32_MAX;
+  std::shared_ptr<const StringPattern> pattern;
   // Integer: the values allowed (minimum, maximum; unbounded: kUnbounded).
   int64_t min_value = -kUnbounded, max_value = kUnbounded;
   static constexpr int64_t kUnbounded = int64_t{1} << 62;
@@ -62,7 +66,7 @@ class Compiler {
                                                  "items",   "minItems",   "maxItems", "enum",
                                                  "const",   "anyOf",      "allOf",    "$ref",
                                                  "minimum", "maximum",    "exclusiveMinimum", "exclusiveMaximum",
-                                                 "minLength", "maxLength"};
+                                                 "minLength", "maxLength", "pattern", "format"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key) && !is_annotation(key)) {
         return unexpected(refuse(where, fmt::format("'{}' is not supported", key)));
@@ -81,7 +85,7 @@ class Compiler {
         return unexpected(refuse(where, fmt::format("'{}' is supported with \"type\": \"integer\" only", bound)));
       }
     }
-    for (const char* bound : {"minLength", "maxLength"}) {
+    for (const char* bound : {"minLength", "maxLength", "pattern", "format"}) {
       if (s.contains(bound) && !(s.contains("type") && s["type"] == "string")) {
         return unexpected(refuse(where, fmt::format("'{}' is supported with \"type\": \"string\" only", bound)));
       }
@@ -267,6 +271,17 @@ class Compiler {
     if (type == "string") {
       n.kind = Kind::kString;
       MINFER_TRY(counts(s, where, "minLength", "maxLength", &n.min_length, &n.max_length));
+      if (s.contains("pattern") && s.contains("format")) {
+        return unexpected(refuse(where, "'pattern' and 'format' together are not supported"));
+      }
+      for (const char* key : {"pattern", "format"}) {
+        if (!s.contains(key)) continue;
+        if (!s[key].is_string()) return unexpected(refuse(where, fmt::format("'{}' must be a string", key)));
+        const std::string text = s[key].get<std::string>();
+        auto compiled = std::string_view(key) == "pattern" ? StringPattern::compile(text) : StringPattern::format(text);
+        if (!compiled) return unexpected(refuse(where, fmt::format("'{}' {}: {}", key, s[key].dump(), compiled.error().message)));
+        n.pattern = std::move(*compiled);
+      }
     } else if (type == "number") {
       n.kind = Kind::kNumber;
     } else if (type == "integer") {
@@ -573,17 +588,28 @@ class Stepper {
       case kStrStart:
         if (c != '"') return;
         f.phase = kStrIn;
+        if (n.pattern) f.a = n.pattern->start();
         break;
       case kStrIn:
         if (c == '"') {
-          if (f.b < n.min_length) return;
+          if (f.b < n.min_length || (n.pattern && !n.pattern->accepting(f.a))) return;
           pop(b);
           break;
         }
-        if (c < 0x20) return;
+        if (c < 0x20 || (c == '\\' && n.pattern)) return;  // a pattern's string is written without escapes
         if ((c & 0xC0) != 0x80) {
           if (f.b == n.max_length) return;
           if (n.max_length < INT32_MAX || n.min_length > 0) ++f.b;
+        }
+        if (n.pattern) {  // a branch each state the byte leads to
+          std::vector<int32_t> next;
+          n.pattern->step(f.a, c, &next);
+          for (const int32_t state : next) {
+            Branch moved = b;
+            moved.stack.back().a = state;
+            out_->push_back(std::move(moved));
+          }
+          return;
         }
         if (c == '\\') f.phase = kStrEscape;
         break;

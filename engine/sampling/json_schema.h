@@ -10,7 +10,7 @@
 // "additionalProperties" may only be false beside them); "items" with
 // "minItems" and "maxItems"; "enum" and "const" of scalars; "minLength" and
 // "maxLength" of strings (characters: a UTF-8 character or an escape each
-// count one); "minimum",
+// count one), "pattern" and "format" (string_pattern.h); "minimum",
 // "maximum", "exclusiveMinimum" and "exclusiveMaximum" of integers (within
 // ±2,147,483,646: a digit is taken only if an integer it begins lies within
 // them, and the number ends only inside them); "anyOf"; local
@@ -18,8 +18,8 @@
 // ones included, as Pydantic and OpenAI's SDKs write models, and "allOf" of
 // one schema. "title", "description", "default", "$schema", "$defs" and
 // "definitions" are read as comments (definitions count where referenced).
-// Anything else (oneOf, pattern, format, a number's minimum, a keyword
-// beside "$ref", ...) is refused by compile() with its name, never ignored:
+// Anything else (oneOf, multipleOf, another format, a number's minimum, a
+// keyword beside "$ref", ...) is refused by compile() with its name, never ignored:
 // the output would not be held to it.
 //
 // What JSON Schema leaves open stays open: no type is any value, an object

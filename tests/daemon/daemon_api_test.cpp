@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <regex>
 
 #include "tests/daemon/daemon_process.h"
 #include "tests/daemon/daemon_suite.h"
@@ -398,6 +399,19 @@ TEST_F(DaemonApi, JsonSchemaKeepsTheClientsKeyOrder) {
   EXPECT_LT(content.find("\"zeta\""), content.find("\"alpha\"")) << content;
 }
 
+// A chat completion under response_format json_schema: its content parsed
+// (null, and a failure, unless the request got a 200 that ends with "stop").
+Json structured_reply(const std::string& sock, const std::string& body, std::string* content) {
+  const HttpResponse r = http_request(sock, "POST", "/v1/chat/completions", body);
+  if (r.status != 200) {
+    ADD_FAILURE() << "status " << r.status << ": " << r.body;
+    return Json();
+  }
+  EXPECT_EQ(r.json()["choices"][0]["finish_reason"], "stop") << r.body;
+  *content = r.json()["choices"][0]["message"]["content"].get<std::string>();
+  return Json::parse(*content, nullptr, false);
+}
+
 // A schema as OpenAI's SDKs send a Pydantic model: the enum a definition in
 // "$defs", named by "$ref" (an optional field: anyOf with null), and an
 // integer field with bounds (conint(ge=1, le=3)).
@@ -410,11 +424,8 @@ TEST_F(DaemonApi, JsonSchemaWithLocalReferences) {
                          "before": {"anyOf": [{"$ref": "#/$defs/Mood"}, {"type": "null"}]},
                          "times": {"type": "integer", "minimum": 1, "maximum": 3}},
           "required": ["mood", "before", "times"], "title": "Feeling", "type": "object", "additionalProperties": false}}}})";
-  const HttpResponse r = http_request(sock(), "POST", "/v1/chat/completions", body);
-  ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(r.json()["choices"][0]["finish_reason"], "stop");
-  const std::string content = r.json()["choices"][0]["message"]["content"].get<std::string>();
-  const Json object = Json::parse(content, nullptr, false);
+  std::string content;
+  const Json object = structured_reply(sock(), body, &content);
   ASSERT_TRUE(object.is_object()) << content;
   EXPECT_TRUE(object["mood"] == "happy" || object["mood"] == "sad") << content;
   EXPECT_TRUE(object["before"] == "happy" || object["before"] == "sad" || object["before"].is_null()) << content;
@@ -429,6 +440,31 @@ TEST_F(DaemonApi, JsonSchemaWithLocalReferences) {
           {"name": "x", "schema": {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "required": ["a"]}}}})");
   EXPECT_EQ(bad.status, 400) << bad.body;
   EXPECT_NE(bad.body.find("#/$defs/A names nothing in the schema"), std::string::npos) << bad.body;
+}
+
+// Strings held to a format and a pattern (a Pydantic date field, a
+// constr(pattern=...)): what the story model writes spells them.
+TEST_F(DaemonApi, JsonSchemaFormatsAndPatterns) {
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "When?"}], "max_tokens": 120, "temperature": 0,
+          "response_format": {"type": "json_schema", "json_schema": {"name": "When", "schema": {"type": "object",
+          "properties": {"day": {"type": "string", "format": "date"}, "code": {"type": "string", "pattern": "^[A-Z]{2}\\d$"}},
+          "required": ["day", "code"], "additionalProperties": false}}}})";
+  std::string content;
+  const Json object = structured_reply(sock(), body, &content);
+  ASSERT_TRUE(object.is_object()) << content;
+  ASSERT_TRUE(object["day"].is_string() && object["code"].is_string()) << content;
+  EXPECT_TRUE(std::regex_match(object["day"].get<std::string>(),
+                               std::regex(R"re(\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01]))re")))
+      << content;
+  EXPECT_TRUE(std::regex_match(object["code"].get<std::string>(), std::regex(R"re([A-Z]{2}\d)re"))) << content;
+  // A pattern outside the subset: a 400 that says where.
+  const HttpResponse bad = http_request(
+      sock(), "POST", "/v1/chat/completions",
+      R"json({"messages": [{"role": "user", "content": "Hi"}], "response_format": {"type": "json_schema", "json_schema":
+          {"name": "x", "schema": {"type": "string", "pattern": "(?=a)"}}}})json");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("pattern at offset 1: lookaround"), std::string::npos) << bad.body;
 }
 
 TEST_F(DaemonApi, StopStringEndsTheTextAndFinishesWithStop) {

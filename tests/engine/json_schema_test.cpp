@@ -4,6 +4,7 @@
 // subset are refused at compile time with their names.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "engine/sampling/json_schema.h"
@@ -89,7 +90,7 @@ TEST(JsonSchemaGrammar, KeywordsOutsideTheSubsetAreRefusedByName) {
     return s ? std::string("compiled") : s.error().message;
   };
   EXPECT_NE(error_of(R"({"oneOf": [{"type": "string"}]})").find("'oneOf' is not supported"), std::string::npos);
-  EXPECT_NE(error_of(R"({"type": "string", "pattern": "^a"})").find("'pattern' is not supported"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "integer", "multipleOf": 2})").find("'multipleOf' is not supported"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "object", "properties": {"a": {"type": "number", "minimum": 0}}})")
                 .find("JSON schema at .a: 'minimum' is supported with \"type\": \"integer\" only"),
             std::string::npos);
@@ -167,11 +168,11 @@ TEST(JsonSchemaGrammar, ReferencesItCannotFollowAreRefused) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"allOf": [{"type": "string"}, {"const": "a"}]})").find("'allOf' is supported with one schema only"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"$ref": "#/$defs/A", "$defs": {"A": {"type": "string", "pattern": "x"}}})")
-                .find("JSON schema at #/$defs/A: 'pattern' is not supported"),
+  EXPECT_NE(error_of(R"({"$ref": "#/$defs/A", "$defs": {"A": {"type": "integer", "multipleOf": 2}}})")
+                .find("JSON schema at #/$defs/A: 'multipleOf' is not supported"),
             std::string::npos);
   // Definitions nobody names are not compiled, whatever they hold.
-  EXPECT_EQ(error_of(R"({"type": "string", "$defs": {"Unused": {"pattern": "x"}}})"), "compiled");
+  EXPECT_EQ(error_of(R"({"type": "string", "$defs": {"Unused": {"multipleOf": 2}}})"), "compiled");
 }
 
 // Schemas whose alternatives multiply: 24 definitions, each two references
@@ -280,6 +281,79 @@ TEST(JsonSchemaGrammar, StringLengthsCountCharacters) {
             std::string::npos);
   EXPECT_NE(JsonSchema::compile(R"({"type": "array", "maxLength": 2})").error().message.find(
                 "'maxLength' is supported with \"type\": \"string\" only"),
+            std::string::npos);
+}
+
+// "format": RFC 3339's date, time and date-time, and uuid — what Pydantic
+// writes for date, time, datetime and UUID fields.
+TEST(JsonSchemaGrammar, FormatsHoldTheirCharacters) {
+  auto holds = [](const std::string& schema, const std::string& text) {
+    bool done = false;
+    const int at = first_refused(compiled(schema), text, &done);
+    return at == -1 && done ? -1 : at == -1 ? -2 : at;  // -2: a prefix, not complete
+  };
+  const std::string date = R"({"type": "string", "format": "date"})";
+  EXPECT_EQ(holds(date, "\"2024-05-31\""), -1);
+  EXPECT_EQ(holds(date, "\"2024-13-01\""), 7);   // month 13
+  EXPECT_EQ(holds(date, "\"2024-02-32\""), 10);  // day 32
+  EXPECT_EQ(holds(date, "\"2024-5-31\""), 6);
+  EXPECT_EQ(holds(date, "\"2024-05-31"), -2);
+  const std::string time = R"({"type": "string", "format": "time"})";
+  EXPECT_EQ(holds(time, "\"12:30:00Z\""), -1);
+  EXPECT_EQ(holds(time, "\"23:59:60.123+02:00\""), -1);
+  EXPECT_EQ(holds(time, "\"24:00:00Z\""), 2);
+  EXPECT_EQ(holds(time, "\"12:30:00\""), 9);  // RFC 3339: the offset is required
+  const std::string date_time = R"({"type": "string", "format": "date-time"})";
+  EXPECT_EQ(holds(date_time, "\"2024-05-31T12:30:00.5-07:00\""), -1);
+  EXPECT_EQ(holds(date_time, "\"2024-05-31 12:30:00Z\""), 11);
+  const std::string uuid = R"({"type": "string", "format": "uuid"})";
+  EXPECT_EQ(holds(uuid, "\"123e4567-e89b-12d3-a456-426614174000\""), -1);
+  EXPECT_EQ(holds(uuid, "\"123e4567-e89b-12d3-a456-42661417400g\""), 36);
+  EXPECT_NE(JsonSchema::compile(R"({"type": "string", "format": "email"})").error().message.find(
+                "format 'email' is not supported (date, time, date-time and uuid are)"),
+            std::string::npos);
+}
+
+// "pattern": a regular expression in the subset string_pattern.h names,
+// anchored where it says so and found anywhere where it does not.
+TEST(JsonSchemaGrammar, PatternsHoldTheirCharacters) {
+  auto holds = [](const std::string& pattern, const std::string& text) {
+    bool done = false;
+    const int at = first_refused(compiled(nlohmann::json{{"type", "string"}, {"pattern", pattern}}.dump()), text, &done);
+    return at == -1 && done ? -1 : at == -1 ? -2 : at;
+  };
+  EXPECT_EQ(holds(R"(^[A-Z]{3}-\d{2,4}$)", "\"ABC-12\""), -1);
+  EXPECT_EQ(holds(R"(^[A-Z]{3}-\d{2,4}$)", "\"ABC-1234\""), -1);
+  EXPECT_EQ(holds(R"(^[A-Z]{3}-\d{2,4}$)", "\"ABC-12345\""), 9);
+  EXPECT_EQ(holds(R"(^[A-Z]{3}-\d{2,4}$)", "\"AB-\""), 3);
+  EXPECT_EQ(holds(R"(^[A-Z]{3}-\d{2,4}$)", "\"ABC-1\""), 6);
+  EXPECT_EQ(holds(R"(^(red|green)( light)?$)", "\"green light\""), -1);
+  EXPECT_EQ(holds(R"(^(red|green)( light)?$)", "\"red\""), -1);
+  EXPECT_EQ(holds(R"(^(red|green)( light)?$)", "\"blue\""), 1);
+  EXPECT_EQ(holds("cat", "\"concatenate\""), -1);  // not anchored: anywhere
+  EXPECT_EQ(holds("cat", "\"dog\""), 4);
+  EXPECT_EQ(holds("^a", "\"abc\""), -1);
+  EXPECT_EQ(holds("^a", "\"ba\""), 1);
+  EXPECT_EQ(holds("^.{2}$", "\"\xc3\xa9!\""), -1);  // a character, not a byte
+  EXPECT_EQ(holds("^.{2}$", "\"abc\""), 3);
+  EXPECT_EQ(holds(R"(^[^0-9]+$)", "\"a\xc3\xa9\""), -1);
+  EXPECT_EQ(holds(R"(^[^0-9]+$)", "\"a1\""), 2);
+  EXPECT_EQ(holds("^a+$", "\"a\\n\""), 2);  // no escapes in a pattern's string
+  auto error_of = [](const std::string& pattern) {
+    auto s = JsonSchema::compile(nlohmann::json{{"type", "string"}, {"pattern", pattern}}.dump());
+    return s ? std::string("compiled") : s.error().message;
+  };
+  EXPECT_NE(error_of("(?=a)b").find("lookaround"), std::string::npos);
+  EXPECT_NE(error_of(R"((a)\1)").find("the escape '\\1' is not supported"), std::string::npos);
+  EXPECT_NE(error_of("a*?").find("lazy"), std::string::npos);
+  EXPECT_NE(error_of("[\xc3\xa9]").find("non-ASCII"), std::string::npos);
+  EXPECT_NE(error_of("^a|b$").find("top-level '|'"), std::string::npos);
+  EXPECT_NE(error_of("a{101}").find("above 100"), std::string::npos);
+  EXPECT_NE(error_of("(a").find("not closed"), std::string::npos);
+  EXPECT_NE(error_of("*a").find("nothing to repeat"), std::string::npos);
+  EXPECT_NE(error_of(".{100}.{100}.{100}.{100}").find("automaton states"), std::string::npos);
+  EXPECT_NE(JsonSchema::compile(R"({"type": "integer", "pattern": "1"})").error().message.find(
+                "'pattern' is supported with \"type\": \"string\" only"),
             std::string::npos);
 }
 

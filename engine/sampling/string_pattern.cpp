@@ -1,0 +1,491 @@
+#include "engine/sampling/string_pattern.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace minfer {
+
+namespace {
+
+// The parsed expression: a tree the builder turns into states, a repeated
+// part once a copy.
+struct Regex {
+  enum class Kind { kChar, kConcat, kAlt, kRepeat };
+  Kind kind = Kind::kConcat;
+  std::bitset<256> ascii;   // kChar: the ASCII bytes it takes
+  bool multibyte = false;   // kChar: and any multi-byte UTF-8 character
+  std::vector<Regex> parts;  // kConcat, kAlt; kRepeat: {the part}
+  int min = 0, max = 0;      // kRepeat; max -1: no bound
+};
+
+constexpr int kMaxRepeat = 100;
+
+// The ASCII bytes a string held to a pattern may hold (no escapes: no quote,
+// backslash or control character).
+std::bitset<256> printable_ascii() {
+  std::bitset<256> b;
+  for (int c = 0x20; c < 0x80; ++c) b.set(static_cast<size_t>(c));
+  b.reset('"');
+  b.reset('\\');
+  return b;
+}
+
+Regex char_of(std::bitset<256> ascii, bool multibyte) {
+  Regex r;
+  r.kind = Regex::Kind::kChar;
+  r.ascii = ascii & printable_ascii();
+  r.multibyte = multibyte;
+  return r;
+}
+
+Regex byte_of(unsigned char c) {
+  Regex r;
+  r.kind = Regex::Kind::kChar;
+  r.ascii.set(c);  // a byte of a literal UTF-8 character (>= 0x80) too
+  return r;
+}
+
+std::bitset<256> range(unsigned char from, unsigned char to) {
+  std::bitset<256> b;
+  for (int c = from; c <= to; ++c) b.set(static_cast<size_t>(c));
+  return b;
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : text_(text) {}
+
+  Expected<Regex> parse() {
+    MINFER_ASSIGN_OR_RETURN(Regex r, alternation());
+    if (pos_ < text_.size()) return unexpected(error("an unmatched ')'"));
+    return r;
+  }
+
+ private:
+  Error error(const std::string& what) const {
+    return Error(ErrorCode::kInvalidArgument, fmt::format("pattern at offset {}: {}", pos_, what));
+  }
+  bool more() const { return pos_ < text_.size(); }
+  unsigned char peek() const { return static_cast<unsigned char>(text_[pos_]); }
+
+  Expected<Regex> alternation() {
+    Regex alt;
+    alt.kind = Regex::Kind::kAlt;
+    for (;;) {
+      MINFER_ASSIGN_OR_RETURN(Regex seq, concatenation());
+      alt.parts.push_back(std::move(seq));
+      if (!more() || peek() != '|') break;
+      ++pos_;
+    }
+    if (alt.parts.size() == 1) return std::move(alt.parts[0]);
+    return alt;
+  }
+
+  Expected<Regex> concatenation() {
+    Regex seq;
+    seq.kind = Regex::Kind::kConcat;
+    while (more() && peek() != '|' && peek() != ')') {
+      MINFER_ASSIGN_OR_RETURN(Regex atom, quantified());
+      seq.parts.push_back(std::move(atom));
+    }
+    return seq;
+  }
+
+  Expected<Regex> quantified() {
+    MINFER_ASSIGN_OR_RETURN(Regex atom, this->atom());
+    if (!more()) return atom;
+    int min = 0, max = 0;
+    const unsigned char q = peek();
+    if (q == '?') {
+      min = 0, max = 1;
+    } else if (q == '*') {
+      min = 0, max = -1;
+    } else if (q == '+') {
+      min = 1, max = -1;
+    } else if (q == '{') {
+      MINFER_TRY(bounds(&min, &max));
+      --pos_;  // bounds() left pos_ after the '}'; the ++ below
+    } else {
+      return atom;
+    }
+    ++pos_;
+    if (more() && (peek() == '?' || peek() == '+' || peek() == '*' || peek() == '{')) {
+      return unexpected(error("a lazy, possessive or second quantifier is not supported"));
+    }
+    Regex r;
+    r.kind = Regex::Kind::kRepeat;
+    r.min = min;
+    r.max = max;
+    r.parts.push_back(std::move(atom));
+    return r;
+  }
+
+  // {n}, {n,}, {n,m} at pos_; pos_ ends after the '}'.
+  Status bounds(int* min, int* max) {
+    const size_t open = pos_++;
+    auto number = [&](int* out) {
+      const size_t from = pos_;
+      int v = 0;
+      while (more() && peek() >= '0' && peek() <= '9' && v <= kMaxRepeat) v = 10 * v + (text_[pos_++] - '0');
+      *out = v;
+      return pos_ > from;
+    };
+    if (!number(min)) return unexpected(Error(ErrorCode::kInvalidArgument, fmt::format("pattern at offset {}: a '{{' that is not a bound", open)));
+    *max = *min;
+    if (more() && peek() == ',') {
+      ++pos_;
+      if (!number(max)) *max = -1;
+    }
+    if (!more() || peek() != '}') return unexpected(error("a bound {n,m} not closed"));
+    ++pos_;
+    if (*min > kMaxRepeat || *max > kMaxRepeat) {
+      return unexpected(error(fmt::format("a bound above {} is not supported", kMaxRepeat)));
+    }
+    if (*max >= 0 && *max < *min) return unexpected(error("a bound {n,m} with m below n"));
+    return ok_status();
+  }
+
+  Expected<Regex> atom() {
+    const unsigned char c = peek();
+    switch (c) {
+      case '(': {
+        ++pos_;
+        if (more() && peek() == '?') {
+          if (pos_ + 1 < text_.size() && text_[pos_ + 1] == ':') {
+            pos_ += 2;
+          } else {
+            return unexpected(error("lookaround and named groups are not supported"));
+          }
+        }
+        MINFER_ASSIGN_OR_RETURN(Regex inner, alternation());
+        if (!more() || peek() != ')') return unexpected(error("a '(' not closed"));
+        ++pos_;
+        return inner;
+      }
+      case '[': return char_class();
+      case '.': ++pos_; return char_of(printable_ascii(), true);
+      case '\\': {
+        MINFER_ASSIGN_OR_RETURN(const auto e, escape());
+        return char_of(e.first, e.second);
+      }
+      case '*': case '+': case '?': case '{': return unexpected(error("a quantifier with nothing to repeat"));
+      case '^': case '$': return unexpected(error("an anchor inside the pattern (only ^ first and $ last are supported)"));
+      default: break;
+    }
+    if (c < 0x80) {
+      ++pos_;
+      return char_of(std::bitset<256>().set(c), false);
+    }
+    // A literal non-ASCII character: its UTF-8 bytes in a row.
+    const int n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+    if (n == 0 || pos_ + static_cast<size_t>(n) > text_.size()) return unexpected(error("a byte that is not UTF-8"));
+    Regex seq;
+    seq.kind = Regex::Kind::kConcat;
+    for (int i = 0; i < n; ++i) seq.parts.push_back(byte_of(static_cast<unsigned char>(text_[pos_++])));
+    return seq;
+  }
+
+  // After a backslash (pos_ at it): the set it stands for, and whether it
+  // takes multi-byte characters (the negations).
+  Expected<std::pair<std::bitset<256>, bool>> escape() {
+    ++pos_;
+    if (!more()) return unexpected(error("a '\\' at the end"));
+    const unsigned char e = static_cast<unsigned char>(text_[pos_++]);
+    const std::bitset<256> digits = range('0', '9');
+    const std::bitset<256> word = digits | range('a', 'z') | range('A', 'Z') | std::bitset<256>().set('_');
+    const std::bitset<256> space = std::bitset<256>().set(' ').set('\t').set('\n').set('\r').set('\f').set('\v');
+    switch (e) {
+      case 'd': return std::pair{digits, false};
+      case 'D': return std::pair{~digits, true};
+      case 'w': return std::pair{word, false};
+      case 'W': return std::pair{~word, true};
+      case 's': return std::pair{space, false};
+      case 'S': return std::pair{~space, true};
+      case 't': return std::pair{std::bitset<256>().set('\t'), false};
+      case 'n': return std::pair{std::bitset<256>().set('\n'), false};
+      case 'r': return std::pair{std::bitset<256>().set('\r'), false};
+      default: break;
+    }
+    static constexpr std::string_view kLiteral = "\\/.-^$*+?()[]{}|\"' ,:;=!<>&%#@~`";
+    if (kLiteral.find(static_cast<char>(e)) != std::string_view::npos) return std::pair{std::bitset<256>().set(e), false};
+    pos_ -= 2;
+    return unexpected(error(fmt::format("the escape '\\{}' is not supported", static_cast<char>(e))));
+  }
+
+  Expected<Regex> char_class() {
+    ++pos_;  // '['
+    bool negated = false;
+    if (more() && peek() == '^') {
+      negated = true;
+      ++pos_;
+    }
+    std::bitset<256> set;
+    bool multibyte = false;
+    bool first = true;
+    while (more() && (peek() != ']' || first)) {
+      first = false;
+      std::bitset<256> item;
+      unsigned char lo = 0;
+      bool single = false;
+      if (peek() == '\\') {
+        MINFER_ASSIGN_OR_RETURN(auto e, escape());
+        item = e.first;
+        multibyte = multibyte || e.second;
+        single = e.first.count() == 1 && !e.second;
+        if (single) {
+          for (int b = 0; b < 256; ++b) {
+            if (e.first.test(static_cast<size_t>(b))) lo = static_cast<unsigned char>(b);
+          }
+        }
+      } else {
+        lo = peek();
+        if (lo >= 0x80) return unexpected(error("a class of non-ASCII characters is not supported"));
+        ++pos_;
+        item.set(lo);
+        single = true;
+      }
+      if (single && pos_ + 1 < text_.size() && peek() == '-' && text_[pos_ + 1] != ']') {
+        ++pos_;
+        unsigned char hi = peek();
+        if (hi == '\\') {
+          MINFER_ASSIGN_OR_RETURN(auto e, escape());
+          if (e.first.count() != 1 || e.second) return unexpected(error("a range that ends in a class"));
+          for (int b = 0; b < 256; ++b) {
+            if (e.first.test(static_cast<size_t>(b))) hi = static_cast<unsigned char>(b);
+          }
+        } else {
+          if (hi >= 0x80) return unexpected(error("a class of non-ASCII characters is not supported"));
+          ++pos_;
+        }
+        if (hi < lo) return unexpected(error("a range out of order"));
+        item = range(lo, hi);
+      }
+      set |= item;
+    }
+    if (!more()) return unexpected(error("a '[' not closed"));
+    ++pos_;  // ']'
+    if (negated) return char_of(~set, !multibyte);
+    return char_of(set, multibyte);
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+// Regex trees into states: a fragment is a start and an end state (the end
+// has no moves yet).
+class PatternBuilder {
+ public:
+  explicit PatternBuilder(StringPattern* p) : p_(p) {}
+
+  struct Frag {
+    int32_t start, end;
+  };
+
+  Expected<Frag> build(const Regex& r) {
+    switch (r.kind) {
+      case Regex::Kind::kChar: return character(r);
+      case Regex::Kind::kConcat: {
+        MINFER_ASSIGN_OR_RETURN(const int32_t start, state());
+        Frag f{start, start};
+        for (const Regex& part : r.parts) {
+          MINFER_ASSIGN_OR_RETURN(const Frag g, build(part));
+          link(f.end, g.start);
+          f.end = g.end;
+        }
+        return f;
+      }
+      case Regex::Kind::kAlt: {
+        MINFER_ASSIGN_OR_RETURN(const int32_t start, state());
+        MINFER_ASSIGN_OR_RETURN(const int32_t end, state());
+        for (const Regex& part : r.parts) {
+          MINFER_ASSIGN_OR_RETURN(const Frag g, build(part));
+          link(start, g.start);
+          link(g.end, end);
+        }
+        return Frag{start, end};
+      }
+      case Regex::Kind::kRepeat: return repeat(r.parts[0], r.min, r.max);
+    }
+    return unexpected(ErrorCode::kInternal, "pattern: an unknown node");
+  }
+
+  Expected<int32_t> state() {
+    if (static_cast<int>(p_->states_.size()) >= StringPattern::kMaxStates) {
+      return unexpected(ErrorCode::kInvalidArgument,
+                        fmt::format("pattern: more than {} automaton states (a smaller bound or fewer repeats)",
+                                    StringPattern::kMaxStates));
+    }
+    p_->states_.emplace_back();
+    return static_cast<int32_t>(p_->states_.size() - 1);
+  }
+  void link(int32_t from, int32_t to) { p_->states_[static_cast<size_t>(from)].epsilon.push_back(to); }
+
+ private:
+  // from --bytes--> to, through a state of its own.
+  Status move(int32_t from, const std::bitset<256>& bytes, int32_t to) {
+    MINFER_ASSIGN_OR_RETURN(const int32_t s, state());
+    p_->states_[static_cast<size_t>(s)].bytes = bytes;
+    p_->states_[static_cast<size_t>(s)].to = to;
+    link(from, s);
+    return ok_status();
+  }
+
+  Expected<Frag> character(const Regex& r) {
+    MINFER_ASSIGN_OR_RETURN(const int32_t start, state());
+    MINFER_ASSIGN_OR_RETURN(const int32_t end, state());
+    if (r.ascii.any()) MINFER_TRY(move(start, r.ascii, end));
+    if (r.multibyte) {  // a lead byte of 2, 3 or 4, then its continuation bytes
+      const std::bitset<256> cont = range(0x80, 0xBF);
+      const std::pair<std::bitset<256>, int> leads[] = {{range(0xC2, 0xDF), 1}, {range(0xE0, 0xEF), 2}, {range(0xF0, 0xF4), 3}};
+      for (const auto& [lead, n] : leads) {
+        int32_t at = start;
+        std::bitset<256> bytes = lead;
+        for (int i = 0; i < n; ++i) {
+          MINFER_ASSIGN_OR_RETURN(const int32_t mid, state());
+          MINFER_TRY(move(at, bytes, mid));
+          at = mid;
+          bytes = cont;
+        }
+        MINFER_TRY(move(at, cont, end));
+      }
+    }
+    return Frag{start, end};
+  }
+
+  // min copies, then max - min optional ones nested (or a loop: no bound).
+  Expected<Frag> repeat(const Regex& part, int min, int max) {
+    MINFER_ASSIGN_OR_RETURN(const int32_t start, state());
+    Frag f{start, start};
+    for (int i = 0; i < min; ++i) {
+      MINFER_ASSIGN_OR_RETURN(const Frag g, build(part));
+      link(f.end, g.start);
+      f.end = g.end;
+    }
+    if (max < 0) {
+      MINFER_ASSIGN_OR_RETURN(const Frag g, build(part));
+      MINFER_ASSIGN_OR_RETURN(const int32_t end, state());
+      link(f.end, g.start);
+      link(f.end, end);
+      link(g.end, g.start);
+      link(g.end, end);
+      return Frag{f.start, end};
+    }
+    MINFER_ASSIGN_OR_RETURN(const int32_t end, state());
+    link(f.end, end);
+    for (int i = min; i < max; ++i) {  // each optional copy may end the repeat
+      MINFER_ASSIGN_OR_RETURN(const Frag g, build(part));
+      link(f.end, g.start);
+      link(g.end, end);
+      f.end = g.end;
+    }
+    return Frag{f.start, end};
+  }
+
+  StringPattern* p_;
+};
+
+Expected<std::shared_ptr<const StringPattern>> StringPattern::compile(std::string_view regex) {
+  // JSON Schema's patterns are not anchored: an unanchored side takes any
+  // characters. An anchor belongs to the whole pattern only without a
+  // top-level '|'.
+  const bool head = !regex.empty() && regex.front() == '^';
+  const bool tail = regex.size() > (head ? 1u : 0u) && regex.back() == '$' &&
+                    (regex.size() < 2 || regex[regex.size() - 2] != '\\');
+  std::string_view body = regex.substr(head ? 1 : 0, regex.size() - (head ? 1 : 0) - (tail ? 1 : 0));
+  int depth = 0;
+  bool in_class = false, top_alt = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (c == '\\') {
+      ++i;
+    } else if (in_class) {
+      in_class = c != ']';
+    } else if (c == '[') {
+      in_class = true;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      --depth;
+    } else if (c == '|' && depth == 0) {
+      top_alt = true;
+    }
+  }
+  if (top_alt && (head || tail)) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      "pattern: anchors around a top-level '|' are not supported (write ^(a|b)$)");
+  }
+  MINFER_ASSIGN_OR_RETURN(Regex parsed, Parser(body).parse());
+  Regex whole;
+  whole.kind = Regex::Kind::kConcat;
+  Regex any;
+  any.kind = Regex::Kind::kRepeat;
+  any.min = 0;
+  any.max = -1;
+  any.parts.push_back(char_of(printable_ascii(), true));
+  if (!head) whole.parts.push_back(any);
+  whole.parts.push_back(std::move(parsed));
+  if (!tail) whole.parts.push_back(any);
+  std::shared_ptr<StringPattern> p(new StringPattern());
+  PatternBuilder builder(p.get());
+  MINFER_ASSIGN_OR_RETURN(const PatternBuilder::Frag f, builder.build(whole));
+  p->start_ = f.start;
+  p->states_[static_cast<size_t>(f.end)].accept = true;
+  p->close();
+  return std::shared_ptr<const StringPattern>(std::move(p));
+}
+
+Expected<std::shared_ptr<const StringPattern>> StringPattern::format(std::string_view name) {
+  static constexpr std::string_view kDate = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])";
+  static constexpr std::string_view kTime =
+      "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+  static constexpr std::string_view kHex4 = "[0-9a-fA-F]{4}";
+  if (name == "date") return compile(fmt::format("^{}$", kDate));
+  if (name == "time") return compile(fmt::format("^{}$", kTime));
+  if (name == "date-time") return compile(fmt::format("^{}T{}$", kDate, kTime));
+  if (name == "uuid") return compile(fmt::format("^{0}{0}-{0}-{0}-{0}-{0}{0}{0}$", kHex4));
+  return unexpected(ErrorCode::kInvalidArgument,
+                    fmt::format("format '{}' is not supported (date, time, date-time and uuid are)", name));
+}
+
+void StringPattern::close() {
+  closure_.assign(states_.size(), {});
+  std::vector<int32_t> stack;
+  std::vector<char> seen(states_.size());
+  for (size_t s = 0; s < states_.size(); ++s) {
+    std::fill(seen.begin(), seen.end(), 0);
+    stack.assign(1, static_cast<int32_t>(s));
+    seen[s] = 1;
+    while (!stack.empty()) {
+      const int32_t at = stack.back();
+      stack.pop_back();
+      const State& st = states_[static_cast<size_t>(at)];
+      if (st.to >= 0 || st.accept) closure_[s].push_back(at);  // only the states that do something
+      for (const int32_t e : st.epsilon) {
+        if (!seen[static_cast<size_t>(e)]) {
+          seen[static_cast<size_t>(e)] = 1;
+          stack.push_back(e);
+        }
+      }
+    }
+  }
+}
+
+void StringPattern::step(int32_t state, unsigned char c, std::vector<int32_t>* next) const {
+  for (const int32_t s : closure_[static_cast<size_t>(state)]) {
+    const State& st = states_[static_cast<size_t>(s)];
+    if (st.to >= 0 && st.bytes.test(c) && std::find(next->begin(), next->end(), st.to) == next->end()) {
+      next->push_back(st.to);
+    }
+  }
+}
+
+bool StringPattern::accepting(int32_t state) const {
+  const auto& c = closure_[static_cast<size_t>(state)];
+  return std::any_of(c.begin(), c.end(), [this](int32_t s) { return states_[static_cast<size_t>(s)].accept; });
+}
+
+}  // namespace minfer

@@ -1,0 +1,61 @@
+// What structured output holds a string's characters to: a JSON Schema
+// "pattern" (a regular expression in a subset) or a "format" (date, time,
+// date-time, uuid), compiled to a byte automaton (Thompson's construction)
+// that the string's frame walks one byte at a time (json_schema.cpp).
+//
+// The subset: literal characters (a metacharacter escaped with a backslash),
+// classes [a-z0-9_] and [^...] of ASCII characters, \d \w \s and their
+// negations, "." (any character but a line break), groups (...) and (?:...),
+// alternation |, quantifiers ? * + {n} {n,} {n,m} (a bound at most 100),
+// and the anchors ^ at the start and $ at the end. As JSON Schema says, a
+// pattern not anchored matches anywhere in the string: an unanchored side
+// takes any characters. Characters are UTF-8: "." and a negated class take a
+// whole multi-byte character. The string is matched as written between its
+// quotes, with no escapes: a string held to a pattern or format cannot hold
+// a quote, a backslash or a control character. Anything else (lookaround,
+// backreferences, lazy quantifiers, \b, classes of non-ASCII characters) is
+// refused with its place in the pattern.
+#pragma once
+
+#include <bitset>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/common/expected.h"
+
+namespace minfer {
+
+class StringPattern {
+ public:
+  static Expected<std::shared_ptr<const StringPattern>> compile(std::string_view regex);
+  // A JSON Schema "format" this automaton can hold: date, time, date-time
+  // (RFC 3339: 2024-05-31, 12:30:00Z, 2024-05-31T12:30:00.5+02:00) or uuid.
+  static Expected<std::shared_ptr<const StringPattern>> format(std::string_view name);
+
+  static constexpr int kMaxStates = 4096;
+
+  int32_t start() const { return start_; }
+  // The states after byte `c` from `state` (appended to `next`).
+  void step(int32_t state, unsigned char c, std::vector<int32_t>* next) const;
+  // Whether the string may end in `state`.
+  bool accepting(int32_t state) const;
+
+  struct State {
+    std::bitset<256> bytes;            // a byte transition: these bytes, to `to`
+    int32_t to = -1;
+    std::vector<int32_t> epsilon;      // moves that take no byte
+    bool accept = false;
+  };
+
+ private:
+  StringPattern() = default;
+  void close();  // fills closure_
+  std::vector<State> states_;
+  std::vector<std::vector<int32_t>> closure_;  // each state's epsilon closure
+  int32_t start_ = 0;
+  friend class PatternBuilder;
+};
+
+}  // namespace minfer
