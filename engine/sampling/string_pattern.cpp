@@ -454,19 +454,19 @@ Expected<std::shared_ptr<const StringPattern>> StringPattern::format(std::string
 void StringPattern::close() {
   closure_.assign(states_.size(), {});
   std::vector<int32_t> stack;
-  std::vector<char> seen(states_.size());
+  std::vector<int32_t> seen_from(states_.size(), -1);  // the walk that last reached each state
   for (size_t s = 0; s < states_.size(); ++s) {
-    std::fill(seen.begin(), seen.end(), 0);
-    stack.assign(1, static_cast<int32_t>(s));
-    seen[s] = 1;
+    const int32_t walk = static_cast<int32_t>(s);
+    stack.assign(1, walk);
+    seen_from[s] = walk;
     while (!stack.empty()) {
       const int32_t at = stack.back();
       stack.pop_back();
       const State& st = states_[static_cast<size_t>(at)];
       if (st.to >= 0 || st.accept) closure_[s].push_back(at);  // only the states that do something
       for (const int32_t e : st.epsilon) {
-        if (!seen[static_cast<size_t>(e)]) {
-          seen[static_cast<size_t>(e)] = 1;
+        if (seen_from[static_cast<size_t>(e)] != walk) {
+          seen_from[static_cast<size_t>(e)] = walk;
           stack.push_back(e);
         }
       }
