@@ -625,6 +625,21 @@ std::unique_ptr<Engine> load_engine(const std::string& path, BackendChoice backe
   return e ? std::move(*e) : nullptr;
 }
 
+// A CPU engine's logits row as the reference for GPU log-probabilities: its
+// log-normalizer, and the bound on a difference — CudaSynthParity's bound
+// on Q8_0 logits (5e-2 of the row's largest magnitude), twice: once in the
+// logit, once in the normalizer.
+struct LogprobReference {
+  const float* row;
+  double log_z = 0, tol = 0;
+  double logprob(int32_t token) const { return row[token] - log_z; }
+};
+LogprobReference logprob_reference(const float* row, int vocab) {
+  double largest = 0;
+  for (int v = 0; v < vocab; ++v) largest = std::max(largest, std::fabs(static_cast<double>(row[v])));
+  return LogprobReference{row, test::log_sum_exp(row, vocab), 2 * 5e-2 * largest};
+}
+
 // Log-probabilities on the GPU: a request that asks for them has the host
 // pick from copied logits, and gets the tokens the device's argmax (greedy)
 // and draw (sampled, top-k) give without them; its log-probabilities are
@@ -669,17 +684,12 @@ TEST(CudaLogprobs, SameTokensAsTheDevicePickAndTheCpusLogprobs) {
     ASSERT_EQ(gpu.logprobs.size(), gpu.tokens.size());
     const int vocab = engines[0]->info().vocab_size;
     for (size_t i = 0; i < gpu.tokens.size(); ++i) {
-      const float* row = cpu_logits->data() + (req.prompt.size() - 1 + i) * static_cast<size_t>(vocab);
-      const double log_z = test::log_sum_exp(row, vocab);
-      // CudaSynthParity's bound on Q8_0 logits (5e-2 of the row's largest
-      // magnitude), twice: once in the logit, once in the normalizer.
-      double largest = 0;
-      for (int v = 0; v < vocab; ++v) largest = std::max(largest, std::fabs(static_cast<double>(row[v])));
-      const double tol = 2 * 5e-2 * largest;
-      EXPECT_NEAR(gpu.logprobs[i].chosen.logprob, row[gpu.tokens[i]] - log_z, tol) << "token " << i;
+      const LogprobReference cpu =
+          logprob_reference(cpu_logits->data() + (req.prompt.size() - 1 + i) * static_cast<size_t>(vocab), vocab);
+      EXPECT_NEAR(gpu.logprobs[i].chosen.logprob, cpu.logprob(gpu.tokens[i]), cpu.tol) << "token " << i;
       ASSERT_EQ(gpu.logprobs[i].top.size(), 4u);
       for (const TokenLogprob& t : gpu.logprobs[i].top) {
-        EXPECT_NEAR(t.logprob, row[t.token] - log_z, tol) << "token " << i << " alternative " << t.token;
+        EXPECT_NEAR(t.logprob, cpu.logprob(t.token), cpu.tol) << "token " << i << " alternative " << t.token;
       }
     }
   }
@@ -709,23 +719,18 @@ TEST(CudaLogprobs, CachedPrefixStepWithinTheFreshPrefillsLogits) {
   const auto cpu_logits = engines[0]->eval_logits(req.prompt);
   ASSERT_TRUE(cpu_logits.has_value()) << cpu_logits.error().message;
   const int vocab = engines[0]->info().vocab_size;
-  const float* row = cpu_logits->data() + (req.prompt.size() - 1) * static_cast<size_t>(vocab);
-  const double log_z = test::log_sum_exp(row, vocab);
-  double largest = 0;
-  for (int v = 0; v < vocab; ++v) largest = std::max(largest, std::fabs(static_cast<double>(row[v])));
-  const double tol = 2 * 5e-2 * largest;
+  const LogprobReference cpu = logprob_reference(cpu_logits->data() + (req.prompt.size() - 1) * static_cast<size_t>(vocab), vocab);
   for (const GenerationResult* r : {&fresh, &cached}) {
     SCOPED_TRACE(r == &fresh ? "fresh prefill" : "cached prefix");
     ASSERT_EQ(r->logprobs.size(), 1u);
     ASSERT_EQ(r->logprobs[0].top.size(), 20u);
     for (const TokenLogprob& t : r->logprobs[0].top) {
-      EXPECT_NEAR(t.logprob, row[t.token] - log_z, tol) << "token " << t.token;
+      EXPECT_NEAR(t.logprob, cpu.logprob(t.token), cpu.tol) << "token " << t.token;
     }
     // What the run shows: each path's two best, and the CPU's for them.
     const TokenLogprob* best = r->logprobs[0].top.data();
     std::printf("%s: %d %.4f (cpu %.4f), %d %.4f (cpu %.4f)\n", r == &fresh ? "fresh" : "cached", best[0].token,
-                best[0].logprob, row[best[0].token] - log_z, best[1].token, best[1].logprob,
-                row[best[1].token] - log_z);
+                best[0].logprob, cpu.logprob(best[0].token), best[1].token, best[1].logprob, cpu.logprob(best[1].token));
   }
 }
 
@@ -803,12 +808,8 @@ TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
   ASSERT_TRUE(cpu_logits.has_value()) << cpu_logits.error().message;
   const int vocab = engines[0]->info().vocab_size;
   for (size_t i = 1; i < score.prompt.size(); ++i) {
-    const float* row = cpu_logits->data() + (i - 1) * static_cast<size_t>(vocab);
-    double largest = 0;
-    for (int v = 0; v < vocab; ++v) largest = std::max(largest, std::fabs(static_cast<double>(row[v])));
-    // CudaSynthParity's bound on Q8_0 logits, in the logit and the normalizer.
-    EXPECT_NEAR(results[1].prompt_logprobs[i].chosen.logprob, results[0].prompt_logprobs[i].chosen.logprob,
-                2 * 5e-2 * largest)
+    const LogprobReference cpu = logprob_reference(cpu_logits->data() + (i - 1) * static_cast<size_t>(vocab), vocab);
+    EXPECT_NEAR(results[1].prompt_logprobs[i].chosen.logprob, results[0].prompt_logprobs[i].chosen.logprob, cpu.tol)
         << "prompt token " << i;
   }
   const GenerationResult after = engines[1]->generate(greedy, nullptr, nullptr);
