@@ -438,17 +438,86 @@ Expected<std::shared_ptr<const StringPattern>> StringPattern::compile(std::strin
   return std::shared_ptr<const StringPattern>(std::move(p));
 }
 
+namespace {
+
+// The formats' expressions, after the grammars their RFCs give (RFC 3339's
+// appendix A for durations, RFC 3986's appendix A for addresses and URIs,
+// RFC 1123 for host names, RFC 5321 for mailboxes).
+std::string group(const std::string& s) { return "(" + s + ")"; }
+
+std::string ipv4() {
+  const std::string octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";  // no leading zeros
+  return "(" + octet + "\\.){3}" + octet;
+}
+
+// RFC 3986's IPv6address: eight groups of 1-4 hex digits, the last two maybe
+// an IPv4 address, one run of zero groups maybe written "::".
+std::string ipv6() {
+  const std::string h = "[0-9a-fA-F]{1,4}", hc = "(" + h + ":)", ls32 = group(h + ":" + h + "|" + ipv4());
+  auto before = [&](int n) { return n == 0 ? group(h) + "?" : group(hc + "{0," + std::to_string(n) + "}" + h) + "?"; };
+  const std::string forms[] = {hc + "{6}" + ls32,
+                               "::" + hc + "{5}" + ls32,
+                               before(0) + "::" + hc + "{4}" + ls32,
+                               before(1) + "::" + hc + "{3}" + ls32,
+                               before(2) + "::" + hc + "{2}" + ls32,
+                               before(3) + "::" + h + ":" + ls32,
+                               before(4) + "::" + ls32,
+                               before(5) + "::" + h,
+                               before(6) + "::"};
+  std::string any;
+  for (const std::string& f : forms) any += (any.empty() ? "" : "|") + f;
+  return group(any);
+}
+
+// A DNS label: letters, digits and hyphens, a letter or digit at each end
+// (not held to 63 characters).
+constexpr std::string_view kLabel = "[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?";
+
+// RFC 3986's URI: scheme ":" hier-part ["?" query] ["#" fragment], the
+// authority's host a name, an IPv4 address or an IPv6 one in brackets.
+std::string uri() {
+  const std::string pct = "%[0-9A-Fa-f]{2}";
+  auto of = [&](const std::string& chars) { return group("[A-Za-z0-9._~!$&'()*+,;=" + chars + "-]|" + pct); };
+  const std::string pchar = of(":@"), segment = pchar + "*";
+  const std::string authority = group(of(":") + "*@") + "?" + group("\\[" + ipv6() + "\\]|" + of("") + "*") + "(:[0-9]*)?";
+  const std::string hier = group("//" + authority + "(/" + segment + ")*|/(" + pchar + "+(/" + segment + ")*)?|" + pchar +
+                                 "+(/" + segment + ")*|");
+  return "[A-Za-z][A-Za-z0-9+.-]*:" + hier + "(\\?" + of(":@/?") + "*)?(#" + of(":@/?") + "*)?";
+}
+
+// RFC 3339's duration: P and years, months, days (or weeks), then T and
+// hours, minutes, seconds, each part after the ones before it.
+std::string duration() {
+  const std::string time = "T([0-9]+H([0-9]+M([0-9]+S)?)?|[0-9]+M([0-9]+S)?|[0-9]+S)";
+  const std::string date = "([0-9]+D|[0-9]+M([0-9]+D)?|[0-9]+Y([0-9]+M([0-9]+D)?)?)";
+  return "P(" + date + "(" + time + ")?|" + time + "|[0-9]+W)";
+}
+
+}  // namespace
+
 Expected<std::shared_ptr<const StringPattern>> StringPattern::format(std::string_view name) {
   static constexpr std::string_view kDate = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])";
   static constexpr std::string_view kTime =
       "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
   static constexpr std::string_view kHex4 = "[0-9a-fA-F]{4}";
+  // RFC 5321's mailbox without its quoted local parts and address literals
+  // (which a string without escapes could not hold anyway), and with a dot
+  // in the domain, as mail validators ask.
+  static constexpr std::string_view kAtext = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+";
   if (name == "date") return compile(fmt::format("^{}$", kDate));
   if (name == "time") return compile(fmt::format("^{}$", kTime));
   if (name == "date-time") return compile(fmt::format("^{}T{}$", kDate, kTime));
   if (name == "uuid") return compile(fmt::format("^{0}{0}-{0}-{0}-{0}-{0}{0}{0}$", kHex4));
+  if (name == "duration") return compile("^" + duration() + "$");
+  if (name == "ipv4") return compile("^" + ipv4() + "$");
+  if (name == "ipv6") return compile("^" + ipv6() + "$");
+  if (name == "hostname") return compile(fmt::format("^{0}(\\.{0})*$", kLabel));
+  if (name == "email") return compile(fmt::format("^{0}(\\.{0})*@{1}(\\.{1})+$", kAtext, kLabel));
+  if (name == "uri") return compile("^" + uri() + "$");
   return unexpected(ErrorCode::kInvalidArgument,
-                    fmt::format("format '{}' is not supported (date, time, date-time and uuid are)", name));
+                    fmt::format("format '{}' is not supported (date, time, date-time, duration, email, hostname, ipv4, "
+                                "ipv6, uri and uuid are)",
+                                name));
 }
 
 void StringPattern::close() {

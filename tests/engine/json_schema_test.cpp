@@ -309,9 +309,78 @@ TEST(JsonSchemaGrammar, FormatsHoldTheirCharacters) {
   const std::string uuid = R"({"type": "string", "format": "uuid"})";
   EXPECT_EQ(holds(uuid, "\"123e4567-e89b-12d3-a456-426614174000\""), -1);
   EXPECT_EQ(holds(uuid, "\"123e4567-e89b-12d3-a456-42661417400g\""), 36);
-  EXPECT_NE(JsonSchema::compile(R"({"type": "string", "format": "email"})").error().message.find(
-                "format 'email' is not supported (date, time, date-time and uuid are)"),
+  EXPECT_NE(JsonSchema::compile(R"({"type": "string", "format": "iri"})").error().message.find(
+                "format 'iri' is not supported (date, time, date-time, duration, email, hostname, ipv4, ipv6, uri and "
+                "uuid are)"),
             std::string::npos);
+}
+
+// The rest of what OpenAI's strict mode lists (duration, email, hostname,
+// ipv4, ipv6) and uri (Pydantic's URL types): whole values the grammars
+// allow, and where a value that breaks them is refused (-2: a prefix of one).
+TEST(JsonSchemaGrammar, AddressesNamesAndDurationsHoldTheirGrammars) {
+  auto holds = [](const std::string& format, const std::string& value) {
+    bool done = false;
+    const auto schema = compiled(nlohmann::json{{"type", "string"}, {"format", format}}.dump());
+    const int at = first_refused(schema, "\"" + value + "\"", &done);
+    return at == -1 && done ? -1 : at == -1 ? -2 : at - 1;  // the refused byte's index in the value
+  };
+  for (const char* ok : {"P1Y", "P1Y2M3D", "P3D", "P2W", "PT4H", "PT4H5M6S", "PT30S", "P1DT12H", "P1M4DT1M"}) {
+    EXPECT_EQ(holds("duration", ok), -1) << ok;
+  }
+  EXPECT_EQ(holds("duration", "P"), 1);       // nothing after P: the quote is refused
+  EXPECT_EQ(holds("duration", "PT"), 2);
+  EXPECT_EQ(holds("duration", "P1D2Y"), 3);   // nothing after days but a T
+  EXPECT_EQ(holds("duration", "P1W2D"), 3);   // weeks stand alone
+  EXPECT_EQ(holds("duration", "P1H"), 2);     // hours after a T only
+  EXPECT_EQ(holds("duration", "P1Y2M"), -1);
+
+  for (const char* ok : {"0.0.0.0", "192.168.1.254", "255.255.255.255", "10.0.0.1"}) EXPECT_EQ(holds("ipv4", ok), -1) << ok;
+  EXPECT_EQ(holds("ipv4", "256.1.1.1"), 2);
+  EXPECT_EQ(holds("ipv4", "01.1.1.1"), 1);  // no leading zeros
+  EXPECT_EQ(holds("ipv4", "1.2.3"), 5);
+  EXPECT_EQ(holds("ipv4", "1.2.3.4.5"), 7);
+
+  for (const char* ok : {"::", "::1", "1::", "2001:db8::8a2e:370:7334", "2001:0db8:85a3:0000:0000:8a2e:0370:7334",
+                         "fe80::1:2:3:4:5:6", "::ffff:192.0.2.128", "1:2:3:4:5:6:1.2.3.4", "a:b:c:d:e:f::"}) {
+    EXPECT_EQ(holds("ipv6", ok), -1) << ok;
+  }
+  EXPECT_EQ(holds("ipv6", "1:2:3:4:5:6:7:8:9"), 15);  // nine groups
+  EXPECT_EQ(holds("ipv6", "1::2::3"), 5);              // two runs of zeros
+  EXPECT_EQ(holds("ipv6", "12345::"), 4);              // five hex digits
+  EXPECT_EQ(holds("ipv6", "1:2:3:4:5:6:7"), 13);
+  EXPECT_EQ(holds("ipv6", "g::"), 0);
+
+  for (const char* ok : {"example.com", "a", "my-host.local", "xn--bcher-kva.example", "1.2.3.4"}) {
+    EXPECT_EQ(holds("hostname", ok), -1) << ok;
+  }
+  EXPECT_EQ(holds("hostname", "-a.com"), 0);
+  EXPECT_EQ(holds("hostname", "a-.com"), 2);  // a label ends in a letter or digit
+  EXPECT_EQ(holds("hostname", "a..com"), 2);
+  EXPECT_EQ(holds("hostname", "a_b"), 1);
+
+  for (const char* ok : {"jane.doe@example.com", "x+tag@mail.example.org", "o'brien@ex-ample.co.uk", "a!#$%&*/=?^_`{|}~@b.c"}) {
+    EXPECT_EQ(holds("email", ok), -1) << ok;
+  }
+  EXPECT_EQ(holds("email", "jane@localhost"), 14);  // a dot in the domain
+  EXPECT_EQ(holds("email", "jane..doe@example.com"), 5);
+  EXPECT_EQ(holds("email", ".jane@example.com"), 0);
+  EXPECT_EQ(holds("email", "jane doe@example.com"), 4);
+  EXPECT_EQ(holds("email", "jane@@example.com"), 5);
+
+  for (const char* ok : {"https://example.com", "https://example.com/a/b?q=1&r=%20x#top", "http://user:pw@host:8080/",
+                         "mailto:jane@example.com", "urn:isbn:0451450523", "http://[2001:db8::1]:80/index.html",
+                         "file:///etc/hosts", "ftp://192.168.0.1/x", "a:"}) {
+    EXPECT_EQ(holds("uri", ok), -1) << ok;
+  }
+  EXPECT_EQ(holds("uri", "example.com"), 11);         // no scheme: no colon ever comes
+  EXPECT_EQ(holds("uri", "1http://x"), 0);            // a scheme begins with a letter
+  EXPECT_EQ(holds("uri", "http://a b"), 8);
+  EXPECT_EQ(holds("uri", "http://x/%2"), 11);         // a percent escape is two hex digits: not the quote
+  EXPECT_EQ(holds("uri", "http://x/%zz"), 10);
+  EXPECT_EQ(holds("uri", "http://host:8a/"), 14);     // a port is digits (host:8a could begin user info)
+  EXPECT_EQ(holds("uri", "http://x/a#b#c"), 12);      // one fragment
+  EXPECT_EQ(holds("uri", "http://[1:2]/"), 11);       // an IPv6 host is a whole address
 }
 
 // "pattern": a regular expression in the subset string_pattern.h names,
