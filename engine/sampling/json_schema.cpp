@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -27,9 +29,17 @@ struct SchemaNode {
   // (pattern or format; null: anything).
   int32_t min_length = 0, max_length = INT32_MAX;
   std::shared_ptr<const StringPattern> pattern;
-  // Integer: the values allowed (minimum, maximum; unbounded: kUnbounded).
-  int64_t min_value = -kUnbounded, max_value = kUnbounded;
+  // Integer or number held to bounds or a multiple (minimum, maximum, their
+  // exclusive forms, multipleOf): its values counted in units of
+  // 10^-scale (an integer's scale is 0; a number's the multiple's
+  // decimals, else kMaxScale), [min_units, max_units] (unbounded:
+  // ±kUnbounded), multiples of `step` units (0: any). Such a number is
+  // written without an exponent and with at most `scale` decimals.
+  bool held = false;
+  int32_t scale = 0;
+  int64_t min_units = -kUnbounded, max_units = kUnbounded, step = 0;
   static constexpr int64_t kUnbounded = int64_t{1} << 62;
+  static constexpr int32_t kMaxScale = 9;
 };
 
 namespace {
@@ -46,6 +56,67 @@ Error refuse(const std::string& where, const std::string& what) {
 bool is_annotation(const std::string& key) {
   static const std::set<std::string> kAnnotations = {"title", "description", "default", "$schema", "$defs", "definitions"};
   return kAnnotations.count(key) > 0;
+}
+
+// 10^e, e in [0, 18].
+int64_t pow10(int e) {
+  int64_t p = 1;
+  while (e-- > 0) p *= 10;
+  return p;
+}
+
+// x × 10^e (x ≥ 0), at most SchemaNode::kUnbounded: beyond every bound.
+int64_t scaled(int64_t x, int e) {
+  for (; e > 0; --e) x = x > SchemaNode::kUnbounded / 10 ? SchemaNode::kUnbounded : 10 * x;
+  return x;
+}
+
+// Whether [lo, hi] holds a multiple of `step` (0: any value).
+bool multiple_within(int64_t lo, int64_t hi, int64_t step) {
+  if (lo > hi) return false;
+  if (step == 0) return true;
+  const int64_t least = (lo / step + (lo % step > 0 ? 1 : 0)) * step;  // the least multiple from lo
+  return least <= hi;
+}
+
+// A JSON number exactly as it is written (its shortest text): ± mantissa ×
+// 10^-decimals, no trailing zeros among the decimals.
+struct Decimal {
+  bool negative = false;
+  int64_t mantissa = 0;
+  int decimals = 0;
+  // The value in units of 10^-scale, rounded up or down to one.
+  int64_t units(int scale, bool up) const {
+    const int e = scale - decimals;
+    int64_t whole = e >= 0 ? scaled(mantissa, e) : e < -18 ? 0 : mantissa / pow10(-e);
+    const bool rest = e < 0 && (e < -18 ? mantissa != 0 : mantissa % pow10(-e) != 0);
+    if (negative) return -whole - (rest && !up ? 1 : 0);
+    return whole + (rest && up ? 1 : 0);
+  }
+};
+Decimal decimal(const Json& v) {
+  const std::string text = v.dump();
+  Decimal d;
+  size_t i = 0;
+  if (i < text.size() && text[i] == '-') d.negative = true, ++i;
+  bool point = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '.') {
+      point = true;
+    } else if (c == 'e' || c == 'E') {
+      d.decimals -= static_cast<int>(std::strtol(text.c_str() + i + 1, nullptr, 10));
+      break;
+    } else if (d.mantissa < int64_t{1} << 58) {  // (17 significant digits at most: always)
+      d.mantissa = 10 * d.mantissa + (c - '0');
+      d.decimals += point ? 1 : 0;
+    } else if (!point) {
+      --d.decimals;
+    }
+  }
+  while (d.decimals > 0 && d.mantissa % 10 == 0) d.mantissa /= 10, --d.decimals;
+  if (d.decimals < 0) d.mantissa = scaled(d.mantissa, -d.decimals), d.decimals = 0;
+  return d;
 }
 
 class Compiler {
@@ -66,7 +137,7 @@ class Compiler {
                                                  "items",   "minItems",   "maxItems", "enum",
                                                  "const",   "anyOf",      "allOf",    "$ref",
                                                  "minimum", "maximum",    "exclusiveMinimum", "exclusiveMaximum",
-                                                 "minLength", "maxLength", "pattern", "format"};
+                                                 "multipleOf", "minLength", "maxLength", "pattern", "format"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key) && !is_annotation(key)) {
         return unexpected(refuse(where, fmt::format("'{}' is not supported", key)));
@@ -80,13 +151,13 @@ class Compiler {
         }
       }
     }
-    for (const char* bound : kBounds) {
-      if (s.contains(bound) && !(s.contains("type") && s["type"] == "integer")) {
-        return unexpected(refuse(where, fmt::format("'{}' is supported with \"type\": \"integer\" only", bound)));
+    for (const char* bound : kNumeric) {
+      if (s.contains(bound) && !typed_as(s, "integer") && !typed_as(s, "number")) {
+        return unexpected(refuse(where, fmt::format("'{}' is supported with \"type\": \"integer\" or \"number\" only", bound)));
       }
     }
     for (const char* bound : {"minLength", "maxLength", "pattern", "format"}) {
-      if (s.contains(bound) && !(s.contains("type") && s["type"] == "string")) {
+      if (s.contains(bound) && !typed_as(s, "string")) {
         return unexpected(refuse(where, fmt::format("'{}' is supported with \"type\": \"string\" only", bound)));
       }
     }
@@ -178,28 +249,62 @@ class Compiler {
   }
   int32_t any_ = -1;
 
-  static constexpr const char* kBounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
-  // The most an integer's bound may be, either way: a value's digits are
-  // followed up to INT32_MAX (number()), one past every bound.
+  static constexpr const char* kNumeric[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
+  // The most a bound or multiple may be, either way: a value's integer
+  // digits are followed up to INT32_MAX (number()), one past every bound.
   static constexpr int64_t kBoundLimit = INT32_MAX - 1;
 
-  // An integer's minimum and maximum (exclusive ones made inclusive).
-  Status integer_bounds(const Json& s, const std::string& where, SchemaNode* n) {
-    for (const char* bound : kBounds) {
-      if (!s.contains(bound)) continue;
-      const Json& v = s[bound];
-      if (!v.is_number()) return unexpected(refuse(where, fmt::format("'{}' must be a number", bound)));
-      const double x = v.get<double>();
-      if (!(std::fabs(x) <= static_cast<double>(kBoundLimit))) {
-        return unexpected(refuse(where, fmt::format("'{}' {} is beyond the supported ±{}", bound, v.dump(), kBoundLimit)));
+  // Whether the schema's type is `type` or a list that names it.
+  static bool typed_as(const Json& s, const char* type) {
+    if (!s.contains("type")) return false;
+    const Json& t = s["type"];
+    return t == type || (t.is_array() && std::find(t.begin(), t.end(), Json(type)) != t.end());
+  }
+
+  // An integer's or a number's bounds and multiple, in units of 10^-scale
+  // (SchemaNode::held): exclusive bounds made inclusive, a number's scale
+  // its multiple's decimals (at most kMaxScale) or else kMaxScale.
+  Status numeric_bounds(const Json& s, const std::string& where, bool integer, SchemaNode* n) {
+    bool any = false;
+    for (const char* key : kNumeric) {
+      if (!s.contains(key)) continue;
+      any = true;
+      const Json& v = s[key];
+      if (!v.is_number()) return unexpected(refuse(where, fmt::format("'{}' must be a number", key)));
+      if (!(std::fabs(v.get<double>()) <= static_cast<double>(kBoundLimit))) {
+        return unexpected(refuse(where, fmt::format("'{}' {} is beyond the supported ±{}", key, v.dump(), kBoundLimit)));
       }
-      const std::string_view name(bound);
-      if (name == "minimum") n->min_value = std::max(n->min_value, static_cast<int64_t>(std::ceil(x)));
-      if (name == "exclusiveMinimum") n->min_value = std::max(n->min_value, static_cast<int64_t>(std::floor(x)) + 1);
-      if (name == "maximum") n->max_value = std::min(n->max_value, static_cast<int64_t>(std::floor(x)));
-      if (name == "exclusiveMaximum") n->max_value = std::min(n->max_value, static_cast<int64_t>(std::ceil(x)) - 1);
     }
-    if (n->min_value > n->max_value) return unexpected(refuse(where, "no integer lies within its minimum and maximum"));
+    if (!any) return ok_status();
+    n->held = true;
+    n->scale = integer ? 0 : SchemaNode::kMaxScale;
+    if (s.contains("multipleOf")) {
+      const Decimal m = decimal(s["multipleOf"]);
+      if (m.mantissa <= 0) return unexpected(refuse(where, "'multipleOf' must be above 0"));
+      if (m.decimals > SchemaNode::kMaxScale) {
+        return unexpected(refuse(where, fmt::format("'multipleOf' {} has more than {} decimals", s["multipleOf"].dump(),
+                                                    SchemaNode::kMaxScale)));
+      }
+      // An integer is a multiple of p / 10^d when it is one of p / gcd(p, 10^d).
+      n->scale = integer ? 0 : m.decimals;
+      n->step = integer ? m.mantissa / std::gcd(m.mantissa, pow10(m.decimals)) : m.mantissa;
+    }
+    for (const char* key : kNumeric) {
+      if (!s.contains(key) || std::string_view(key) == "multipleOf") continue;
+      const Decimal x = decimal(s[key]);
+      const std::string_view name(key);
+      if (name == "minimum") n->min_units = std::max(n->min_units, x.units(n->scale, true));
+      if (name == "exclusiveMinimum") n->min_units = std::max(n->min_units, x.units(n->scale, false) + 1);
+      if (name == "maximum") n->max_units = std::min(n->max_units, x.units(n->scale, false));
+      if (name == "exclusiveMaximum") n->max_units = std::min(n->max_units, x.units(n->scale, true) - 1);
+    }
+    if (!multiple_within(n->min_units, n->max_units, n->step)) {
+      if (n->step != 0) {
+        return unexpected(refuse(where, fmt::format("no multiple of {} lies within its minimum and maximum",
+                                                    s["multipleOf"].dump())));
+      }
+      return unexpected(refuse(where, fmt::format("no {} lies within its minimum and maximum", integer ? "integer" : "number")));
+    }
     return ok_status();
   }
 
@@ -282,11 +387,9 @@ class Compiler {
         if (!compiled) return unexpected(refuse(where, fmt::format("'{}' {}: {}", key, s[key].dump(), compiled.error().message)));
         n.pattern = std::move(*compiled);
       }
-    } else if (type == "number") {
-      n.kind = Kind::kNumber;
-    } else if (type == "integer") {
-      n.kind = Kind::kInteger;
-      MINFER_TRY(integer_bounds(s, where, &n));
+    } else if (type == "number" || type == "integer") {
+      n.kind = type == "number" ? Kind::kNumber : Kind::kInteger;
+      MINFER_TRY(numeric_bounds(s, where, type == "integer", &n));
     } else if (type == "boolean") {
       n.kind = Kind::kLiterals;
       n.literals = {"true", "false"};
@@ -361,19 +464,31 @@ bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c 
 using Branch = JsonSchemaGrammar::Branch;
 using Frame = JsonSchemaGrammar::Frame;
 
-// Whether an integer that begins with the digits of `digits` (negative:
-// after a minus) can lie in the node's [min_value, max_value]: the value
-// itself when no digit may follow, else any of digits × 10^j + [0, 10^j).
-// Products stop at kUnbounded, beyond every bound.
-bool reachable(const SchemaNode& n, int64_t digits, bool negative, bool more) {
-  constexpr int64_t kCap = SchemaNode::kUnbounded;
-  int64_t span = 1;
-  for (int j = 0; j <= (more ? 12 : 0); ++j) {
-    const int64_t low = digits > kCap / span ? kCap : digits * span;
-    const int64_t high = std::min(kCap, low + (span - 1));
-    const int64_t from = negative ? -high : low, to = negative ? -low : high;
-    if (std::max(from, n.min_value) <= std::min(to, n.max_value)) return true;
-    span *= 10;
+// Whether a held number (SchemaNode::held) whose characters so far frame f
+// holds (Stepper::number) can lie within its node's bounds and be a multiple
+// of its step: the value itself when it ends here, else any number those
+// characters begin (integer digits, then decimals up to the node's scale).
+bool reachable(const SchemaNode& n, const Frame& f, bool ends) {
+  const bool negative = (f.b & 1) != 0;
+  const int decimals = f.b >> 1;
+  auto within = [&](int64_t low, int64_t high) {  // magnitudes
+    return negative ? multiple_within(std::max(-high, n.min_units), std::min(-low, n.max_units), n.step)
+                    : multiple_within(std::max(low, n.min_units), std::min(high, n.max_units), n.step);
+  };
+  const int64_t here = std::min(SchemaNode::kUnbounded, scaled(f.a, n.scale) + scaled(f.c, n.scale - decimals));
+  if (ends) return within(here, here);
+  switch (f.phase) {
+    case kNumMinus: return within(0, SchemaNode::kUnbounded);
+    case kNumZero: return within(0, pow10(n.scale) - 1);
+    case kNumDot:
+    case kNumFrac: return within(here, here + (pow10(n.scale - decimals) - 1));
+    default: break;
+  }
+  // kNumInt: f.a's digits, j more, then any decimals: [f.a, f.a + 1) × 10^j.
+  for (int64_t span = pow10(n.scale); span < SchemaNode::kUnbounded; span = scaled(span, 1)) {
+    if (f.a > SchemaNode::kUnbounded / span) return false;
+    const int64_t low = f.a * span;
+    if (within(low, std::min(SchemaNode::kUnbounded, low + (span - 1)))) return true;
   }
   return false;
 }
@@ -588,7 +703,10 @@ class Stepper {
       case kStrStart:
         if (c != '"') return;
         f.phase = kStrIn;
-        if (n.pattern) f.a = n.pattern->start();
+        if (n.pattern) {
+          f.a = n.pattern->start();
+          if (n.pattern->shortest(f.a) > n.max_length) return;
+        }
         break;
       case kStrIn:
         if (c == '"') {
@@ -601,10 +719,11 @@ class Stepper {
           if (f.b == n.max_length) return;
           if (n.max_length < INT32_MAX || n.min_length > 0) ++f.b;
         }
-        if (n.pattern) {  // a branch each state the byte leads to
+        if (n.pattern) {  // a branch each state the byte leads to, from which the pattern can end in time
           std::vector<int32_t> next;
           n.pattern->step(f.a, c, &next);
           for (const int32_t state : next) {
+            if (n.max_length < INT32_MAX && f.b + n.pattern->shortest(state) > n.max_length) continue;
             Branch moved = b;
             moved.stack.back().a = state;
             out_->push_back(std::move(moved));
@@ -632,33 +751,40 @@ class Stepper {
     out_->push_back(std::move(b));
   }
 
+  // A held number (SchemaNode::held) keeps its characters so far: its
+  // integer digits' value in f.a (at most INT32_MAX, past every bound), in
+  // f.b a minus (bit 0) and how many decimals (the rest), their value in
+  // f.c; a character is taken only if the number can still end within its
+  // bounds (reachable), the number ends only there, and it has no exponent.
   void number(Branch b, const SchemaNode& n, unsigned char c) const {
     const bool integer = n.kind == Kind::kInteger;
     Frame& f = b.stack.back();
     auto to = [&](NumberPhase p) {
       f.phase = p;
+      if (n.held && !reachable(n, f, false)) return;
       out_->push_back(std::move(b));
     };
-    // A bounded integer's digits so far: their value in f.a (at most
-    // INT32_MAX, past every bound), f.b = 1 after a minus.
-    const bool bounded = integer && (n.min_value > -SchemaNode::kUnbounded || n.max_value < SchemaNode::kUnbounded);
+    auto decimal_digit = [&]() {
+      if (n.held) {
+        if (f.b >> 1 == n.scale) return;
+        f.c = 10 * f.c + (c - '0');
+        f.b += 2;
+      }
+      to(kNumFrac);
+    };
     switch (f.phase) {
       case kNumStart:
         if (c == '-') {
-          if (bounded && n.min_value > 0) return;
-          f.b = bounded ? 1 : 0;
+          f.b = n.held ? 1 : 0;
           return to(kNumMinus);
         }
         [[fallthrough]];
       case kNumMinus:
         if (!is_digit(c)) return;
-        if (bounded) {
-          f.a = c - '0';
-          if (!reachable(n, f.a, f.b != 0, c != '0')) return;
-        }
+        if (n.held) f.a = c - '0';
         return to(c == '0' ? kNumZero : kNumInt);
       case kNumDot:
-        if (is_digit(c)) return to(kNumFrac);
+        if (is_digit(c)) decimal_digit();
         return;
       case kNumExp:
         if (c == '+' || c == '-') return to(kNumExpSign);
@@ -668,17 +794,15 @@ class Stepper {
         return;
       default: break;  // a number that may end here
     }
+    if (is_digit(c) && f.phase == kNumFrac) return decimal_digit();
     if (is_digit(c) && f.phase != kNumZero) {
-      if (bounded) {
-        f.a = static_cast<int32_t>(std::min<int64_t>(INT32_MAX, int64_t{10} * f.a + (c - '0')));
-        if (!reachable(n, f.a, f.b != 0, true)) return;
-      }
+      if (n.held) f.a = static_cast<int32_t>(std::min<int64_t>(INT32_MAX, int64_t{10} * f.a + (c - '0')));
       return to(static_cast<NumberPhase>(f.phase));
     }
-    if (!integer && c == '.' && (f.phase == kNumZero || f.phase == kNumInt)) return to(kNumDot);
-    if (!integer && (c == 'e' || c == 'E') && f.phase != kNumExpDigits) return to(kNumExp);
+    if (!integer && c == '.' && (f.phase == kNumZero || f.phase == kNumInt) && (!n.held || n.scale > 0)) return to(kNumDot);
+    if (!integer && !n.held && (c == 'e' || c == 'E') && f.phase != kNumExpDigits) return to(kNumExp);
     // The number ends: the byte is its parent's.
-    if (bounded && !reachable(n, f.a, f.b != 0, false)) return;
+    if (n.held && !reachable(n, f, true)) return;
     pop(b);
     feed(std::move(b), c);
   }
@@ -714,7 +838,7 @@ bool JsonSchemaGrammar::Branch::operator==(const Branch& o) const {
   if (gap != o.gap || indent != o.indent || stack.size() != o.stack.size()) return false;
   for (size_t i = 0; i < stack.size(); ++i) {
     const Frame &x = stack[i], &y = o.stack[i];
-    if (x.node != y.node || x.phase != y.phase || x.a != y.a || x.b != y.b) return false;
+    if (x.node != y.node || x.phase != y.phase || x.a != y.a || x.b != y.b || x.c != y.c) return false;
   }
   return true;
 }
@@ -782,7 +906,7 @@ bool JsonSchemaGrammar::complete() const {
     const SchemaNode& n = schema_->nodes()[static_cast<size_t>(f.node)];
     return b.stack.size() == 1 && (kind == Kind::kNumber || kind == Kind::kInteger) &&
            (f.phase == kNumZero || f.phase == kNumInt || f.phase == kNumFrac || f.phase == kNumExpDigits) &&
-           (kind == Kind::kNumber || reachable(n, f.a, f.b != 0, false));
+           (!n.held || reachable(n, f, true));
   });
 }
 

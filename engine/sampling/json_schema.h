@@ -10,16 +10,19 @@
 // "additionalProperties" may only be false beside them); "items" with
 // "minItems" and "maxItems"; "enum" and "const" of scalars; "minLength" and
 // "maxLength" of strings (characters: a UTF-8 character or an escape each
-// count one), "pattern" and "format" (string_pattern.h); "minimum",
-// "maximum", "exclusiveMinimum" and "exclusiveMaximum" of integers (within
-// ±2,147,483,646: a digit is taken only if an integer it begins lies within
-// them, and the number ends only inside them); "anyOf"; local
+// count one), "pattern" and "format" (string_pattern.h; with a maxLength,
+// no character after which the pattern cannot end in time); "minimum",
+// "maximum", "exclusiveMinimum", "exclusiveMaximum" and "multipleOf" of
+// integers and numbers (within ±2,147,483,646: a digit is taken only if a
+// value it begins lies within them and is a multiple, and the number ends
+// only at one; such a number has no exponent and at most 9 decimals, or
+// the multiple's); "anyOf"; local
 // references ("$ref": "#/$defs/Name", "#/definitions/Name", "#"), recursive
 // ones included, as Pydantic and OpenAI's SDKs write models, and "allOf" of
 // one schema. "title", "description", "default", "$schema", "$defs" and
 // "definitions" are read as comments (definitions count where referenced).
-// Anything else (oneOf, multipleOf, another format, a number's minimum, a
-// keyword beside "$ref", ...) is refused by compile() with its name, never ignored:
+// Anything else (oneOf, not, uniqueItems, another format, a multiple with
+// more than 9 decimals, a keyword beside "$ref", ...) is refused by compile() with its name, never ignored:
 // the output would not be held to it.
 //
 // What JSON Schema leaves open stays open: no type is any value, an object
@@ -83,6 +86,7 @@ class JsonSchemaGrammar {
     uint8_t phase = 0;
     int32_t a = 0;  // object: the property; array: the items so far; literal: which; string/number: lexer state
     int32_t b = 0;  // object: the next property's index; literal: bytes matched
+    int32_t c = 0;  // a held number's fraction digits so far
   };
   struct Branch {
     std::vector<Frame> stack;  // empty: the value is complete

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 
 namespace minfer {
 
@@ -51,6 +52,8 @@ std::bitset<256> range(unsigned char from, unsigned char to) {
   for (int c = from; c <= to; ++c) b.set(static_cast<size_t>(c));
   return b;
 }
+
+std::bitset<256> continuation_bytes() { return range(0x80, 0xBF); }
 
 class Parser {
  public:
@@ -435,6 +438,7 @@ Expected<std::shared_ptr<const StringPattern>> StringPattern::compile(std::strin
   p->start_ = f.start;
   p->states_[static_cast<size_t>(f.end)].accept = true;
   p->close();
+  p->measure();
   return std::shared_ptr<const StringPattern>(std::move(p));
 }
 
@@ -538,6 +542,43 @@ void StringPattern::close() {
           seen_from[static_cast<size_t>(e)] = walk;
           stack.push_back(e);
         }
+      }
+    }
+  }
+}
+
+// shortest_: 0 where the closure accepts, else the fewest characters of a
+// way there (a 0-1 walk back from the accepting states: a byte that can
+// begin a character costs one, a UTF-8 continuation byte none).
+void StringPattern::measure() {
+  const size_t n = states_.size();
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> into(n);  // (from, cost) of each move into a state
+  shortest_.assign(n, INT32_MAX);
+  std::deque<int32_t> walk;
+  for (size_t s = 0; s < n; ++s) {
+    for (const int32_t t : closure_[s]) {
+      const State& st = states_[static_cast<size_t>(t)];
+      if (st.accept && shortest_[s] != 0) {
+        shortest_[s] = 0;
+        walk.push_front(static_cast<int32_t>(s));
+      }
+      if (st.to >= 0) {
+        const bool begins = (st.bytes & ~continuation_bytes()).any();
+        into[static_cast<size_t>(st.to)].emplace_back(static_cast<int32_t>(s), begins ? 1 : 0);
+      }
+    }
+  }
+  while (!walk.empty()) {
+    const int32_t at = walk.front();
+    walk.pop_front();
+    for (const auto& [from, cost] : into[static_cast<size_t>(at)]) {
+      const int32_t d = shortest_[static_cast<size_t>(at)] + cost;
+      if (d >= shortest_[static_cast<size_t>(from)]) continue;
+      shortest_[static_cast<size_t>(from)] = d;
+      if (cost == 0) {
+        walk.push_front(from);
+      } else {
+        walk.push_back(from);
       }
     }
   }

@@ -46,6 +46,10 @@ class StringPattern {
   void step(int32_t state, unsigned char c, std::vector<int32_t>* next) const;
   // Whether the string may end in `state`.
   bool accepting(int32_t state) const;
+  // The fewest characters from `state` to an end (0: accepting), so that a
+  // string held to a length too can refuse a character after which the
+  // pattern could not end in time.
+  int32_t shortest(int32_t state) const { return shortest_[static_cast<size_t>(state)]; }
 
   struct State {
     std::bitset<256> bytes;            // a byte transition: these bytes, to `to`
@@ -56,9 +60,11 @@ class StringPattern {
 
  private:
   StringPattern() = default;
-  void close();  // fills closure_
+  void close();    // fills closure_
+  void measure();  // fills shortest_, from closure_
   std::vector<State> states_;
   std::vector<std::vector<int32_t>> closure_;  // each state's epsilon closure
+  std::vector<int32_t> shortest_;              // shortest(state)
   int32_t start_ = 0;
   friend class PatternBuilder;
 };

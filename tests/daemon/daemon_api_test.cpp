@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <ctime>
 #include <regex>
 
@@ -465,6 +466,45 @@ TEST_F(DaemonApi, JsonSchemaFormatsAndPatterns) {
           {"name": "x", "schema": {"type": "string", "pattern": "(?=a)"}}}})json");
   EXPECT_EQ(bad.status, 400) << bad.body;
   EXPECT_NE(bad.body.find("pattern at offset 1: lookaround"), std::string::npos) << bad.body;
+}
+
+// Numbers held to bounds and multiples, and the formats OpenAI's strict mode
+// lists: whatever the story model writes, the reply parses and keeps to them.
+TEST_F(DaemonApi, JsonSchemaNumberBoundsMultiplesAndAddresses) {
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "Order?"}], "max_tokens": 200, "temperature": 0,
+          "response_format": {"type": "json_schema", "json_schema": {"name": "Order", "schema": {"type": "object",
+          "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1},
+                         "price": {"type": "number", "multipleOf": 0.01, "exclusiveMinimum": 0, "maximum": 100},
+                         "count": {"type": "integer", "multipleOf": 5, "minimum": 5, "maximum": 50},
+                         "contact": {"type": "string", "format": "email", "maxLength": 24},
+                         "host": {"type": "string", "format": "ipv4"}},
+          "required": ["score", "price", "count", "contact", "host"], "additionalProperties": false}}}})";
+  std::string content;
+  const Json object = structured_reply(sock(), body, &content);
+  ASSERT_TRUE(object.is_object()) << content;
+  ASSERT_TRUE(object["score"].is_number() && object["price"].is_number() && object["count"].is_number_integer()) << content;
+  const double score = object["score"].get<double>(), price = object["price"].get<double>();
+  const int64_t count = object["count"].get<int64_t>();
+  EXPECT_TRUE(score >= 0 && score <= 1) << content;
+  EXPECT_TRUE(price > 0 && price <= 100) << content;
+  EXPECT_NEAR(price * 100, std::round(price * 100), 1e-6) << content;
+  EXPECT_TRUE(count >= 5 && count <= 50 && count % 5 == 0) << content;
+  ASSERT_TRUE(object["contact"].is_string() && object["host"].is_string()) << content;
+  const std::string contact = object["contact"].get<std::string>();
+  EXPECT_LE(contact.size(), 24u) << content;
+  EXPECT_TRUE(std::regex_match(contact, std::regex(R"re([A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+)re")))
+      << content;
+  EXPECT_TRUE(std::regex_match(object["host"].get<std::string>(),
+                               std::regex(R"re(((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))re")))
+      << content;
+  // A multiple with more decimals than a number holds: a 400 that says so.
+  const HttpResponse bad = http_request(
+      sock(), "POST", "/v1/chat/completions",
+      R"json({"messages": [{"role": "user", "content": "Hi"}], "response_format": {"type": "json_schema", "json_schema":
+          {"name": "x", "schema": {"type": "number", "multipleOf": 1e-12}}}})json");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("'multipleOf' 1e-12 has more than 9 decimals"), std::string::npos) << bad.body;
 }
 
 TEST_F(DaemonApi, StopStringEndsTheTextAndFinishesWithStop) {

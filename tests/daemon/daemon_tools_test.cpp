@@ -293,9 +293,9 @@ TEST_F(DaemonTools, BadToolsAreClearErrors) {
   expect_400({{"messages", msgs}, {"tools", {f}}, {"tool_choice", "sometimes"}}, "tool_choice", "must be \"none\"");
   expect_400({{"messages", msgs},
               {"tools", {{{"type", "function"},
-                          {"function", {{"name", "f"}, {"parameters", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"multipleOf", 2}}}}}}}}}}}},
+                          {"function", {{"name", "f"}, {"parameters", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"not", {{"const", 2}}}}}}}}}}}}}},
               {"tool_choice", "required"}},
-             "tools", "'multipleOf' is not supported");
+             "tools", "'not' is not supported");
   expect_400({{"messages", msgs}, {"tools", {f}}, {"response_format", {{"type", "json_object"}}}}, "response_format",
              "give one");
   expect_400({{"messages", {{{"role", "assistant"}, {"tool_calls", {{{"id", "c"}, {"function", {{"name", "f"}}}}}}}}}},
@@ -307,7 +307,7 @@ TEST_F(DaemonTools, BadToolsAreClearErrors) {
       OJson{{"messages", msgs},
             {"max_tokens", 2},
             {"tools", {{{"type", "function"},
-                        {"function", {{"name", "f"}, {"parameters", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"multipleOf", 2}}}}}}}}}}}}}
+                        {"function", {{"name", "f"}, {"parameters", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"not", {{"const", 2}}}}}}}}}}}}}}}
           .dump());
   EXPECT_EQ(ok.status, 200) << ok.body;
 }

@@ -299,8 +299,8 @@ TEST(ChatRequest, BadMessages) {
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"functions":[{"name":"f"}]})"),
                "unsupported_parameter", "functions", "use 'tools'");
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",
-               "json_schema":{"name":"x","schema":{"type":"integer","multipleOf":2}}}})"),
-               "invalid_value", "response_format.json_schema.schema", "'multipleOf' is not supported");
+               "json_schema":{"name":"x","schema":{"type":"integer","not":{"const":2}}}}})"),
+               "invalid_value", "response_format.json_schema.schema", "'not' is not supported");
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0})"), "invalid_value",
                "max_completion_tokens");
 }
@@ -323,11 +323,11 @@ TEST(ChatRequest, ToolsAndToolMessages) {
   // A schema outside the subset: auto takes calls as written (no schema), required is a 400.
   const std::string multiple_of =
       R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f",)"
-      R"("parameters":{"type":"object","properties":{"n":{"type":"integer","multipleOf":2}}}}}])";
+      R"("parameters":{"type":"object","properties":{"n":{"type":"integer","not":{"const":2}}}}}}])";
   ASSERT_FALSE(parse_chat_request(multiple_of + "}", limits, &s));
   EXPECT_EQ(s.tool_call_schema, nullptr);
   expect_error(parse_chat_request(multiple_of + R"(,"tool_choice":"required"})", limits, &s), "invalid_value", "tools",
-               "'multipleOf' is not supported");
+               "'not' is not supported");
 
   const std::string tools = R"("tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}}])";
   ASSERT_FALSE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],)" + tools +

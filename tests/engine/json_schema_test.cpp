@@ -90,11 +90,12 @@ TEST(JsonSchemaGrammar, KeywordsOutsideTheSubsetAreRefusedByName) {
     return s ? std::string("compiled") : s.error().message;
   };
   EXPECT_NE(error_of(R"({"oneOf": [{"type": "string"}]})").find("'oneOf' is not supported"), std::string::npos);
-  EXPECT_NE(error_of(R"({"type": "integer", "multipleOf": 2})").find("'multipleOf' is not supported"), std::string::npos);
-  EXPECT_NE(error_of(R"({"type": "object", "properties": {"a": {"type": "number", "minimum": 0}}})")
-                .find("JSON schema at .a: 'minimum' is supported with \"type\": \"integer\" only"),
+  EXPECT_NE(error_of(R"({"type": "integer", "not": {"const": 2}})").find("'not' is not supported"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "object", "properties": {"a": {"type": "string", "minimum": 0}}})")
+                .find("JSON schema at .a: 'minimum' is supported with \"type\": \"integer\" or \"number\" only"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"maximum": 3})").find("'maximum' is supported with \"type\": \"integer\" only"), std::string::npos);
+  EXPECT_NE(error_of(R"({"maximum": 3})").find("'maximum' is supported with \"type\": \"integer\" or \"number\" only"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"type": "integer", "minimum": 5, "maximum": 4})").find("no integer lies within"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "integer", "maximum": 1e12})").find("'maximum' 1000000000000.0 is beyond the supported"),
             std::string::npos);
@@ -168,11 +169,11 @@ TEST(JsonSchemaGrammar, ReferencesItCannotFollowAreRefused) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"allOf": [{"type": "string"}, {"const": "a"}]})").find("'allOf' is supported with one schema only"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"$ref": "#/$defs/A", "$defs": {"A": {"type": "integer", "multipleOf": 2}}})")
-                .find("JSON schema at #/$defs/A: 'multipleOf' is not supported"),
+  EXPECT_NE(error_of(R"({"$ref": "#/$defs/A", "$defs": {"A": {"type": "integer", "not": {"const": 2}}}})")
+                .find("JSON schema at #/$defs/A: 'not' is not supported"),
             std::string::npos);
   // Definitions nobody names are not compiled, whatever they hold.
-  EXPECT_EQ(error_of(R"({"type": "string", "$defs": {"Unused": {"multipleOf": 2}}})"), "compiled");
+  EXPECT_EQ(error_of(R"({"type": "string", "$defs": {"Unused": {"not": {"const": 2}}}})"), "compiled");
 }
 
 // Schemas whose alternatives multiply: 24 definitions, each two references
@@ -259,6 +260,122 @@ TEST(JsonSchemaGrammar, IntegerBoundsHoldEveryDigit) {
   EXPECT_FALSE(done);
   EXPECT_EQ(first_refused(below, "3"), 0);
   EXPECT_EQ(first_refused(below, "-0"), 1);
+}
+
+// A number's bounds, held as an integer's are: each digit and decimal only
+// if some number it begins lies within them; such a number has no exponent
+// and at most nine decimals (the multiple's, with multipleOf).
+TEST(JsonSchemaGrammar, NumberBoundsHoldEveryDigitAndDecimal) {
+  const auto unit = compiled(R"({"type": "number", "minimum": 0, "maximum": 1})");
+  ASSERT_TRUE(unit);
+  bool done = false;
+  for (const std::string ok : {"0", "1", "0.5", "0.999999999", "1.0", "1.000", "0.25"}) {
+    EXPECT_EQ(first_refused(unit, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(unit, "-0", &done), -1);  // -0 is 0
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(unit, "-1"), 1);
+  EXPECT_EQ(first_refused(unit, "2"), 0);
+  EXPECT_EQ(first_refused(unit, "1.01"), 3);  // 1.0 may go on only with zeros
+  EXPECT_EQ(first_refused(unit, "10"), 1);
+  EXPECT_EQ(first_refused(unit, "0.1234567891"), 11);  // a tenth decimal
+  EXPECT_EQ(first_refused(unit, "1e0"), 1);            // no exponent
+  EXPECT_EQ(first_refused(unit, "0.", &done), -1);
+  EXPECT_FALSE(done);  // a point needs a decimal
+
+  // Exclusive bounds between decimals, negative ones, inside an object: the
+  // byte that ends the number is refused when it is out.
+  const auto temp = compiled(R"({"type": "object", "properties": {"t": {"type": "number", "exclusiveMinimum": -2.5,
+      "exclusiveMaximum": 0.1}}, "required": ["t"]})");
+  ASSERT_TRUE(temp);
+  for (const std::string ok : {R"({"t": -2.4})", R"({"t": -2.499})", R"({"t": 0.09})", R"({"t": 0})", R"({"t": -0.0})",
+                               R"({"t": -1})"}) {
+    EXPECT_EQ(first_refused(temp, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(temp, R"({"t": -2.5})"), 9);  // -2.5 and every -2.5x are out
+  EXPECT_EQ(first_refused(temp, R"({"t": -2.})"), 9);   // -2. is -2.x: the brace is refused
+  EXPECT_EQ(first_refused(temp, R"({"t": 0.1})"), 8);
+  EXPECT_EQ(first_refused(temp, R"({"t": 0.2})"), 8);
+  EXPECT_EQ(first_refused(temp, R"({"t": -3})"), 7);
+
+  // A type list: the bounds hold the number, not the null.
+  const auto maybe = compiled(R"({"type": ["number", "null"], "minimum": 10})");
+  EXPECT_EQ(first_refused(maybe, "null", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(maybe, "9", &done), -1);
+  EXPECT_FALSE(done);  // 9 is below; 95 is not
+  EXPECT_EQ(first_refused(maybe, "9 "), 1);
+  EXPECT_EQ(first_refused(maybe, "9."), 1);  // nor is any 9.x
+
+  // An unbounded number still takes any JSON number.
+  const auto any = compiled(R"({"type": "number"})");
+  EXPECT_EQ(first_refused(any, "-1.25e+300", &done), -1);
+  EXPECT_TRUE(done);
+}
+
+// multipleOf, of integers and numbers: a digit only if some multiple within
+// the bounds begins with it; a number's decimals at most the multiple's.
+TEST(JsonSchemaGrammar, MultiplesHoldEveryDigit) {
+  bool done = false;
+  const auto even = compiled(R"({"type": "integer", "multipleOf": 2, "minimum": 0, "maximum": 20})");
+  ASSERT_TRUE(even);
+  for (const std::string ok : {"0", "2", "14", "20"}) {
+    EXPECT_EQ(first_refused(even, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(even, "3"), 0);   // odd, and nothing from 30 up is within
+  EXPECT_EQ(first_refused(even, "1", &done), -1);
+  EXPECT_FALSE(done);  // 1 is odd; 10-19 are not all
+  EXPECT_EQ(first_refused(even, "1 "), 1);
+  EXPECT_EQ(first_refused(even, "21"), 1);  // 2 is even, 21 odd and no 21x lies within
+  EXPECT_EQ(first_refused(even, "-2"), 1);
+
+  const auto cents = compiled(R"({"type": "number", "multipleOf": 0.01, "minimum": 0.5})");
+  ASSERT_TRUE(cents);
+  for (const std::string ok : {"0.5", "0.55", "12", "12.34", "1000000"}) {
+    EXPECT_EQ(first_refused(cents, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(cents, "12.345"), 5);  // a third decimal
+  EXPECT_EQ(first_refused(cents, "0.4"), 2);
+  EXPECT_EQ(first_refused(cents, "0.49"), 2);
+
+  const auto quarters = compiled(R"({"type": "number", "multipleOf": 0.25, "exclusiveMaximum": 1})");
+  ASSERT_TRUE(quarters);
+  for (const std::string ok : {"0.25", "0.5", "0.75", "-0.25", "0", "-100"}) {
+    EXPECT_EQ(first_refused(quarters, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(quarters, "0.3"), 2);  // 0.3x: no quarter
+  EXPECT_EQ(first_refused(quarters, "0.2", &done), -1);
+  EXPECT_FALSE(done);
+  EXPECT_EQ(first_refused(quarters, "1"), 0);
+
+  // An integer that is a multiple of 2.5 is one of 5; a multiple of 5 with
+  // no decimals allowed at all takes no point.
+  const auto fives = compiled(R"({"type": "integer", "multipleOf": 2.5})");
+  EXPECT_EQ(first_refused(fives, "15", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(fives, "12.5"), 2);
+  const auto whole = compiled(R"({"type": "number", "multipleOf": 5})");
+  EXPECT_EQ(first_refused(whole, "25", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(whole, "25.0"), 2);
+
+  auto error_of = [](const std::string& schema) {
+    auto s = JsonSchema::compile(schema);
+    return s ? std::string("compiled") : s.error().message;
+  };
+  EXPECT_NE(error_of(R"({"type": "number", "multipleOf": 0})").find("'multipleOf' must be above 0"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "number", "multipleOf": 1e-10})").find("has more than 9 decimals"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "integer", "multipleOf": 7, "minimum": 1, "maximum": 6})")
+                .find("no multiple of 7 lies within its minimum and maximum"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "number", "minimum": 1, "exclusiveMaximum": 1})").find("no number lies within"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "number", "maximum": 3e9})").find("beyond the supported"), std::string::npos);
 }
 
 // A string's length in characters: a multi-byte UTF-8 character and an
@@ -381,6 +498,33 @@ TEST(JsonSchemaGrammar, AddressesNamesAndDurationsHoldTheirGrammars) {
   EXPECT_EQ(holds("uri", "http://host:8a/"), 14);     // a port is digits (host:8a could begin user info)
   EXPECT_EQ(holds("uri", "http://x/a#b#c"), 12);      // one fragment
   EXPECT_EQ(holds("uri", "http://[1:2]/"), 11);       // an IPv6 host is a whole address
+}
+
+// A pattern or format with a maxLength: a character is taken only if the
+// pattern can still end within the length, so that no string is begun that
+// cannot be closed.
+TEST(JsonSchemaGrammar, PatternsEndWithinTheirMaxLength) {
+  bool done = false;
+  const auto email = compiled(R"({"type": "string", "format": "email", "maxLength": 8})");
+  ASSERT_TRUE(email);
+  EXPECT_EQ(first_refused(email, R"("ab@c.de")", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(email, R"("abcd@e.f")", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(email, R"("abcde@f.g")"), 5);  // "@f.g" no longer fits after five
+  EXPECT_EQ(first_refused(email, R"("ab@cdefg")"), 7);   // the domain's dot no longer fits
+  const auto tag = compiled(R"({"type": "string", "pattern": "^x+-\\d{3}$", "maxLength": 6})");
+  ASSERT_TRUE(tag);
+  EXPECT_EQ(first_refused(tag, R"("xx-123")", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(tag, R"("xxx)"), 3);
+  // Characters, not bytes: é is one.
+  const auto two = compiled(R"({"type": "string", "pattern": "^.+!$", "maxLength": 2})");
+  EXPECT_EQ(first_refused(two, "\"\xc3\xa9!\"", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(two, "\"\xc3\xa9\xc3\xa9"), 3);
+  // A pattern longer than the length: nothing, not even the quote.
+  EXPECT_EQ(first_refused(compiled(R"({"type": "string", "format": "date", "maxLength": 9})"), "\""), 0);
 }
 
 // "pattern": a regular expression in the subset string_pattern.h names,
