@@ -21,9 +21,9 @@ struct SchemaNode {
   std::vector<std::string> keys;      // object: each key's JSON text, quotes included
   std::vector<bool> required;         // object: per key
   std::vector<int32_t> children;      // object: each key's value; array: {items}; anyOf: the alternatives
-  int32_t min_items = 0, max_items = INT32_MAX;
+  int32_t min_items = 0, max_items = INT32_MAX;  // array: items; map (free_keys): keys
   std::vector<std::string> literals;  // kLiterals: each allowed value's JSON text
-  // Object: any keys (children {value, key string}) instead of `keys`.
+  // Object: any keys (children {value, key string}) instead of `keys`: a map.
   bool free_keys = false;
   // String: how many characters (minLength, maxLength), and what they spell
   // (pattern or format; null: anything).
@@ -137,7 +137,8 @@ class Compiler {
                                                  "items",   "minItems",   "maxItems", "enum",
                                                  "const",   "anyOf",      "allOf",    "$ref",
                                                  "minimum", "maximum",    "exclusiveMinimum", "exclusiveMaximum",
-                                                 "multipleOf", "minLength", "maxLength", "pattern", "format"};
+                                                 "multipleOf", "minLength", "maxLength", "pattern", "format",
+                                                 "oneOf",   "discriminator", "propertyNames", "minProperties", "maxProperties"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key) && !is_annotation(key)) {
         return unexpected(refuse(where, fmt::format("'{}' is not supported", key)));
@@ -180,14 +181,27 @@ class Compiler {
       }
       return add(std::move(n));
     }
-    if (s.contains("anyOf")) {
-      const Json& alts = s["anyOf"];
-      if (!alts.is_array() || alts.empty()) return unexpected(refuse(where, "'anyOf' must be a non-empty array"));
+    if (s.contains("anyOf") && s.contains("oneOf")) {
+      return unexpected(refuse(where, "'anyOf' and 'oneOf' together are not supported"));
+    }
+    if (s.contains("discriminator") && !s.contains("oneOf") && !s.contains("anyOf")) {
+      return unexpected(refuse(where, "'discriminator' belongs beside 'oneOf' or 'anyOf'"));
+    }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key)) continue;
+      const Json& alts = s[key];
+      if (!alts.is_array() || alts.empty()) return unexpected(refuse(where, fmt::format("'{}' must be a non-empty array", key)));
       SchemaNode n;
       n.kind = Kind::kAnyOf;
       for (size_t i = 0; i < alts.size(); ++i) {
-        MINFER_ASSIGN_OR_RETURN(int32_t child, node(alts[i], fmt::format("{}.anyOf[{}]", where, i), depth + 1));
+        MINFER_ASSIGN_OR_RETURN(int32_t child, node(alts[i], fmt::format("{}.{}[{}]", where, key, i), depth + 1));
         n.children.push_back(child);
+      }
+      // Exactly one alternative: held as anyOf where no value can be two.
+      if (std::string_view(key) == "oneOf" && !told_apart(n.children)) {
+        return unexpected(refuse(where, "'oneOf' is supported where no value can match two alternatives: each of "
+                                        "another JSON type, or objects told apart by a required property of "
+                                        "distinct constant values (a discriminator, as Pydantic writes unions)"));
       }
       return add(std::move(n));
     }
@@ -238,13 +252,114 @@ class Compiler {
     nodes[static_cast<size_t>(any_)].children = std::move(alternatives);
     return any_;
   }
-  // Any object: any keys, any values.
-  int32_t any_object() {
+  // The node a reference stands for (an alternative of one), or -1 while
+  // it is still being compiled.
+  int32_t resolved(int32_t id) const {
+    for (int hops = 0; hops < 64; ++hops) {
+      const SchemaNode& n = nodes[static_cast<size_t>(id)];
+      if (n.kind == Kind::kAnyOf && n.children.empty()) return -1;  // a reference still being compiled
+      if (n.kind != Kind::kAnyOf || n.children.size() != 1) return id;
+      id = n.children[0];
+    }
+    return -1;
+  }
+  // The JSON types a node's values can have (bits: object, array, string,
+  // integer, fraction, true/false, null); all of them where unknown.
+  uint32_t types_of(int32_t id, int depth = 0) const {
+    enum : uint32_t { kObj = 1, kArr = 2, kStr = 4, kInt = 8, kFrac = 16, kBool = 32, kNull = 64, kAll = 127 };
+    id = resolved(id);
+    if (id < 0 || depth > 16) return kAll;
+    const SchemaNode& n = nodes[static_cast<size_t>(id)];
+    switch (n.kind) {
+      case Kind::kObject: return kObj;
+      case Kind::kArray: return kArr;
+      case Kind::kString: return kStr;
+      case Kind::kInteger: return kInt;
+      case Kind::kNumber: return kInt | kFrac;
+      case Kind::kAnyOf: {
+        uint32_t t = 0;
+        for (const int32_t c : n.children) t |= types_of(c, depth + 1);
+        return t;
+      }
+      case Kind::kLiterals: {
+        uint32_t t = 0;
+        for (const std::string& l : n.literals) {
+          const Json v = Json::parse(l);
+          t |= v.is_string() ? kStr : v.is_boolean() ? kBool : v.is_null() ? kNull : v.is_number_float() ? kFrac : kInt;
+        }
+        return t;
+      }
+    }
+    return kAll;
+  }
+  // A required key of object node `id` whose value is literals: their values.
+  std::vector<Json> constants(int32_t id, const std::string& key) const {
+    const SchemaNode& n = nodes[static_cast<size_t>(id)];
+    for (size_t i = 0; i < n.keys.size(); ++i) {
+      if (n.keys[i] != key || !n.required[i]) continue;
+      const int32_t value = resolved(n.children[i]);
+      if (value < 0 || nodes[static_cast<size_t>(value)].kind != Kind::kLiterals) return {};
+      std::vector<Json> out;
+      for (const std::string& l : nodes[static_cast<size_t>(value)].literals) out.push_back(Json::parse(l));
+      return out;
+    }
+    return {};
+  }
+  // Whether no value can match two of the alternatives: their JSON types
+  // are apart, or they are objects with a required key whose constants are
+  // apart (1 and 1.0 are one value).
+  bool told_apart(const std::vector<int32_t>& alternatives) const {
+    uint32_t seen = 0;
+    bool typed_apart = true;
+    for (const int32_t a : alternatives) {
+      const uint32_t t = types_of(a);
+      typed_apart = typed_apart && (t & seen) == 0;
+      seen |= t;
+    }
+    if (typed_apart) return true;
+    std::vector<int32_t> objects;
+    for (const int32_t a : alternatives) {
+      const int32_t id = resolved(a);
+      if (id < 0 || nodes[static_cast<size_t>(id)].kind != Kind::kObject || nodes[static_cast<size_t>(id)].free_keys) {
+        return false;
+      }
+      objects.push_back(id);
+    }
+    for (const std::string& key : nodes[static_cast<size_t>(objects[0])].keys) {
+      std::vector<Json> all;
+      bool apart = true;
+      for (const int32_t id : objects) {
+        const std::vector<Json> values = constants(id, key);
+        apart = apart && !values.empty();
+        for (const Json& v : values) {
+          apart = apart && std::find(all.begin(), all.end(), v) == all.end();
+          all.push_back(v);
+        }
+      }
+      if (apart) return true;
+    }
+    return false;
+  }
+
+  // An object of any keys, each value of node `value`: a map. Its keys are
+  // any string, or strings of propertyNames (its length, pattern or
+  // format); minProperties and maxProperties bound their number.
+  Expected<int32_t> map_of(const Json& s, int32_t value, const std::string& where, int depth) {
     SchemaNode object;
     object.kind = Kind::kObject;
     object.free_keys = true;
-    const int32_t value = any();
-    object.children = {value, nodes[static_cast<size_t>(value)].children[2]};  // any's string node for the keys
+    int32_t key = nodes[static_cast<size_t>(any())].children[2];  // any's string node
+    if (s.contains("propertyNames")) {
+      Json names = s["propertyNames"];
+      if (names.is_object() && !names.contains("type")) names["type"] = "string";  // keys are strings
+      MINFER_ASSIGN_OR_RETURN(key, node(names, where + ".propertyNames", depth + 1));
+      key = resolved(key);
+      if (key < 0 || nodes[static_cast<size_t>(key)].kind != Kind::kString) {
+        return unexpected(refuse(where, "'propertyNames' is supported as a string's length, pattern or format"));
+      }
+    }
+    MINFER_TRY(counts(s, where, "minProperties", "maxProperties", &object.min_items, &object.max_items));
+    object.children = {value, key};
     return add(std::move(object));
   }
   int32_t any_ = -1;
@@ -398,13 +513,39 @@ class Compiler {
       n.literals = {"null"};
     } else if (type == "object") {
       n.kind = Kind::kObject;
+      // Keys beside the properties: none (false), or, where there are no
+      // properties, any (a map, as Pydantic writes dict[str, X]: true or
+      // absent, any values; a schema, values of it).
+      const bool listed = s.contains("properties") && !(s["properties"].is_object() && s["properties"].empty());
       if (s.contains("additionalProperties") && s["additionalProperties"] != false) {
-        return unexpected(refuse(where, "'additionalProperties' may only be false (no other key is ever written)"));
+        const Json& extra = s["additionalProperties"];
+        if (!extra.is_boolean() && !extra.is_object()) {
+          return unexpected(refuse(where, "'additionalProperties' must be a boolean or a schema"));
+        }
+        if (listed) {
+          return unexpected(refuse(where, "'additionalProperties' beside 'properties' may only be false (the "
+                                          "properties' keys are written in order, no other)"));
+        }
+        if (s.contains("required") && !s["required"].empty()) {
+          return unexpected(refuse(where, "'required' names keys not in 'properties'"));
+        }
+        int32_t value = -1;
+        if (extra == true) {
+          value = any();
+        } else {
+          MINFER_ASSIGN_OR_RETURN(value, guarded(extra, where + ".*", depth + 1));
+        }
+        return map_of(s, value, where, depth);
       }
       // No properties and no word against others: any object (JSON
       // Schema's meaning of {"type": "object"}).
       if (!s.contains("properties") && !s.contains("additionalProperties") && !s.contains("required")) {
-        return any_object();
+        return map_of(s, any(), where, depth);
+      }
+      for (const char* key : {"propertyNames", "minProperties", "maxProperties"}) {
+        if (s.contains(key)) {
+          return unexpected(refuse(where, fmt::format("'{}' is supported on maps only (no 'properties')", key)));
+        }
       }
       const Json props = s.value("properties", Json::object());
       if (!props.is_object()) return unexpected(refuse(where, "'properties' must be an object"));
@@ -439,7 +580,7 @@ class Compiler {
     } else {
       return unexpected(refuse(where, fmt::format("type '{}' is not a JSON type", type)));
     }
-    for (const char* key : {"properties", "required", "additionalProperties"}) {
+    for (const char* key : {"properties", "required", "additionalProperties", "propertyNames", "minProperties", "maxProperties"}) {
       if (type != "object" && s.contains(key) && s.contains("type") && s["type"].is_string()) {
         return unexpected(refuse(where, fmt::format("'{}' belongs to objects, not {}", key, type)));
       }
@@ -518,7 +659,9 @@ class Stepper {
     b.stack.pop_back();
     if (b.stack.empty()) return;
     Frame& parent = b.stack.back();
-    if (nodes_[static_cast<size_t>(parent.node)].kind == Kind::kObject) {
+    const SchemaNode& n = nodes_[static_cast<size_t>(parent.node)];
+    if (n.kind == Kind::kObject) {
+      if (parent.phase != kObjKeyText && n.free_keys && counted(n)) ++parent.a;  // a map's entries so far
       parent.phase = parent.phase == kObjKeyText ? kObjColon : kObjCommaOrEnd;
     } else {
       parent.phase = kArrCommaOrEnd;
@@ -582,6 +725,8 @@ class Stepper {
     }
     return b.gap == kGapNewline && (c == ' ' || c == '\t') && ++b.indent <= kMaxIndent;
   }
+  // Whether a map counts its entries (it has bounds on them).
+  static bool counted(const SchemaNode& n) { return n.min_items > 0 || n.max_items < INT32_MAX; }
   // Keys [from, n) that can come next: those after which no required key is skipped.
   static bool required_in(const SchemaNode& n, size_t from, size_t to) {
     for (size_t i = from; i < to; ++i) {
@@ -603,14 +748,17 @@ class Stepper {
       case kObjKey:
       case kObjCommaOrEnd: {
         const size_t next = static_cast<size_t>(f.b);
-        if (n.free_keys) {  // any key: a string, then its value
+        if (n.free_keys) {  // any key: a string, then its value; f.a entries so far (where counted)
           if (f.phase == kObjCommaOrEnd && c == ',') {
+            if (f.a >= n.max_items) return;
             f.phase = kObjKey;
             out_->push_back(std::move(b));
           } else if (f.phase != kObjKey && c == '}') {
+            if (f.a < n.min_items) return;
             pop(b);
             out_->push_back(std::move(b));
           } else if (f.phase != kObjCommaOrEnd && c == '"') {
+            if (n.max_items == 0) return;
             f.phase = kObjKeyText;
             push_value(std::move(b), n.children[1], out_, kStrIn);
           }

@@ -3,7 +3,8 @@
 // automata run side by side (a schema's alternatives and optional keys are
 // branches; a byte keeps the branches it can extend).
 //
-// The schema subset (what OpenAI's strict mode allows): "type" one of
+// The schema subset (what OpenAI's strict mode allows, and what Pydantic
+// writes beside it): "type" one of
 // object, array, string, number, integer, boolean, null, or a list of them;
 // "properties" with "required" (keys come in the properties' order; a key
 // not required may be left out; no other key is written, so
@@ -16,14 +17,19 @@
 // integers and numbers (within ±2,147,483,646: a digit is taken only if a
 // value it begins lies within them and is a multiple, and the number ends
 // only at one; such a number has no exponent and at most 9 decimals, or
-// the multiple's); "anyOf"; local
-// references ("$ref": "#/$defs/Name", "#/definitions/Name", "#"), recursive
-// ones included, as Pydantic and OpenAI's SDKs write models, and "allOf" of
+// the multiple's); "anyOf", and "oneOf" where no value can match two
+// alternatives (other JSON types, or objects with a required property of
+// distinct constants: a discriminated union, "discriminator" beside it);
+// maps ("additionalProperties" a schema or true, without "properties":
+// dict[str, X]; "minProperties", "maxProperties", and "propertyNames" as a
+// string's length, pattern or format); local references ("$ref": "#/$defs/Name",
+// "#/definitions/Name", "#"), recursive ones included, as Pydantic and OpenAI's SDKs write models, and "allOf" of
 // one schema. "title", "description", "default", "$schema", "$defs" and
 // "definitions" are read as comments (definitions count where referenced).
-// Anything else (oneOf, not, uniqueItems, another format, a multiple with
-// more than 9 decimals, a keyword beside "$ref", ...) is refused by compile() with its name, never ignored:
-// the output would not be held to it.
+// Anything else (not, if, uniqueItems, another format, a multiple with
+// more than 9 decimals, an overlapping oneOf, a keyword beside "$ref", ...)
+// is refused by compile() with its name, never ignored: the output would
+// not be held to it.
 //
 // What JSON Schema leaves open stays open: no type is any value, an object
 // without properties or additionalProperties any object (JSON mode is that

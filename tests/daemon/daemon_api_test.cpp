@@ -443,6 +443,49 @@ TEST_F(DaemonApi, JsonSchemaWithLocalReferences) {
   EXPECT_NE(bad.body.find("#/$defs/A names nothing in the schema"), std::string::npos) << bad.body;
 }
 
+// A discriminated union (oneOf told apart by a constant, as Pydantic writes
+// Field(discriminator=...)) and a map (dict[str, int], its keys bounded): the
+// reply is one alternative whole, and the map's keys and values keep to theirs.
+TEST_F(DaemonApi, JsonSchemaDiscriminatedUnionsAndMaps) {
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "Pet?"}], "max_tokens": 200, "temperature": 0,
+          "response_format": {"type": "json_schema", "json_schema": {"name": "Home", "schema": {"$defs": {
+          "Cat": {"type": "object", "properties": {"kind": {"const": "cat"}, "lives": {"type": "integer", "minimum": 1,
+                  "maximum": 9}}, "required": ["kind", "lives"], "additionalProperties": false},
+          "Dog": {"type": "object", "properties": {"kind": {"const": "dog"}, "good": {"type": "boolean"}},
+                  "required": ["kind", "good"], "additionalProperties": false}},
+          "type": "object", "properties": {"pet": {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+          "discriminator": {"propertyName": "kind"}}, "toys": {"type": "object", "additionalProperties": {"type": "integer",
+          "minimum": 0, "maximum": 99}, "maxProperties": 2, "propertyNames": {"pattern": "^[a-z ]+$", "maxLength": 8}}}, "required": ["pet", "toys"], "additionalProperties": false}}}})";
+  std::string content;
+  const Json object = structured_reply(sock(), body, &content);
+  ASSERT_TRUE(object.is_object()) << content;
+  const Json& pet = object["pet"];
+  ASSERT_TRUE(pet.is_object()) << content;
+  if (pet["kind"] == "cat") {
+    EXPECT_EQ(pet.size(), 2u) << content;
+    EXPECT_TRUE(pet["lives"].is_number_integer() && pet["lives"] >= 1 && pet["lives"] <= 9) << content;
+  } else {
+    EXPECT_EQ(pet["kind"], "dog") << content;
+    EXPECT_EQ(pet.size(), 2u) << content;
+    EXPECT_TRUE(pet["good"].is_boolean()) << content;
+  }
+  ASSERT_TRUE(object["toys"].is_object()) << content;
+  EXPECT_LE(object["toys"].size(), 2u) << content;
+  for (const auto& [name, count] : object["toys"].items()) {
+    EXPECT_TRUE(std::regex_match(name, std::regex("[a-z ]{1,8}"))) << name << ": " << content;
+    EXPECT_TRUE(count.is_number_integer() && count >= 0 && count <= 99) << name << ": " << content;
+  }
+  // Alternatives a value could match both of: a 400 that says why.
+  const HttpResponse bad = http_request(
+      sock(), "POST", "/v1/chat/completions",
+      R"({"messages": [{"role": "user", "content": "Hi"}], "response_format": {"type": "json_schema", "json_schema":
+          {"name": "x", "schema": {"oneOf": [{"type": "number"}, {"type": "integer"}]}}}})");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("'oneOf' is supported where no value can match two alternatives"), std::string::npos)
+      << bad.body;
+}
+
 // Strings held to a format and a pattern (a Pydantic date field, a
 // constr(pattern=...)): what the story model writes spells them.
 TEST_F(DaemonApi, JsonSchemaFormatsAndPatterns) {

@@ -255,7 +255,7 @@ TEST(GenerationRequest, ResponseFormatTextOrJsonObject) {
   expect_error(chat("{" + msgs + R"(,"response_format":{"type":"json_schema"}})"), "missing_field",
                "response_format.json_schema");
   expect_error(chat("{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object",
-      "additionalProperties":true}}}})"),
+      "properties":{"a":{}},"additionalProperties":true}}}})"),
                "invalid_value", "response_format.json_schema.schema", "may only be false");
   expect_error(chat("{" + msgs + R"(,"response_format":"json"})"), "invalid_type", "response_format");
   expect_error(chat("{" + msgs + R"(,"response_format":{}})"), "invalid_value", "response_format");

@@ -89,7 +89,7 @@ TEST(JsonSchemaGrammar, KeywordsOutsideTheSubsetAreRefusedByName) {
     auto s = JsonSchema::compile(schema);
     return s ? std::string("compiled") : s.error().message;
   };
-  EXPECT_NE(error_of(R"({"oneOf": [{"type": "string"}]})").find("'oneOf' is not supported"), std::string::npos);
+  EXPECT_NE(error_of(R"({"if": {"type": "string"}})").find("'if' is not supported"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "integer", "not": {"const": 2}})").find("'not' is not supported"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "object", "properties": {"a": {"type": "string", "minimum": 0}}})")
                 .find("JSON schema at .a: 'minimum' is supported with \"type\": \"integer\" or \"number\" only"),
@@ -101,7 +101,11 @@ TEST(JsonSchemaGrammar, KeywordsOutsideTheSubsetAreRefusedByName) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"type": "integer", "exclusiveMinimum": true})").find("'exclusiveMinimum' must be a number"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"type": "object", "additionalProperties": true})").find("may only be false"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "object", "properties": {"a": {}}, "additionalProperties": true})")
+                .find("'additionalProperties' beside 'properties' may only be false"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "object", "additionalProperties": 1})").find("must be a boolean or a schema"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"type": "object", "properties": {}, "required": ["a"]})").find("not in 'properties'"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"type": "tuple"})").find("'tuple' is not a JSON type"), std::string::npos);
@@ -570,6 +574,47 @@ TEST(JsonSchemaGrammar, PatternsHoldTheirCharacters) {
             std::string::npos);
 }
 
+// oneOf where no value can match two alternatives — a union told apart by a
+// discriminator, as Pydantic writes one, or alternatives of different JSON
+// types — is held as anyOf; any other oneOf is refused.
+TEST(JsonSchemaGrammar, OneOfWhereTheAlternativesAreApart) {
+  const auto pets = compiled(R"({"$defs": {
+      "Cat": {"type": "object", "properties": {"pet_type": {"const": "cat", "type": "string"}, "lives": {"type": "integer"}},
+              "required": ["pet_type", "lives"], "additionalProperties": false},
+      "Dog": {"type": "object", "properties": {"pet_type": {"enum": ["dog", "puppy"]}, "barks": {"type": "boolean"}},
+              "required": ["pet_type", "barks"], "additionalProperties": false}},
+    "type": "object", "properties": {"pet": {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+      "discriminator": {"propertyName": "pet_type", "mapping": {"cat": "#/$defs/Cat", "dog": "#/$defs/Dog"}}}},
+    "required": ["pet"], "additionalProperties": false})");
+  ASSERT_TRUE(pets);
+  bool done = false;
+  for (const std::string ok : {R"({"pet": {"pet_type": "cat", "lives": 9}})", R"({"pet": {"pet_type": "puppy", "barks": true}})"}) {
+    EXPECT_EQ(first_refused(pets, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(pets, R"({"pet": {"pet_type": "cat", "barks": true}})"), 29);
+  EXPECT_EQ(first_refused(compiled(R"({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]})"), "12", &done),
+            -1);
+  EXPECT_TRUE(done);
+
+  auto error_of = [](const std::string& schema) {
+    auto s = JsonSchema::compile(schema);
+    return s ? std::string("compiled") : s.error().message;
+  };
+  const char* kOverlap = "'oneOf' is supported where no value can match two alternatives";
+  EXPECT_NE(error_of(R"({"oneOf": [{"type": "integer"}, {"type": "number"}]})").find(kOverlap), std::string::npos);
+  EXPECT_NE(error_of(R"({"oneOf": [{"type": "object", "properties": {"k": {"const": 1}}, "required": ["k"]},
+                                   {"type": "object", "properties": {"k": {"const": 1.0}}, "required": ["k"]}]})")
+                .find(kOverlap),
+            std::string::npos);  // 1 and 1.0 are one value
+  EXPECT_NE(error_of(R"({"oneOf": [{"type": "object", "properties": {"k": {"const": 1}}},
+                                   {"type": "object", "properties": {"k": {"const": 2}}}]})")
+                .find(kOverlap),
+            std::string::npos);  // k not required: {} is both
+  EXPECT_NE(error_of(R"({"discriminator": {"propertyName": "k"}, "type": "object"})").find("belongs beside 'oneOf'"),
+            std::string::npos);
+}
+
 // What JSON Schema leaves open stays open: no type is any value, an object
 // without properties any object, an array without items any items.
 TEST(JsonSchemaGrammar, OpenSchemasTakeAnyValue) {
@@ -585,6 +630,58 @@ TEST(JsonSchemaGrammar, OpenSchemasTakeAnyValue) {
   const auto empty = compiled(R"({"type": "object", "additionalProperties": false})");
   EXPECT_EQ(first_refused(empty, "{}", &done), -1);
   EXPECT_EQ(first_refused(empty, R"({"a": 1})"), 1);
+  const auto open = compiled(R"({"type": "object", "additionalProperties": true})");
+  EXPECT_EQ(first_refused(open, R"({"a": [1], "b": {"c": null}})", &done), -1);
+  EXPECT_TRUE(done);
+}
+
+// A map, as Pydantic writes dict[str, X]: any keys, each value of the
+// additionalProperties schema — references and bounds included.
+TEST(JsonSchemaGrammar, MapsHoldEveryValueToTheirSchema) {
+  bool done = false;
+  const auto stock = compiled(R"({"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}})");
+  ASSERT_TRUE(stock);
+  for (const std::string ok : {"{}", R"({"apples": 3, "pears": 0})", R"({"": 12})"}) {
+    EXPECT_EQ(first_refused(stock, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(stock, R"({"apples": -3})"), 12);  // -0 only
+  EXPECT_EQ(first_refused(stock, R"({"apples": "3"})"), 11);
+  EXPECT_EQ(first_refused(stock, R"({"apples" 3})"), 10);
+  const auto people = compiled(R"({"$defs": {"P": {"type": "object", "properties": {"age": {"type": "integer"}},
+      "required": ["age"], "additionalProperties": false}}, "type": "object", "properties": {"by_name": {"type": "object",
+      "additionalProperties": {"$ref": "#/$defs/P"}}}, "required": ["by_name"], "additionalProperties": false})");
+  ASSERT_TRUE(people);
+  EXPECT_EQ(first_refused(people, R"({"by_name": {"ann": {"age": 31}, "bo": {"age": 4}}})", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(people, R"({"by_name": {"ann": {"name": "x"}}})"), 22);
+
+  // Its keys' number and their strings: minProperties, maxProperties, propertyNames.
+  const auto tags = compiled(R"({"type": "object", "additionalProperties": {"type": "boolean"}, "minProperties": 1,
+      "maxProperties": 2, "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 4}})");
+  ASSERT_TRUE(tags);
+  for (const std::string ok : {R"({"a": true})", R"({"ab": true, "cd": false})"}) {
+    EXPECT_EQ(first_refused(tags, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(tags, "{}"), 1);
+  EXPECT_EQ(first_refused(tags, R"({"a": true, "b": true, "c": true})"), 21);
+  EXPECT_EQ(first_refused(tags, R"({"A": true})"), 2);
+  EXPECT_EQ(first_refused(tags, R"({"abcde": true})"), 6);
+  const auto few = compiled(R"({"type": "object", "maxProperties": 0})");
+  EXPECT_EQ(first_refused(few, "{}", &done), -1);
+  EXPECT_EQ(first_refused(few, R"({"a": 1})"), 1);
+
+  auto error_of = [](const std::string& schema) {
+    auto s = JsonSchema::compile(schema);
+    return s ? std::string("compiled") : s.error().message;
+  };
+  EXPECT_NE(error_of(R"({"type": "object", "properties": {"a": {}}, "maxProperties": 1})").find("on maps only"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "object", "propertyNames": {"enum": ["a"]}})").find("as a string's length, pattern or format"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "object", "minProperties": 3, "maxProperties": 2})").find("'minProperties' is above"),
+            std::string::npos);
 }
 
 }  // namespace
