@@ -20,7 +20,7 @@ struct SchemaNode {
   Kind kind = Kind::kString;
   std::vector<std::string> keys;      // object: each key's JSON text, quotes included
   std::vector<bool> required;         // object: per key
-  std::vector<int32_t> children;      // object: each key's value; array: {items}; anyOf: the alternatives
+  std::vector<int32_t> children;      // object: each key's value; array: {items, prefixItems...}; anyOf: the alternatives
   int32_t min_items = 0, max_items = INT32_MAX;  // array: items; map (free_keys): keys
   std::vector<std::string> literals;  // kLiterals: each allowed value's JSON text
   // Object: any keys (children {value, key string}) instead of `keys`: a map.
@@ -138,7 +138,8 @@ class Compiler {
                                                  "const",   "anyOf",      "allOf",    "$ref",
                                                  "minimum", "maximum",    "exclusiveMinimum", "exclusiveMaximum",
                                                  "multipleOf", "minLength", "maxLength", "pattern", "format",
-                                                 "oneOf",   "discriminator", "propertyNames", "minProperties", "maxProperties"};
+                                                 "oneOf",   "discriminator", "propertyNames", "minProperties", "maxProperties",
+                                                 "prefixItems"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key) && !is_annotation(key)) {
         return unexpected(refuse(where, fmt::format("'{}' is not supported", key)));
@@ -569,14 +570,27 @@ class Compiler {
       n.children = std::move(children);
     } else if (type == "array") {
       n.kind = Kind::kArray;
-      int32_t items = -1;
-      if (s.contains("items")) {
+      MINFER_TRY(counts(s, where, "minItems", "maxItems", &n.min_items, &n.max_items));
+      // The first items of prefixItems (a tuple), the rest of items: a
+      // schema, false (none), or absent (any values).
+      std::vector<int32_t> prefix;
+      if (s.contains("prefixItems")) {
+        const Json& first = s["prefixItems"];
+        if (!first.is_array()) return unexpected(refuse(where, "'prefixItems' must be an array of schemas"));
+        for (size_t i = 0; i < first.size(); ++i) {
+          MINFER_ASSIGN_OR_RETURN(const int32_t item, guarded(first[i], fmt::format("{}[{}]", where, i), depth + 1));
+          prefix.push_back(item);
+        }
+      }
+      int32_t items = any();
+      if (s.contains("items") && s["items"] == false) {
+        n.max_items = std::min(n.max_items, static_cast<int32_t>(prefix.size()));
+        if (n.min_items > n.max_items) return unexpected(refuse(where, "'minItems' is above the items that may come"));
+      } else if (s.contains("items")) {
         MINFER_ASSIGN_OR_RETURN(items, guarded(s["items"], where + "[]", depth + 1));
-      } else {
-        items = any();  // no items: any values
       }
       n.children = {items};
-      MINFER_TRY(counts(s, where, "minItems", "maxItems", &n.min_items, &n.max_items));
+      n.children.insert(n.children.end(), prefix.begin(), prefix.end());
     } else {
       return unexpected(refuse(where, fmt::format("type '{}' is not a JSON type", type)));
     }
@@ -826,7 +840,8 @@ class Stepper {
         if (n.max_items == 0) return;
         f.phase = kArrInValue;
         std::vector<Branch> started;
-        push_value(std::move(b), n.children[0], &started);
+        const size_t at = static_cast<size_t>(f.a) + 1;  // prefixItems' node for this item, else items'
+        push_value(std::move(b), n.children[at < n.children.size() ? at : 0], &started);
         for (Branch& s : started) feed(std::move(s), c);
         return;
       }
@@ -845,8 +860,15 @@ class Stepper {
 
   // f.b counts the characters so far: a byte that begins one (not a UTF-8
   // continuation byte), or an escape (a \u escape one, a surrogate pair two).
+  // A \u escape's code unit builds up in f.c's low 16 bits; kLowNext: it was
+  // a high surrogate, and the next thing must be the \u escape of a low one
+  // (a lone surrogate is refused: strict parsers — Python's, Pydantic's —
+  // reject it).
+  static constexpr int32_t kLowNext = 1 << 16;
   void string(Branch b, const SchemaNode& n, unsigned char c) const {
     Frame& f = b.stack.back();
+    const bool low_next = (f.c & kLowNext) != 0;
+    if (low_next && ((f.phase == kStrIn && c != '\\') || (f.phase == kStrEscape && c != 'u'))) return;
     switch (f.phase) {
       case kStrStart:
         if (c != '"') return;
@@ -884,16 +906,27 @@ class Stepper {
         if (c == 'u') {
           f.phase = kStrUnicode;
           f.a = 4;
+          f.c &= kLowNext;
         } else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't') {
           f.phase = kStrIn;
         } else {
           return;
         }
         break;
-      case kStrUnicode:
+      case kStrUnicode: {
         if (!is_hex(c)) return;
-        if (--f.a == 0) f.phase = kStrIn;
+        const int32_t digit = is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10;
+        const int32_t unit = ((f.c & 0xFFFF) << 4 | digit) & 0xFFFF;  // the digits so far
+        f.c = (f.c & kLowNext) | unit;
+        const int32_t first_two = f.a == 3 ? unit : -1;  // 0xDC-0xDF: a low surrogate
+        if (f.a == 4 && low_next && digit != 0xD) return;
+        if (first_two >= 0 && low_next != (first_two >= 0xDC && first_two <= 0xDF)) return;
+        if (--f.a == 0) {
+          f.phase = kStrIn;
+          f.c = !low_next && unit >= 0xD800 && unit <= 0xDBFF ? kLowNext : 0;
+        }
         break;
+      }
       default: return;
     }
     out_->push_back(std::move(b));

@@ -489,38 +489,55 @@ std::string uri() {
   return "[A-Za-z][A-Za-z0-9+.-]*:" + hier + "(\\?" + of(":@/?") + "*)?(#" + of(":@/?") + "*)?";
 }
 
+// RFC 3339's full-date: years 0001-9999 (Python's), each month's days, the
+// 29th of February in leap years only.
+std::string date() {
+  const std::string year = "([0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)";
+  const std::string leap = "([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)";
+  return "(" + year + "-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))|" +
+         leap + "-02-29)";
+}
+
 // RFC 3339's duration: P and years, months, days (or weeks), then T and
-// hours, minutes, seconds, each part after the ones before it.
+// hours, minutes, seconds, each part after the ones before it; each number
+// of at most six digits.
 std::string duration() {
-  const std::string time = "T([0-9]+H([0-9]+M([0-9]+S)?)?|[0-9]+M([0-9]+S)?|[0-9]+S)";
-  const std::string date = "([0-9]+D|[0-9]+M([0-9]+D)?|[0-9]+Y([0-9]+M([0-9]+D)?)?)";
-  return "P(" + date + "(" + time + ")?|" + time + "|[0-9]+W)";
+  const std::string n = "[0-9]{1,6}";  // (Pydantic refuses some longer ones: PT99999999H)
+  const std::string time = "T(" + n + "H(" + n + "M(" + n + "S)?)?|" + n + "M(" + n + "S)?|" + n + "S)";
+  const std::string date = "(" + n + "D|" + n + "M(" + n + "D)?|" + n + "Y(" + n + "M(" + n + "D)?)?)";
+  return "P(" + date + "(" + time + ")?|" + time + "|" + n + "W)";
 }
 
 }  // namespace
 
 Expected<std::shared_ptr<const StringPattern>> StringPattern::format(std::string_view name) {
-  static constexpr std::string_view kDate = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])";
   static constexpr std::string_view kTime =
-      "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+      "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
   static constexpr std::string_view kHex4 = "[0-9a-fA-F]{4}";
   // RFC 5321's mailbox without its quoted local parts and address literals
   // (which a string without escapes could not hold anyway), and with a dot
   // in the domain, as mail validators ask.
   static constexpr std::string_view kAtext = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+";
-  if (name == "date") return compile(fmt::format("^{}$", kDate));
+  if (name == "date") return compile("^" + date() + "$");
   if (name == "time") return compile(fmt::format("^{}$", kTime));
-  if (name == "date-time") return compile(fmt::format("^{}T{}$", kDate, kTime));
+  if (name == "date-time") return compile(fmt::format("^{}T{}$", date(), kTime));
   if (name == "uuid") return compile(fmt::format("^{0}{0}-{0}-{0}-{0}-{0}{0}{0}$", kHex4));
   if (name == "duration") return compile("^" + duration() + "$");
   if (name == "ipv4") return compile("^" + ipv4() + "$");
   if (name == "ipv6") return compile("^" + ipv6() + "$");
+  // Pydantic's own: IPvAnyAddress, and IPv4Interface, IPv6Interface,
+  // IPvAnyInterface written as an address and its prefix length.
+  const std::string v4_prefix = ipv4() + "/(3[0-2]|[12]?[0-9])", v6_prefix = ipv6() + "/(12[0-8]|1[01][0-9]|[1-9]?[0-9])";
+  if (name == "ipvanyaddress") return compile("^(" + ipv4() + "|" + ipv6() + ")$");
+  if (name == "ipv4interface") return compile("^" + v4_prefix + "$");
+  if (name == "ipv6interface") return compile("^" + v6_prefix + "$");
+  if (name == "ipvanyinterface") return compile("^(" + v4_prefix + "|" + v6_prefix + ")$");
   if (name == "hostname") return compile(fmt::format("^{0}(\\.{0})*$", kLabel));
   if (name == "email") return compile(fmt::format("^{0}(\\.{0})*@{1}(\\.{1})+$", kAtext, kLabel));
   if (name == "uri") return compile("^" + uri() + "$");
   return unexpected(ErrorCode::kInvalidArgument,
                     fmt::format("format '{}' is not supported (date, time, date-time, duration, email, hostname, ipv4, "
-                                "ipv6, uri and uuid are)",
+                                "ipv6, uri and uuid are, and Pydantic's ipvanyaddress and ip*interface)",
                                 name));
 }
 

@@ -1,6 +1,7 @@
 // What structured output holds a string's characters to: a JSON Schema
 // "pattern" (a regular expression in a subset) or a "format" (date, time,
-// date-time, duration, email, hostname, ipv4, ipv6, uri, uuid), compiled to a byte automaton (Thompson's construction)
+// date-time, duration, email, hostname, ipv4, ipv6, uri, uuid, and
+// Pydantic's ipvanyaddress and ip*interface), compiled to a byte automaton (Thompson's construction)
 // that the string's frame walks one byte at a time (json_schema.cpp).
 //
 // The subset: literal characters (a metacharacter escaped with a backslash),
@@ -32,7 +33,9 @@ class StringPattern {
   static Expected<std::shared_ptr<const StringPattern>> compile(std::string_view regex);
   // A JSON Schema "format" this automaton can hold: date, time, date-time
   // and duration (RFC 3339: 2024-05-31, 12:30:00Z, 2024-05-31T12:30:00.5+02:00,
-  // P1Y2M3DT4H), email (RFC 5321's mailbox: an unquoted local part, a domain
+  // P1Y2M3DT4H; what Python and Pydantic read too: years from 0001, each
+  // month's days and leap years' 29 February, no leap second, numbers of a
+  // duration of at most six digits), email (RFC 5321's mailbox: an unquoted local part, a domain
   // name with a dot), hostname (RFC 1123's labels, their length not held),
   // ipv4, ipv6 and uri (RFC 3986: a scheme, then an authority and path, a
   // query, a fragment; no IPvFuture hosts) and uuid. Each is exactly its

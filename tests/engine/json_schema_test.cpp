@@ -405,6 +405,27 @@ TEST(JsonSchemaGrammar, StringLengthsCountCharacters) {
             std::string::npos);
 }
 
+// \u escapes of UTF-16 surrogates come in pairs, a high one then a low one:
+// a lone one is refused where it shows (Python's and Pydantic's parsers
+// reject it).
+TEST(JsonSchemaGrammar, SurrogateEscapesComeInPairs) {
+  const auto text = compiled(R"({"type": "string"})");
+  ASSERT_TRUE(text);
+  bool done = false;
+  for (const std::string ok : {R"("\ud83d\ude00")", R"("a\uD83D\uDE00b")", R"("\u00e9\uffff")", R"("\ud7ff")"}) {
+    EXPECT_EQ(first_refused(text, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(text, R"("\ud83d")"), 7);       // the quote after a high one
+  EXPECT_EQ(first_refused(text, R"("\ud83dx")"), 7);
+  EXPECT_EQ(first_refused(text, R"("\ud83d\n")"), 8);     // an escape, but not \u
+  EXPECT_EQ(first_refused(text, R"("\ud83d\u0041")"), 9);  // not a low one
+  EXPECT_EQ(first_refused(text, R"("\ud83d\ud83d")"), 10);
+  EXPECT_EQ(first_refused(text, R"("\ude00")"), 4);        // a low one alone
+  const auto keys = compiled(R"({"type": "object", "additionalProperties": {"type": "integer"}})");
+  EXPECT_EQ(first_refused(keys, R"({"\udc00": 1})"), 5);   // keys too
+}
+
 // "format": RFC 3339's date, time and date-time, and uuid — what Pydantic
 // writes for date, time, datetime and UUID fields.
 TEST(JsonSchemaGrammar, FormatsHoldTheirCharacters) {
@@ -416,12 +437,20 @@ TEST(JsonSchemaGrammar, FormatsHoldTheirCharacters) {
   const std::string date = R"({"type": "string", "format": "date"})";
   EXPECT_EQ(holds(date, "\"2024-05-31\""), -1);
   EXPECT_EQ(holds(date, "\"2024-13-01\""), 7);   // month 13
-  EXPECT_EQ(holds(date, "\"2024-02-32\""), 10);  // day 32
+  EXPECT_EQ(holds(date, "\"2024-02-32\""), 9);   // no 3x in February
+  EXPECT_EQ(holds(date, "\"2024-02-29\""), -1);  // a leap year
+  EXPECT_EQ(holds(date, "\"2000-02-29\""), -1);
+  EXPECT_EQ(holds(date, "\"1900-02-29\""), 10);  // not one
+  EXPECT_EQ(holds(date, "\"2023-02-29\""), 10);
+  EXPECT_EQ(holds(date, "\"2023-04-31\""), 10);  // April has 30
+  EXPECT_EQ(holds(date, "\"2023-12-31\""), -1);
+  EXPECT_EQ(holds(date, "\"0000-01-01\""), 4);   // years from 1
   EXPECT_EQ(holds(date, "\"2024-5-31\""), 6);
   EXPECT_EQ(holds(date, "\"2024-05-31"), -2);
   const std::string time = R"({"type": "string", "format": "time"})";
   EXPECT_EQ(holds(time, "\"12:30:00Z\""), -1);
-  EXPECT_EQ(holds(time, "\"23:59:60.123+02:00\""), -1);
+  EXPECT_EQ(holds(time, "\"23:59:59.123+02:00\""), -1);
+  EXPECT_EQ(holds(time, "\"23:59:60Z\""), 7);  // no leap second: Python's and Pydantic's times have none
   EXPECT_EQ(holds(time, "\"24:00:00Z\""), 2);
   EXPECT_EQ(holds(time, "\"12:30:00\""), 9);  // RFC 3339: the offset is required
   const std::string date_time = R"({"type": "string", "format": "date-time"})";
@@ -432,7 +461,7 @@ TEST(JsonSchemaGrammar, FormatsHoldTheirCharacters) {
   EXPECT_EQ(holds(uuid, "\"123e4567-e89b-12d3-a456-42661417400g\""), 36);
   EXPECT_NE(JsonSchema::compile(R"({"type": "string", "format": "iri"})").error().message.find(
                 "format 'iri' is not supported (date, time, date-time, duration, email, hostname, ipv4, ipv6, uri and "
-                "uuid are)"),
+                "uuid are, and Pydantic's ipvanyaddress and ip*interface)"),
             std::string::npos);
 }
 
@@ -455,6 +484,8 @@ TEST(JsonSchemaGrammar, AddressesNamesAndDurationsHoldTheirGrammars) {
   EXPECT_EQ(holds("duration", "P1W2D"), 3);   // weeks stand alone
   EXPECT_EQ(holds("duration", "P1H"), 2);     // hours after a T only
   EXPECT_EQ(holds("duration", "P1Y2M"), -1);
+  EXPECT_EQ(holds("duration", "PT999999H"), -1);
+  EXPECT_EQ(holds("duration", "PT9999999H"), 8);  // six digits a number at most
 
   for (const char* ok : {"0.0.0.0", "192.168.1.254", "255.255.255.255", "10.0.0.1"}) EXPECT_EQ(holds("ipv4", ok), -1) << ok;
   EXPECT_EQ(holds("ipv4", "256.1.1.1"), 2);
@@ -471,6 +502,12 @@ TEST(JsonSchemaGrammar, AddressesNamesAndDurationsHoldTheirGrammars) {
   EXPECT_EQ(holds("ipv6", "12345::"), 4);              // five hex digits
   EXPECT_EQ(holds("ipv6", "1:2:3:4:5:6:7"), 13);
   EXPECT_EQ(holds("ipv6", "g::"), 0);
+
+  for (const char* ok : {"10.0.0.1", "fe80::1"}) EXPECT_EQ(holds("ipvanyaddress", ok), -1) << ok;
+  for (const char* ok : {"10.0.0.1/8", "10.0.0.1/32", "fe80::1/64", "::/128"}) EXPECT_EQ(holds("ipvanyinterface", ok), -1) << ok;
+  EXPECT_EQ(holds("ipv4interface", "10.0.0.1/33"), 10);
+  EXPECT_EQ(holds("ipv6interface", "::/129"), 5);
+  EXPECT_EQ(holds("ipv4interface", "10.0.0.1"), 8);  // the prefix length is written
 
   for (const char* ok : {"example.com", "a", "my-host.local", "xn--bcher-kva.example", "1.2.3.4"}) {
     EXPECT_EQ(holds("hostname", ok), -1) << ok;
@@ -612,6 +649,37 @@ TEST(JsonSchemaGrammar, OneOfWhereTheAlternativesAreApart) {
                 .find(kOverlap),
             std::string::npos);  // k not required: {} is both
   EXPECT_NE(error_of(R"({"discriminator": {"propertyName": "k"}, "type": "object"})").find("belongs beside 'oneOf'"),
+            std::string::npos);
+}
+
+// prefixItems: each place of a tuple its own schema (Pydantic's tuple[int,
+// str]), the items after them of items (a schema, false: none, absent: any).
+TEST(JsonSchemaGrammar, TuplesHoldEachPlace) {
+  bool done = false;
+  const auto pair = compiled(R"({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+      "minItems": 2, "maxItems": 2})");
+  ASSERT_TRUE(pair);
+  EXPECT_EQ(first_refused(pair, R"([1, "a"])", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(pair, R"(["a", 1])"), 1);
+  EXPECT_EQ(first_refused(pair, R"([1])"), 2);
+  EXPECT_EQ(first_refused(pair, R"([1, "a", 2])"), 7);
+  const auto head = compiled(R"({"type": "array", "prefixItems": [{"const": "x"}], "items": {"type": "integer"}})");
+  EXPECT_EQ(first_refused(head, R"(["x", 1, 2, 3])", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(head, R"(["x", "y"])"), 6);
+  EXPECT_EQ(first_refused(head, "[]", &done), -1);
+  EXPECT_TRUE(done);
+  const auto closed = compiled(R"({"type": "array", "prefixItems": [{"type": "boolean"}], "items": false})");
+  EXPECT_EQ(first_refused(closed, "[true]", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(closed, "[true, false]"), 5);
+  const auto open = compiled(R"({"type": "array", "prefixItems": [{"type": "boolean"}]})");
+  EXPECT_EQ(first_refused(open, R"([true, "any", {"k": null}])", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_NE(JsonSchema::compile(R"({"type": "array", "prefixItems": [{}], "items": false, "minItems": 2})")
+                .error()
+                .message.find("'minItems' is above the items that may come"),
             std::string::npos);
 }
 
