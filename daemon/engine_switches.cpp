@@ -34,6 +34,11 @@ void EngineSwitches::add_to(po::options_description& desc) {
        "(MINFER_NO_LOOKAHEAD=1)")
       ("draw-in-step", po::value(&draw_in_step)->default_value(draw_in_step, shown(draw_in_step)),
        "A/B switch: sampled tokens drawn inside the decode step, on the GPU with CUDA (MINFER_NO_DRAW_IN_STEP=1)")
+      ("constrained-lookahead",
+       po::value(&constrained_lookahead)->default_value(constrained_lookahead, shown(constrained_lookahead)),
+       "A/B switch: greedy JSON-mode, structured-output and tool-call requests take each step's argmax when the "
+       "constraint allows it, with steps queued ahead, instead of the host picking from copied logits "
+       "(MINFER_CONSTRAINED_LOOKAHEAD=1)")
       ("prefix-cache", po::value(&prefix_cache)->default_value(prefix_cache, shown(prefix_cache)),
        "reuse the KV cache rows of the previous request's common prompt prefix")
       ("trace", po::value(&trace)->default_value(trace),
@@ -68,6 +73,7 @@ void EngineSwitches::apply_to(EngineConfig* config) const {
   // ahead, the CPU does not); off: never.
   config->lookahead = lookahead ? EngineConfig{}.lookahead : 0;
   config->draw_in_step = draw_in_step;
+  config->constrained_lookahead = constrained_lookahead;
   config->prefix_cache = prefix_cache;
   config->trace_path = trace;
   config->chat_template_file = chat_template_file;

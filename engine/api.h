@@ -61,6 +61,14 @@ struct EngineConfig {
   // false (MINFER_NO_DRAW_IN_STEP=1): the host sampler draws from the copied
   // logits. Tokens are the same either way (kernels/draw.h).
   bool draw_in_step = true;
+  // Greedy constrained requests (JSON mode, structured output, tool calls)
+  // take the decode step's argmax, with the steps queued ahead, whenever
+  // the constraint allows it; a refused argmax's step is evaluated again for
+  // its logits and the host picks from them (GenerationResult::n_repicked).
+  // Off (the default; MINFER_CONSTRAINED_LOOKAHEAD=1 turns it on): every
+  // step's logits are copied and the host picks. Tokens are the same either
+  // way.
+  bool constrained_lookahead = false;
   bool warmup = true;        // run a short generation at load (captures the CUDA decode graphs)
   std::string trace_path;    // MINFER_TRACE: Chrome trace of every node of every step (debugging; slow)
   // A Jinja chat template file used instead of the model's
@@ -75,7 +83,8 @@ struct EngineConfig {
 
   // Applies the MINFER_* environment switches (MINFER_NO_FUSE_QKV,
   // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_CUDA_GRAPH, MINFER_NO_LOOKAHEAD,
-  // MINFER_NO_DRAW_IN_STEP, MINFER_CACHE_TYPE, MINFER_TRACE) on top of the configured values.
+  // MINFER_NO_DRAW_IN_STEP, MINFER_CONSTRAINED_LOOKAHEAD, MINFER_CACHE_TYPE, MINFER_TRACE) on top of the
+  // configured values.
   void apply_environment();
 };
 
@@ -195,6 +204,7 @@ struct GenerationResult {
   // the first has no context, so its logprob is NaN and its top list empty.
   std::vector<TokenLogprobs> prompt_logprobs;
   double prefill_ms = 0, decode_ms = 0, ttft_ms = 0;
+  int n_repicked = 0;               // EngineConfig::constrained_lookahead: argmaxes refused, picked again
   std::optional<Error> error;       // set when finish == kError
 
   double prefill_tokens_per_s() const;

@@ -89,6 +89,7 @@ void EngineConfig::apply_environment() {
   if (flag("MINFER_NO_CUDA_GRAPH")) cuda_graphs = false;
   if (flag("MINFER_NO_LOOKAHEAD")) lookahead = 0;
   if (flag("MINFER_NO_DRAW_IN_STEP")) draw_in_step = false;
+  if (flag("MINFER_CONSTRAINED_LOOKAHEAD")) constrained_lookahead = true;
   if (const char* v = std::getenv("MINFER_CACHE_TYPE"); v != nullptr && *v != '\0') kv_type = v;
   if (const char* v = std::getenv("MINFER_TRACE"); v != nullptr && *v != '\0') trace_path = v;
 }
@@ -258,6 +259,10 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   if (constrained && token_text.empty()) token_text = token_texts(*tokenizer);
   HostPick host(req, *tokenizer, token_text, model.vocab_size);
   const bool device_argmax = req.sampling.plain_greedy() && !want_logprobs && !constrained;
+  // A greedy constrained request's decode steps may take their argmax too,
+  // checked by the constraint (EngineConfig::constrained_lookahead); its
+  // first token, from the prefill's logits, is the host's.
+  const bool checked_argmax = config.constrained_lookahead && constrained && !want_logprobs && req.sampling.plain_greedy();
   StepOutput out;
   std::span<const int32_t> pending(req.prompt.data() + common, req.prompt.size() - common);
   // Heartbeat, cancellation and deadline after every prefill chunk: a long
@@ -305,14 +310,15 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // draw: the generator's numbers are taken in token order either way).
   const bool draw_in_step = !device_argmax && !want_logprobs && !constrained && config.draw_in_step &&
                             backend->supports(Op::kSample) && req.sampling.drawn_in_step(model.vocab_size);
-  const bool picked = device_argmax || draw_in_step;
+  const bool step_argmax = device_argmax || checked_argmax;
+  const bool picked = step_argmax || draw_in_step;
   kernels::DrawArgs draw;  // read by submit() only (a backend stages it with the step)
   std::vector<int32_t> history(req.prompt.begin(), req.prompt.end());
   // A step for token t (nullopt: the one the step before picks); the tokens
   // before it are the history less its last `unseen` ones, then `then`.
   const auto submit = [&](std::optional<int32_t> t, size_t unseen, std::span<const int32_t> then) {
     if (draw_in_step) draw = host.sampler().step_draw(std::span<const int32_t>(history).first(history.size() - unseen), then);
-    return runner->submit_decode(seq, t, device_argmax, draw_in_step ? &draw : nullptr);
+    return runner->submit_decode(seq, t, step_argmax, draw_in_step ? &draw : nullptr);
   };
   StreamDecoder decoder(*tokenizer);
   StopMatcher stops(req.stop);
@@ -382,6 +388,19 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     if (Status st = runner->collect_decode(seq, &out); !st) return fail(st.error());
     record_step();
     token = picked ? out.argmax.at(0) : pick_on_host();
+    if (checked_argmax && !host.take(token)) {
+      // Refused: the steps fed with it are dropped, and the step that chose
+      // it runs again (the same token, position and graph as a host-picked
+      // request's) for the logits the host picks from.
+      ++r.n_repicked;
+      if (Status st = runner->drain(seq); !st) return fail(st.error());
+      const int32_t last = seq.tokens.back();
+      runner->cells().truncate(seq, seq.n_past() - 1);
+      if (Status st = runner->submit_decode(seq, last, false); !st) return fail(st.error());
+      if (Status st = runner->collect_decode(seq, &out); !st) return fail(st.error());
+      record_step();
+      token = pick_on_host();
+    }
     if (token < 0) return fail(no_token());
   }
   r.decode_ms = ms_since(t_decode);

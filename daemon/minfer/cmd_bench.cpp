@@ -13,7 +13,10 @@
 // --logprobs N asks each decode token's log-probability and its N most
 // likely alternatives (@lpN), as a request with `logprobs` does: on CUDA the
 // host then picks the tokens from logits copied back each step (what JSON
-// mode and tool calls do too), which this measures.
+// mode and tool calls do too), which this measures. --json-object holds the
+// decode tests to one JSON object (JSON mode, @json; greedy: with
+// --constrained-lookahead the steps' argmax where it is allowed, and the
+// JSON output's "repicked" counts those refused).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,6 +37,7 @@ struct TestResult {
   int n_tokens = 0;
   std::vector<double> tokens_per_s;
   std::vector<std::tuple<std::string, double, int64_t>> profile;
+  int repicked = 0;  // GenerationResult::n_repicked, over the timed runs
   double median() const {
     std::vector<double> v = tokens_per_s;
     std::sort(v.begin(), v.end());
@@ -55,6 +59,7 @@ struct DecodeOptions {
   float temperature = 0.0f;
   float repeat_penalty = 1.0f;
   int top_logprobs = -1;  // -1: none
+  bool json_object = false;
 };
 
 GenerationRequest bench_request(const Engine& e, int n_prompt, int n_gen, const DecodeOptions& o, std::mt19937& rng) {
@@ -65,6 +70,7 @@ GenerationRequest bench_request(const Engine& e, int n_prompt, int n_gen, const 
   req.sampling.temperature = o.temperature;  // 0, greedy: the decode path the appliance is judged by
   req.sampling.repeat_penalty = o.repeat_penalty;
   req.top_logprobs = o.top_logprobs;
+  req.json_object = o.json_object;
   req.ignore_eos = true;
   return req;
 }
@@ -95,6 +101,9 @@ int cmd_bench(const std::vector<std::string>& args) {
       ("logprobs", po::value(&decode.top_logprobs)->default_value(-1, "off"),
        "decode tests ask each token's log-probability and this many alternatives (0-20; on CUDA the host "
        "picks the tokens, as for JSON mode and tool calls)")
+      ("json-object", po::bool_switch(&decode.json_object),
+       "decode tests hold the output to one JSON object (JSON mode: on CUDA the host picks the tokens, or with "
+       "--constrained-lookahead checks the steps' argmax)")
       ("output,o", po::value(&output)->default_value(output), "md | json")
       ("profile", "also report where the time goes, per op kind");
   po::variables_map vm;
@@ -144,6 +153,7 @@ int cmd_bench(const std::vector<std::string>& args) {
       if (rep == 0) continue;
       // Decode: n_gen tokens, the first from the prefill, n_gen - 1 decode steps.
       t.tokens_per_s.push_back(prefill ? r.prefill_tokens_per_s() : r.decode_tokens_per_s());
+      t.repicked += r.n_repicked;
     }
     if (profile) {
       t.profile = e.profile();
@@ -162,6 +172,7 @@ int cmd_bench(const std::vector<std::string>& args) {
       if (temperature > 0.0f) name += fmt::format("@t{}", temperature);
       if (repeat_penalty != 1.0f) name += fmt::format("@rp{}", repeat_penalty);
       if (decode.top_logprobs >= 0) name += fmt::format("@lp{}", decode.top_logprobs);
+      if (decode.json_object) name += "@json";
       if (g > 0 && !run_test(name, d + 1, g + 1, false)) return 1;
     }
   }
@@ -200,6 +211,7 @@ int cmd_bench(const std::vector<std::string>& args) {
         r["weight_gb_per_s"] = decode_gbps(t);
         if (copy_gbps > 0) r["fraction_of_copy_bandwidth"] = decode_gbps(t) / copy_gbps;
       }
+      if (decode.json_object && t.name.rfind("tg", 0) == 0) r["repicked"] = t.repicked;
       for (const auto& [op, ms, calls] : t.profile) r["profile_ms"][op] = ms;
       j["results"].push_back(r);
     }

@@ -42,12 +42,7 @@ int32_t HostPick::pick(float* logits, const std::vector<int32_t>& history) {
   if (want_logprobs) raw_logits_.assign(logits, logits + vocab_size_);
   int32_t t = -1;
   if (constraint_ && !constraint_->unconstrained()) {
-    // A token may come next if its bytes keep the output a prefix of what is
-    // allowed (a token without bytes: if the output may end here).
-    t = sampler_.sample(logits, history, [this](int32_t id) {
-      const std::string& bytes = token_text_[static_cast<size_t>(id)];
-      return bytes.empty() ? constraint_->accepts_end() : constraint_->accepts(bytes);
-    });
+    t = sampler_.sample(logits, history, [this](int32_t id) { return allows(id); });
     if (t < 0) return t;
   } else {
     t = sampler_.sample(logits, history);
@@ -55,6 +50,17 @@ int32_t HostPick::pick(float* logits, const std::vector<int32_t>& history) {
   if (constraint_) constraint_->advance(token_text_[static_cast<size_t>(t)]);
   if (want_logprobs) logprobs_ = describe_logprobs(tokenizer_, raw_logits_, t, request_.top_logprobs);
   return t;
+}
+
+bool HostPick::allows(int32_t id) const {
+  const std::string& bytes = token_text_[static_cast<size_t>(id)];
+  return bytes.empty() ? constraint_->accepts_end() : constraint_->accepts(bytes);
+}
+
+bool HostPick::take(int32_t token) {
+  if (constraint_ && !constraint_->unconstrained() && !allows(token)) return false;
+  if (constraint_) constraint_->advance(token_text_[static_cast<size_t>(token)]);
+  return true;
 }
 
 PromptScorer::PromptScorer(const GenerationRequest& request, const Tokenizer& tokenizer, int vocab_size,

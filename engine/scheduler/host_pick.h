@@ -37,6 +37,9 @@ class HostPick {
   // The token picked from `logits` (which it changes) after `history`; -1
   // when the constraint allows none.
   int32_t pick(float* logits, const std::vector<int32_t>& history);
+  // Takes `token`, picked elsewhere (the device's argmax), if the constraint
+  // allows it there: false, and nothing changes, when it does not.
+  bool take(int32_t token);
   // The last picked token's log-probabilities, when asked for (once).
   std::optional<TokenLogprobs> take_logprobs() { return std::exchange(logprobs_, std::nullopt); }
   // The constraint says the reply is done (a JSON value, a Llama call).
@@ -53,6 +56,10 @@ class HostPick {
   std::unique_ptr<OutputConstraint> constraint_;
   std::vector<float> raw_logits_;
   std::optional<TokenLogprobs> logprobs_;
+
+  // Whether the constraint lets `id` come next: its bytes keep the output a
+  // prefix of what is allowed (a token without bytes: if it may end here).
+  bool allows(int32_t id) const;
 };
 
 // A scored prompt's log-probabilities (GenerationRequest::prompt_logprobs),

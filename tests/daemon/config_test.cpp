@@ -94,7 +94,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
       ++settings;
     }
   }
-  EXPECT_EQ(settings, 33);
+  EXPECT_EQ(settings, 34);
   DaemonConfig c;
   std::string msg;
   ASSERT_EQ(parse({"--config", write_file(uncommented)}, &c, &msg), ConfigOutcome::kRun) << msg << "\n" << uncommented;
@@ -132,6 +132,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
   EXPECT_EQ(from_file.fa_prefill, defaults.fa_prefill);
   EXPECT_EQ(from_file.lookahead, defaults.lookahead);
   EXPECT_EQ(from_file.draw_in_step, defaults.draw_in_step);
+  EXPECT_EQ(from_file.constrained_lookahead, defaults.constrained_lookahead);
   EXPECT_EQ(from_file.prefix_cache, defaults.prefix_cache);
   EXPECT_EQ(from_file.chat_template_file, defaults.chat_template_file);
   EXPECT_EQ(from_file.trace_path, defaults.trace_path);
@@ -141,6 +142,7 @@ TEST(Config, EngineSwitchesReachTheEngineConfig) {
   const std::string file = write_file(
       "cuda-graphs = false\nstep-timeout-ms = 2500\nstep-timeout-per-token-ms = 0.5\nfuse-qkv = no\n"
       "fuse-ffn = off\nfa-prefill = 0\nlookahead = false\ndraw-in-step = false\nprefix-cache = false\n"
+      "constrained-lookahead = true\n"
       "trace = /var/lib/minfer/trace.json\n");
   DaemonConfig c;
   std::string msg;
@@ -155,6 +157,7 @@ TEST(Config, EngineSwitchesReachTheEngineConfig) {
   EXPECT_FALSE(e.fa_prefill);
   EXPECT_EQ(e.lookahead, 0);
   EXPECT_FALSE(e.draw_in_step);
+  EXPECT_TRUE(e.constrained_lookahead);
   EXPECT_FALSE(e.prefix_cache);
   EXPECT_EQ(e.trace_path, "/var/lib/minfer/trace.json");
   // On, lookahead is the backend's choice (-1), not forced on every backend (1).

@@ -240,6 +240,7 @@ TEST(MinferBench, DecodeTestsWithLogprobs) {
   EXPECT_EQ(bench_test_names(run(bench + " -p 0 -n 4 --logprobs 5 -o json")), (std::vector<std::string>{"tg4@lp5"}));
   EXPECT_EQ(bench_test_names(run(bench + " -p 0 -n 4 --temp 0.7 --logprobs 0 -o json")),
             (std::vector<std::string>{"tg4@t0.7@lp0"}));
+  EXPECT_EQ(bench_test_names(run(bench + " -p 0 -n 4 --json-object -o json")), (std::vector<std::string>{"tg4@json"}));
   const CommandRun bad = run(bench + " -n 4 --logprobs 21");
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.out.find("--logprobs in [0, 20]"), std::string::npos) << bad.out;

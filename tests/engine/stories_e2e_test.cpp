@@ -10,6 +10,7 @@
 #include <cmath>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,19 @@ std::vector<int32_t> reference_ids() {
   std::ifstream in(test::data_path("models/reference-greedy.json"));
   const nlohmann::json j = nlohmann::json::parse(in);
   return j.at("stories260K.gguf").at("greedy_ids_including_bos").get<std::vector<int32_t>>();
+}
+
+// The story model on the CPU backend with a 256-token context, `adjust`ed;
+// null (and a failure) when it does not load.
+std::unique_ptr<Engine> stories_engine(const std::function<void(EngineConfig&)>& adjust) {
+  EngineConfig c;
+  c.model_path = test::stories_path();
+  c.backend = BackendChoice::kCpu;
+  c.n_ctx = 256;
+  adjust(c);
+  auto e = Engine::load(c);
+  EXPECT_TRUE(e.has_value()) << e.error().message;
+  return e ? std::move(*e) : nullptr;
 }
 
 GenerationRequest greedy(std::vector<int32_t> prompt, int n) {
@@ -319,14 +333,8 @@ TYPED_TEST(Stories, JsonSchemaOutputIsAnObjectTheSchemaDescribes) {
 TEST(EngineLookahead, BothOrdersGiveTheSameResults) {
   std::unique_ptr<Engine> engines[2];
   for (int order = 0; order < 2; ++order) {
-    EngineConfig c;
-    c.model_path = test::stories_path();
-    c.backend = BackendChoice::kCpu;
-    c.n_ctx = 256;
-    c.lookahead = order;
-    auto e = Engine::load(c);
-    ASSERT_TRUE(e.has_value()) << e.error().message;
-    engines[order] = std::move(*e);
+    engines[order] = stories_engine([&](EngineConfig& c) { c.lookahead = order; });
+    ASSERT_TRUE(engines[order]);
   }
   std::vector<GenerationRequest> requests;
   // Into the end-of-text token (the model never picks it unaided): greedy
@@ -370,6 +378,75 @@ TEST(EngineLookahead, BothOrdersGiveTheSameResults) {
                                              FinishReason::kLength, FinishReason::kLength, FinishReason::kLength}));
 }
 
+// Greedy constrained requests that take their steps' argmax, checked by the
+// constraint (EngineConfig::constrained_lookahead; steps ahead and not)
+// against the host picking from every step's logits: the same tokens, text
+// and ends — JSON mode, schemas the story model keeps running into (its
+// argmax refused, the step evaluated again, the host's pick), a forced
+// tool call, and a request that reuses a prefix.
+TEST(EngineConstrained, CheckedArgmaxGivesTheHostsTokens) {
+  struct Arm {
+    bool constrained_lookahead;
+    int lookahead;
+  };
+  const Arm arms[3] = {{false, 0}, {true, 1}, {true, 0}};
+  std::unique_ptr<Engine> engines[3];
+  for (int a = 0; a < 3; ++a) {
+    engines[a] = stories_engine([&](EngineConfig& c) {
+      c.constrained_lookahead = arms[a].constrained_lookahead;
+      c.lookahead = arms[a].lookahead;
+    });
+    ASSERT_TRUE(engines[a]);
+  }
+  const std::vector<int32_t> story = engines[0]->tokenize("Once upon a time", true, false);
+  auto schema = [](const char* text) {
+    auto s = JsonSchema::compile(text);
+    EXPECT_TRUE(s.has_value()) << text;
+    return s ? *s : nullptr;
+  };
+  std::vector<GenerationRequest> requests;
+  GenerationRequest json = greedy(story, 80);
+  json.json_object = true;
+  requests.push_back(json);
+  GenerationRequest mood = greedy(story, 60);
+  mood.json_schema = schema(R"({"type": "object", "properties": {"mood": {"enum": ["happy", "sad"]},
+      "ok": {"type": "boolean"}}, "required": ["mood", "ok"]})");
+  requests.push_back(mood);
+  GenerationRequest order = greedy(story, 120);
+  order.json_schema = schema(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 3, "maximum": 7},
+      "price": {"type": "number", "multipleOf": 0.5, "maximum": 9}, "day": {"type": "string", "format": "date"},
+      "tags": {"type": "array", "items": {"enum": ["a", "bb"]}, "maxItems": 2}}, "required": ["n", "price", "day", "tags"]})");
+  requests.push_back(order);
+  GenerationRequest again = order;  // its prompt's prefix in the cache
+  again.prompt.push_back(story.back());
+  requests.push_back(again);
+  GenerationRequest call = greedy(story, 60);
+  call.tool_call_schema = schema(R"({"type": "object", "properties": {"name": {"const": "weather"},
+      "arguments": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}}, "required": ["city"]}},
+      "required": ["name", "arguments"]})");
+  call.tool_call_style = ToolStyle::kLlama3;
+  requests.push_back(call);
+
+  int repicked[3] = {0, 0, 0};
+  for (size_t i = 0; i < requests.size(); ++i) {
+    GenerationResult results[3];
+    for (int a = 0; a < 3; ++a) {
+      results[a] = engines[a]->generate(requests[i], nullptr, nullptr);
+      ASSERT_NE(results[a].finish, FinishReason::kError) << "request " << i << ", arm " << a << ": " << results[a].error->message;
+      repicked[a] += results[a].n_repicked;
+    }
+    for (int a = 1; a < 3; ++a) {
+      EXPECT_EQ(results[a].tokens, results[0].tokens) << "request " << i << ", arm " << a;
+      EXPECT_EQ(results[a].text, results[0].text) << "request " << i << ", arm " << a;
+      EXPECT_EQ(results[a].finish, results[0].finish) << "request " << i << ", arm " << a;
+      EXPECT_EQ(results[a].n_cached, results[0].n_cached) << "request " << i << ", arm " << a;
+    }
+  }
+  EXPECT_EQ(repicked[0], 0);  // the host picks every token: nothing to pick again
+  EXPECT_GT(repicked[1], 0);  // the story model's argmax is refused now and then
+  EXPECT_EQ(repicked[1], repicked[2]);
+}
+
 // Sampled requests whose steps draw their tokens (Op::kSample; with steps
 // queued ahead, fed with the draw) against the host sampler drawing from the
 // copied logits: the same tokens, text and ends — the defaults, a bias that
@@ -386,15 +463,11 @@ TEST(EngineDraw, StepsThatDrawGiveTheHostSamplersTokens) {
   const Arm arms[3] = {{false, 0}, {true, 1}, {true, 0}};
   std::unique_ptr<Engine> engines[3];
   for (int a = 0; a < 3; ++a) {
-    EngineConfig c;
-    c.model_path = test::stories_path();
-    c.backend = BackendChoice::kCpu;
-    c.n_ctx = 256;
-    c.draw_in_step = arms[a].draw_in_step;
-    c.lookahead = arms[a].lookahead;
-    auto e = Engine::load(c);
-    ASSERT_TRUE(e.has_value()) << e.error().message;
-    engines[a] = std::move(*e);
+    engines[a] = stories_engine([&](EngineConfig& c) {
+      c.draw_in_step = arms[a].draw_in_step;
+      c.lookahead = arms[a].lookahead;
+    });
+    ASSERT_TRUE(engines[a]);
   }
   auto sampled = [](std::vector<int32_t> prompt, int n, uint64_t seed) {
     GenerationRequest r = greedy(std::move(prompt), n);

@@ -21,6 +21,7 @@
 #include "engine/gguf/gguf.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
+#include "engine/sampling/json_schema.h"
 #include "engine/scheduler/runner.h"
 #include "kernels/kernels.h"
 #include "tests/engine/test_models.h"
@@ -776,6 +777,61 @@ TEST(CudaToolCalls, AutoPicksTheDevicesTokensAndForcedCallsMatchTheCpu) {
   const auto args = nlohmann::json::parse(call.calls[0].arguments);
   EXPECT_TRUE(args["city"].is_string() && args["days"].is_number_integer()) << forced[1].text;
   EXPECT_EQ(forced[1].tokens, forced[0].tokens) << "cuda: " << forced[1].text << "\ncpu: " << forced[0].text;
+}
+
+// Greedy constrained requests on the GPU taking their steps' argmax, checked
+// by the constraint (EngineConfig::constrained_lookahead: steps queued
+// ahead, fed on the device; a refused argmax's step run again for its
+// logits) against the host picking from every step's copied logits: the
+// same tokens, text and ends, with graphs and eager, on the story model
+// (whose argmax JSON refuses often) — JSON mode, a schema, a forced call.
+TEST(CudaConstrained, CheckedArgmaxGivesTheHostsTokens) {
+  MINFER_REQUIRE_GPU();
+  auto object = JsonSchema::compile(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 3,
+      "maximum": 7}, "day": {"type": "string", "format": "date"}, "tags": {"type": "array", "items": {"enum": ["a", "bb"]},
+      "maxItems": 2}}, "required": ["n", "day", "tags"]})");
+  auto call = compile_tool_call_schema(
+      {R"({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city", "days"]}}})"});
+  ASSERT_TRUE(object && call);
+  for (int graphs = 0; graphs < 2; ++graphs) {
+    SCOPED_TRACE(graphs ? "graphs" : "eager");
+    std::unique_ptr<Engine> engines[2];
+    for (int arm = 0; arm < 2; ++arm) {  // the host picks; checked argmax
+      EngineConfig c;
+      c.model_path = test::stories_path();
+      c.backend = BackendChoice::kCuda;
+      c.n_ctx = 256;
+      c.cuda_graphs = graphs == 1;
+      c.constrained_lookahead = arm == 1;
+      auto e = Engine::load(c);
+      ASSERT_TRUE(e.has_value()) << e.error().message;
+      engines[arm] = std::move(*e);
+    }
+    std::vector<GenerationRequest> requests(3);
+    for (GenerationRequest& r : requests) {
+      r.prompt = engines[0]->tokenize("Once upon a time", true, false);
+      r.max_tokens = 100;
+      r.sampling.temperature = 0.0f;
+    }
+    requests[0].json_object = true;
+    requests[1].json_schema = *object;
+    requests[2].json_schema = *call;
+    requests[2].prompt = engines[0]->tokenize("The weather", true, false);
+    int repicked = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      GenerationResult r[2];
+      for (int arm = 0; arm < 2; ++arm) {
+        r[arm] = engines[arm]->generate(requests[i], nullptr, nullptr);
+        ASSERT_NE(r[arm].finish, FinishReason::kError) << "request " << i << ": " << r[arm].error->message;
+      }
+      EXPECT_EQ(r[1].tokens, r[0].tokens) << "request " << i << "\nhost: " << r[0].text << "\nchecked: " << r[1].text;
+      EXPECT_EQ(r[1].finish, r[0].finish) << "request " << i;
+      EXPECT_EQ(r[0].n_repicked, 0);
+      repicked += r[1].n_repicked;
+    }
+    EXPECT_GT(repicked, 0);  // the fallback ran
+    std::printf("%s: %d argmaxes refused and picked again\n", graphs ? "graphs" : "eager", repicked);
+  }
 }
 
 // Scoring a prompt on the GPU (prompt_logprobs): 150 tokens, three prefill
