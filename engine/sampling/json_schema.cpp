@@ -889,16 +889,10 @@ class Stepper {
           if (f.b == n.max_length) return;
           if (n.max_length < INT32_MAX || n.min_length > 0) ++f.b;
         }
-        if (n.pattern) {  // a branch each state the byte leads to, from which the pattern can end in time
-          std::vector<int32_t> next;
-          n.pattern->step(f.a, c, &next);
-          for (const int32_t state : next) {
-            if (n.max_length < INT32_MAX && f.b + n.pattern->shortest(state) > n.max_length) continue;
-            Branch moved = b;
-            moved.stack.back().a = state;
-            out_->push_back(std::move(moved));
-          }
-          return;
+        if (n.pattern) {  // its state after the byte, from which the pattern can still end in time
+          f.a = n.pattern->next(f.a, c);
+          if (f.a < 0 || (n.max_length < INT32_MAX && f.b + n.pattern->shortest(f.a) > n.max_length)) return;
+          break;
         }
         if (c == '\\') f.phase = kStrEscape;
         break;
@@ -937,6 +931,11 @@ class Stepper {
   // f.b a minus (bit 0) and how many decimals (the rest), their value in
   // f.c; a character is taken only if the number can still end within its
   // bounds (reachable), the number ends only there, and it has no exponent.
+  // Any other number ("type": "number") stays within a double's range, as
+  // RFC 8259 advises (Pydantic refuses an infinite one): at most
+  // kMaxWholeDigits integer digits (counted in f.a) and an exponent of at
+  // most kMaxExponent either way (its value in f.c), 1e300 at most.
+  static constexpr int32_t kMaxWholeDigits = 20, kMaxExponent = 280;
   void number(Branch b, const SchemaNode& n, unsigned char c) const {
     const bool integer = n.kind == Kind::kInteger;
     Frame& f = b.stack.back();
@@ -963,6 +962,7 @@ class Stepper {
       case kNumMinus:
         if (!is_digit(c)) return;
         if (n.held) f.a = c - '0';
+        if (!n.held && !integer) f.a = 1;
         return to(c == '0' ? kNumZero : kNumInt);
       case kNumDot:
         if (is_digit(c)) decimal_digit();
@@ -971,13 +971,16 @@ class Stepper {
         if (c == '+' || c == '-') return to(kNumExpSign);
         [[fallthrough]];
       case kNumExpSign:
-        if (is_digit(c)) return to(kNumExpDigits);
-        return;
+        if (!is_digit(c)) return;
+        f.c = c - '0';
+        return to(kNumExpDigits);
       default: break;  // a number that may end here
     }
     if (is_digit(c) && f.phase == kNumFrac) return decimal_digit();
     if (is_digit(c) && f.phase != kNumZero) {
       if (n.held) f.a = static_cast<int32_t>(std::min<int64_t>(INT32_MAX, int64_t{10} * f.a + (c - '0')));
+      if (f.phase == kNumExpDigits && (f.c = 10 * f.c + (c - '0')) > kMaxExponent) return;
+      if (f.phase == kNumInt && !n.held && !integer && ++f.a > kMaxWholeDigits) return;
       return to(static_cast<NumberPhase>(f.phase));
     }
     if (!integer && c == '.' && (f.phase == kNumZero || f.phase == kNumInt) && (!n.held || n.scale > 0)) return to(kNumDot);

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
+#include <bitset>
 #include <deque>
+#include <map>
+#include <utility>
 
 namespace minfer {
 
@@ -278,11 +282,27 @@ class Parser {
 
 }  // namespace
 
+// Thompson's automaton of a pattern: states with at most one byte move
+// each, and moves that take no byte; the builder's output, which
+// determinize() turns into the pattern's deterministic automaton.
+struct Nfa {
+  struct State {
+    std::bitset<256> bytes;        // a byte transition: these bytes, to `to`
+    int32_t to = -1;
+    std::vector<int32_t> epsilon;  // moves that take no byte
+    bool accept = false;
+  };
+  std::vector<State> states;
+  std::vector<std::vector<int32_t>> closure;  // each state's epsilon closure: the states that do something, sorted
+  int32_t start = 0;
+  void close();
+};
+
 // Regex trees into states: a fragment is a start and an end state (the end
 // has no moves yet).
 class PatternBuilder {
  public:
-  explicit PatternBuilder(StringPattern* p) : p_(p) {}
+  explicit PatternBuilder(Nfa* p) : p_(p) {}
 
   struct Frag {
     int32_t start, end;
@@ -317,22 +337,22 @@ class PatternBuilder {
   }
 
   Expected<int32_t> state() {
-    if (static_cast<int>(p_->states_.size()) >= StringPattern::kMaxStates) {
+    if (static_cast<int>(p_->states.size()) >= StringPattern::kMaxStates) {
       return unexpected(ErrorCode::kInvalidArgument,
                         fmt::format("pattern: more than {} automaton states (a smaller bound or fewer repeats)",
                                     StringPattern::kMaxStates));
     }
-    p_->states_.emplace_back();
-    return static_cast<int32_t>(p_->states_.size() - 1);
+    p_->states.emplace_back();
+    return static_cast<int32_t>(p_->states.size() - 1);
   }
-  void link(int32_t from, int32_t to) { p_->states_[static_cast<size_t>(from)].epsilon.push_back(to); }
+  void link(int32_t from, int32_t to) { p_->states[static_cast<size_t>(from)].epsilon.push_back(to); }
 
  private:
   // from --bytes--> to, through a state of its own.
   Status move(int32_t from, const std::bitset<256>& bytes, int32_t to) {
     MINFER_ASSIGN_OR_RETURN(const int32_t s, state());
-    p_->states_[static_cast<size_t>(s)].bytes = bytes;
-    p_->states_[static_cast<size_t>(s)].to = to;
+    p_->states[static_cast<size_t>(s)].bytes = bytes;
+    p_->states[static_cast<size_t>(s)].to = to;
     link(from, s);
     return ok_status();
   }
@@ -388,39 +408,136 @@ class PatternBuilder {
     return Frag{f.start, end};
   }
 
-  StringPattern* p_;
+  Nfa* p_;
 };
 
-Expected<std::shared_ptr<const StringPattern>> StringPattern::compile(std::string_view regex) {
-  // JSON Schema's patterns are not anchored: an unanchored side takes any
-  // characters. An anchor belongs to the whole pattern only without a
-  // top-level '|'.
-  const bool head = !regex.empty() && regex.front() == '^';
-  const bool tail = regex.size() > (head ? 1u : 0u) && regex.back() == '$' &&
-                    (regex.size() < 2 || regex[regex.size() - 2] != '\\');
-  std::string_view body = regex.substr(head ? 1 : 0, regex.size() - (head ? 1 : 0) - (tail ? 1 : 0));
-  int depth = 0;
-  bool in_class = false, top_alt = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (c == '\\') {
-      ++i;
-    } else if (in_class) {
-      in_class = c != ']';
-    } else if (c == '[') {
-      in_class = true;
-    } else if (c == '(') {
-      ++depth;
-    } else if (c == ')') {
-      --depth;
-    } else if (c == '|' && depth == 0) {
-      top_alt = true;
+namespace {
+
+// Bytes that every set among `splitters` takes or leaves alike share a class:
+// class_of for each byte, and how many classes. UTF-8 continuation bytes
+// never share one with other bytes (they begin no character: shortest()).
+int byte_classes(std::vector<std::bitset<256>> splitters, std::array<uint16_t, 256>* class_of) {
+  splitters.push_back(continuation_bytes());
+  class_of->fill(0);
+  int n = 1;
+  for (const std::bitset<256>& set : splitters) {
+    std::map<std::pair<int, bool>, int> renamed;
+    for (int b = 0; b < 256; ++b) {
+      const auto key = std::make_pair(static_cast<int>((*class_of)[b]), set.test(static_cast<size_t>(b)));
+      auto [it, added] = renamed.emplace(key, static_cast<int>(renamed.size()));
+      (*class_of)[b] = static_cast<uint16_t>(it->second);
+    }
+    n = static_cast<int>(renamed.size());
+  }
+  return n;
+}
+
+// A deterministic automaton over byte classes: next[state * n_classes +
+// class] is the state after, -1 none.
+struct Dfa {
+  std::array<uint16_t, 256> class_of{};
+  int n_classes = 0;
+  std::vector<int32_t> next;
+  std::vector<uint8_t> accept;
+  int32_t start = 0;
+  int32_t n_states() const { return static_cast<int32_t>(accept.size()); }
+  int32_t after(int32_t state, int c) const { return next[static_cast<size_t>(state) * n_classes + class_of[c]]; }
+};
+
+Error too_many_states() {
+  return Error(ErrorCode::kInvalidArgument, fmt::format("pattern: more than {} automaton states (a smaller bound or fewer repeats)",
+                                                        StringPattern::kMaxStates));
+}
+
+// The subset construction: a state for each set of Thompson states the
+// string can be in (only those reached), at most kMaxStates.
+Expected<Dfa> determinize(const Nfa& nfa) {
+  Dfa d;
+  std::vector<std::bitset<256>> splitters;
+  for (const Nfa::State& st : nfa.states) {
+    if (st.to >= 0) splitters.push_back(st.bytes);
+  }
+  d.n_classes = byte_classes(std::move(splitters), &d.class_of);
+  std::vector<int> representative(static_cast<size_t>(d.n_classes), -1);
+  for (int b = 255; b >= 0; --b) representative[d.class_of[b]] = b;
+  std::map<std::vector<int32_t>, int32_t> ids;
+  std::vector<std::vector<int32_t>> sets;
+  auto intern = [&](std::vector<int32_t> set) -> Expected<int32_t> {
+    if (set.empty()) return -1;
+    auto [it, added] = ids.emplace(set, static_cast<int32_t>(sets.size()));
+    if (added) {
+      if (static_cast<int>(sets.size()) >= StringPattern::kMaxStates) return unexpected(too_many_states());
+      sets.push_back(std::move(set));
+    }
+    return it->second;
+  };
+  MINFER_ASSIGN_OR_RETURN(d.start, intern(nfa.closure[static_cast<size_t>(nfa.start)]));
+  for (size_t i = 0; i < sets.size(); ++i) {  // (sets grows as states are found)
+    bool accept = false;
+    for (const int32_t t : sets[i]) accept = accept || nfa.states[static_cast<size_t>(t)].accept;
+    d.accept.push_back(accept ? 1 : 0);
+    for (int k = 0; k < d.n_classes; ++k) {
+      std::vector<int32_t> to;
+      for (const int32_t t : sets[i]) {
+        const Nfa::State& st = nfa.states[static_cast<size_t>(t)];
+        if (st.to < 0 || !st.bytes.test(static_cast<size_t>(representative[static_cast<size_t>(k)]))) continue;
+        const auto& c = nfa.closure[static_cast<size_t>(st.to)];
+        to.insert(to.end(), c.begin(), c.end());
+      }
+      std::sort(to.begin(), to.end());
+      to.erase(std::unique(to.begin(), to.end()), to.end());
+      MINFER_ASSIGN_OR_RETURN(const int32_t next, intern(std::move(to)));
+      d.next.push_back(next);
     }
   }
-  if (top_alt && (head || tail)) {
-    return unexpected(ErrorCode::kInvalidArgument,
-                      "pattern: anchors around a top-level '|' are not supported (write ^(a|b)$)");
+  return d;
+}
+
+// Strings of `a` that `b` also takes (keep) or does not take (!keep): a
+// lookahead at the pattern's start. A state pairs a's and b's (b's -1: b
+// can take the string no more).
+Expected<Dfa> product(const Dfa& a, const Dfa& b, bool keep) {
+  Dfa d;
+  std::vector<std::bitset<256>> splitters;
+  for (const Dfa* x : {&a, &b}) {
+    for (int k = 0; k < x->n_classes; ++k) {
+      std::bitset<256> set;
+      for (int c = 0; c < 256; ++c) set.set(static_cast<size_t>(c), x->class_of[c] == k);
+      splitters.push_back(set);
+    }
   }
+  d.n_classes = byte_classes(std::move(splitters), &d.class_of);
+  std::vector<int> representative(static_cast<size_t>(d.n_classes), -1);
+  for (int c = 255; c >= 0; --c) representative[d.class_of[c]] = c;
+  std::map<std::pair<int32_t, int32_t>, int32_t> ids;
+  std::vector<std::pair<int32_t, int32_t>> pairs;
+  auto intern = [&](int32_t x, int32_t y) -> Expected<int32_t> {
+    if (x < 0 || (keep && y < 0)) return -1;
+    auto [it, added] = ids.emplace(std::make_pair(x, y), static_cast<int32_t>(pairs.size()));
+    if (added) {
+      if (static_cast<int>(pairs.size()) >= StringPattern::kMaxStates) return unexpected(too_many_states());
+      pairs.emplace_back(x, y);
+    }
+    return it->second;
+  };
+  MINFER_ASSIGN_OR_RETURN(d.start, intern(a.start, b.start));
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto [x, y] = pairs[i];
+    const bool in_b = y >= 0 && b.accept[static_cast<size_t>(y)] != 0;
+    d.accept.push_back(a.accept[static_cast<size_t>(x)] != 0 && in_b == keep ? 1 : 0);
+    for (int k = 0; k < d.n_classes; ++k) {
+      const int c = representative[static_cast<size_t>(k)];
+      MINFER_ASSIGN_OR_RETURN(const int32_t next, intern(a.after(x, c), y < 0 ? -1 : b.after(y, c)));
+      d.next.push_back(next);
+    }
+  }
+  return d;
+}
+
+// The automaton of `body` (a pattern without its anchors): anchored at the
+// start (head) or not, at the end (tail) or not (an unanchored side takes
+// any characters, as JSON Schema's patterns do).
+Expected<Dfa> automaton(std::string_view body, bool head, bool tail) {
   MINFER_ASSIGN_OR_RETURN(Regex parsed, Parser(body).parse());
   Regex whole;
   whole.kind = Regex::Kind::kConcat;
@@ -432,13 +549,93 @@ Expected<std::shared_ptr<const StringPattern>> StringPattern::compile(std::strin
   if (!head) whole.parts.push_back(any);
   whole.parts.push_back(std::move(parsed));
   if (!tail) whole.parts.push_back(any);
-  std::shared_ptr<StringPattern> p(new StringPattern());
-  PatternBuilder builder(p.get());
+  Nfa nfa;
+  PatternBuilder builder(&nfa);
   MINFER_ASSIGN_OR_RETURN(const PatternBuilder::Frag f, builder.build(whole));
-  p->start_ = f.start;
-  p->states_[static_cast<size_t>(f.end)].accept = true;
-  p->close();
+  nfa.start = f.start;
+  nfa.states[static_cast<size_t>(f.end)].accept = true;
+  nfa.close();
+  return determinize(nfa);
+}
+
+// Walks `text`'s characters outside escapes and classes, calling
+// visit(c, depth) (depth: the groups open around c; a ')' closes its own
+// first) until it returns true: that character's index, or npos.
+template <class Visit>
+size_t walk_groups(std::string_view text, Visit visit) {
+  int depth = 0;
+  bool in_class = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\') {
+      ++i;
+      continue;
+    }
+    if (in_class || c == '[') {
+      in_class = c == '[' || c != ']';
+      continue;
+    }
+    if (c == ')') --depth;
+    if (visit(c, depth)) return i;
+    if (c == '(') ++depth;
+  }
+  return std::string_view::npos;
+}
+
+// Whether `body` has an unescaped '$' as its last character.
+bool ends_anchored(std::string_view body) {
+  return !body.empty() && body.back() == '$' && (body.size() < 2 || body[body.size() - 2] != '\\');
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<const StringPattern>> StringPattern::compile(std::string_view regex) {
+  // JSON Schema's patterns are not anchored: an unanchored side takes any
+  // characters. An anchor belongs to the whole pattern only without a
+  // top-level '|'.
+  const bool head = !regex.empty() && regex.front() == '^';
+  std::string_view body = regex.substr(head ? 1 : 0);
+  // Lookaheads where the string starts ((?!R) or (?=R), as Pydantic's
+  // Decimal pattern has): the string must not (or must) begin with a match
+  // of R — match it whole with R's own '$'.
+  std::vector<std::pair<std::string_view, bool>> lookaheads;  // (R, keep)
+  while (head && (body.substr(0, 3) == "(?!" || body.substr(0, 3) == "(?=")) {
+    const size_t end = walk_groups(body, [](char c, int depth) { return c == ')' && depth == 0; });
+    if (end == std::string_view::npos) return unexpected(ErrorCode::kInvalidArgument, "pattern: a lookahead not closed");
+    std::string_view inner = body.substr(3, end - 3);
+    if (!inner.empty() && inner.front() == '^') inner.remove_prefix(1);
+    lookaheads.emplace_back(inner, body[2] == '=');
+    body.remove_prefix(end + 1);
+  }
+  const bool tail = ends_anchored(body);
+  if (tail) body.remove_suffix(1);
+  const bool top_alt = walk_groups(body, [](char c, int depth) { return c == '|' && depth == 0; }) != std::string_view::npos;
+  if (top_alt && (head || tail)) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      "pattern: anchors around a top-level '|' are not supported (write ^(a|b)$)");
+  }
+  MINFER_ASSIGN_OR_RETURN(Dfa d, automaton(body, head, tail));
+  for (const auto& [inner, keep] : lookaheads) {
+    const bool whole = ends_anchored(inner);
+    MINFER_ASSIGN_OR_RETURN(const Dfa look, automaton(whole ? inner.substr(0, inner.size() - 1) : inner, true, whole));
+    MINFER_ASSIGN_OR_RETURN(d, product(d, look, keep));
+  }
+  std::shared_ptr<StringPattern> p(new StringPattern());
+  p->class_of_ = d.class_of;
+  p->n_classes_ = d.n_classes;
+  p->next_ = std::move(d.next);
+  p->accept_ = std::move(d.accept);
+  p->start_ = d.start;
   p->measure();
+  // No move into a state from which the string cannot end (a lookahead can
+  // make them: ^(?!ab) after "ab"), so that such a byte is refused when it
+  // comes, not the string's end.
+  if (p->shortest(p->start_) == INT32_MAX) {
+    return unexpected(ErrorCode::kInvalidArgument, "pattern: no string matches it");
+  }
+  for (int32_t& to : p->next_) {
+    if (to >= 0 && p->shortest(to) == INT32_MAX) to = -1;
+  }
   return std::shared_ptr<const StringPattern>(std::move(p));
 }
 
@@ -473,9 +670,8 @@ std::string ipv6() {
   return group(any);
 }
 
-// A DNS label: letters, digits and hyphens, a letter or digit at each end
-// (not held to 63 characters).
-constexpr std::string_view kLabel = "[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?";
+// A DNS label: 1-63 letters, digits and hyphens, a letter or digit at each end.
+constexpr std::string_view kLabel = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
 
 // RFC 3986's URI: scheme ":" hier-part ["?" query] ["#" fragment], the
 // authority's host a name, an IPv4 address or an IPv6 one in brackets.
@@ -541,19 +737,19 @@ Expected<std::shared_ptr<const StringPattern>> StringPattern::format(std::string
                                 name));
 }
 
-void StringPattern::close() {
-  closure_.assign(states_.size(), {});
+void Nfa::close() {
+  closure.assign(states.size(), {});
   std::vector<int32_t> stack;
-  std::vector<int32_t> seen_from(states_.size(), -1);  // the walk that last reached each state
-  for (size_t s = 0; s < states_.size(); ++s) {
+  std::vector<int32_t> seen_from(states.size(), -1);  // the walk that last reached each state
+  for (size_t s = 0; s < states.size(); ++s) {
     const int32_t walk = static_cast<int32_t>(s);
     stack.assign(1, walk);
     seen_from[s] = walk;
     while (!stack.empty()) {
       const int32_t at = stack.back();
       stack.pop_back();
-      const State& st = states_[static_cast<size_t>(at)];
-      if (st.to >= 0 || st.accept) closure_[s].push_back(at);  // only the states that do something
+      const State& st = states[static_cast<size_t>(at)];
+      if (st.to >= 0 || st.accept) closure[s].push_back(at);  // only the states that do something
       for (const int32_t e : st.epsilon) {
         if (seen_from[static_cast<size_t>(e)] != walk) {
           seen_from[static_cast<size_t>(e)] = walk;
@@ -561,28 +757,29 @@ void StringPattern::close() {
         }
       }
     }
+    std::sort(closure[s].begin(), closure[s].end());
   }
 }
 
-// shortest_: 0 where the closure accepts, else the fewest characters of a
+// shortest_: 0 where the string may end, else the fewest characters of a
 // way there (a 0-1 walk back from the accepting states: a byte that can
-// begin a character costs one, a UTF-8 continuation byte none).
+// begin a character costs one, a UTF-8 continuation byte none; the classes
+// never mix the two).
 void StringPattern::measure() {
-  const size_t n = states_.size();
+  const size_t n = accept_.size();
+  std::vector<int> begins(static_cast<size_t>(n_classes_), 0);
+  for (int c = 0; c < 256; ++c) begins[class_of_[c]] = (c & 0xC0) != 0x80 ? 1 : 0;
   std::vector<std::vector<std::pair<int32_t, int32_t>>> into(n);  // (from, cost) of each move into a state
   shortest_.assign(n, INT32_MAX);
   std::deque<int32_t> walk;
   for (size_t s = 0; s < n; ++s) {
-    for (const int32_t t : closure_[s]) {
-      const State& st = states_[static_cast<size_t>(t)];
-      if (st.accept && shortest_[s] != 0) {
-        shortest_[s] = 0;
-        walk.push_front(static_cast<int32_t>(s));
-      }
-      if (st.to >= 0) {
-        const bool begins = (st.bytes & ~continuation_bytes()).any();
-        into[static_cast<size_t>(st.to)].emplace_back(static_cast<int32_t>(s), begins ? 1 : 0);
-      }
+    if (accept_[s] != 0) {
+      shortest_[s] = 0;
+      walk.push_back(static_cast<int32_t>(s));
+    }
+    for (int k = 0; k < n_classes_; ++k) {
+      const int32_t to = next_[s * static_cast<size_t>(n_classes_) + static_cast<size_t>(k)];
+      if (to >= 0) into[static_cast<size_t>(to)].emplace_back(static_cast<int32_t>(s), begins[static_cast<size_t>(k)]);
     }
   }
   while (!walk.empty()) {
@@ -599,20 +796,6 @@ void StringPattern::measure() {
       }
     }
   }
-}
-
-void StringPattern::step(int32_t state, unsigned char c, std::vector<int32_t>* next) const {
-  for (const int32_t s : closure_[static_cast<size_t>(state)]) {
-    const State& st = states_[static_cast<size_t>(s)];
-    if (st.to >= 0 && st.bytes.test(c) && std::find(next->begin(), next->end(), st.to) == next->end()) {
-      next->push_back(st.to);
-    }
-  }
-}
-
-bool StringPattern::accepting(int32_t state) const {
-  const auto& c = closure_[static_cast<size_t>(state)];
-  return std::any_of(c.begin(), c.end(), [this](int32_t s) { return states_[static_cast<size_t>(s)].accept; });
 }
 
 }  // namespace minfer

@@ -13,12 +13,16 @@
 // takes any characters. Characters are UTF-8: "." and a negated class take a
 // whole multi-byte character. The string is matched as written between its
 // quotes, with no escapes: a string held to a pattern or format cannot hold
-// a quote, a backslash or a control character. Anything else (lookaround,
-// backreferences, lazy quantifiers, \b, classes of non-ASCII characters) is
-// refused with its place in the pattern.
+// a quote, a backslash or a control character. Lookaheads are taken where
+// the string starts (^(?!R)... or ^(?=R)...: the string does not, or does,
+// begin with a match of R; R's own $ makes it a whole match), as Pydantic's
+// Decimal pattern has one. Anything else (other lookaround, backreferences,
+// lazy quantifiers, \b, classes of non-ASCII characters) is refused with
+// its place in the pattern.
 #pragma once
 
-#include <bitset>
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,41 +39,43 @@ class StringPattern {
   // and duration (RFC 3339: 2024-05-31, 12:30:00Z, 2024-05-31T12:30:00.5+02:00,
   // P1Y2M3DT4H; what Python and Pydantic read too: years from 0001, each
   // month's days and leap years' 29 February, no leap second, numbers of a
-  // duration of at most six digits), email (RFC 5321's mailbox: an unquoted local part, a domain
-  // name with a dot), hostname (RFC 1123's labels, their length not held),
-  // ipv4, ipv6 and uri (RFC 3986: a scheme, then an authority and path, a
-  // query, a fragment; no IPvFuture hosts) and uuid. Each is exactly its
+  // duration of at most six digits), email (RFC 5321's mailbox: an unquoted
+  // local part, a domain name with a dot), hostname (RFC 1123), ipv4, ipv6 and uri (RFC 3986: a scheme, then an
+  // authority and path, a query, a fragment; no IPvFuture hosts) and uuid;
+  // and Pydantic's ipvanyaddress and ip*interface. Each is exactly its
   // grammar but where it says otherwise.
   static Expected<std::shared_ptr<const StringPattern>> format(std::string_view name);
 
+  // The most states an automaton may have (Thompson's while it is built, and
+  // the deterministic one the string walks).
   static constexpr int kMaxStates = 4096;
 
   int32_t start() const { return start_; }
-  // The states after byte `c` from `state` (appended to `next`).
-  void step(int32_t state, unsigned char c, std::vector<int32_t>* next) const;
+  // The state after byte `c` from `state`; -1 when the pattern cannot take it.
+  int32_t next(int32_t state, unsigned char c) const {
+    return next_[static_cast<size_t>(state) * static_cast<size_t>(n_classes_) + class_of_[c]];
+  }
   // Whether the string may end in `state`.
-  bool accepting(int32_t state) const;
+  bool accepting(int32_t state) const { return accept_[static_cast<size_t>(state)] != 0; }
   // The fewest characters from `state` to an end (0: accepting), so that a
   // string held to a length too can refuse a character after which the
   // pattern could not end in time.
   int32_t shortest(int32_t state) const { return shortest_[static_cast<size_t>(state)]; }
 
-  struct State {
-    std::bitset<256> bytes;            // a byte transition: these bytes, to `to`
-    int32_t to = -1;
-    std::vector<int32_t> epsilon;      // moves that take no byte
-    bool accept = false;
-  };
-
  private:
   StringPattern() = default;
-  void close();    // fills closure_
-  void measure();  // fills shortest_, from closure_
-  std::vector<State> states_;
-  std::vector<std::vector<int32_t>> closure_;  // each state's epsilon closure
-  std::vector<int32_t> shortest_;              // shortest(state)
+  void measure();  // fills shortest_
+
+  // A deterministic automaton (the pattern's Thompson automaton through the
+  // subset construction, times its lookaheads'), over classes of bytes that
+  // every state treats alike: one state a string, whatever the pattern's
+  // alternatives.
+  std::array<uint16_t, 256> class_of_{};
+  int32_t n_classes_ = 0;
+  std::vector<int32_t> next_;  // [state * n_classes_ + class]: the state after, -1 none
+  std::vector<uint8_t> accept_;
+  std::vector<int32_t> shortest_;
   int32_t start_ = 0;
-  friend class PatternBuilder;
 };
 
 }  // namespace minfer

@@ -313,10 +313,17 @@ TEST(JsonSchemaGrammar, NumberBoundsHoldEveryDigitAndDecimal) {
   EXPECT_EQ(first_refused(maybe, "9 "), 1);
   EXPECT_EQ(first_refused(maybe, "9."), 1);  // nor is any 9.x
 
-  // An unbounded number still takes any JSON number.
+  // An unbounded number takes any JSON number within a double's range.
   const auto any = compiled(R"({"type": "number"})");
-  EXPECT_EQ(first_refused(any, "-1.25e+300", &done), -1);
+  EXPECT_EQ(first_refused(any, "-1.25e+280", &done), -1);
   EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(any, "12345678901234567890.5E-0280", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(any, "1e281"), 4);
+  EXPECT_EQ(first_refused(any, "1e-1000"), 6);
+  EXPECT_EQ(first_refused(any, "123456789012345678901"), 20);  // a 21st integer digit
+  EXPECT_EQ(first_refused(compiled(R"({"type": "integer"})"), "123456789012345678901234567890", &done), -1);
+  EXPECT_TRUE(done);  // integers are any length
 }
 
 // multipleOf, of integers and numbers: a digit only if some multiple within
@@ -516,6 +523,8 @@ TEST(JsonSchemaGrammar, AddressesNamesAndDurationsHoldTheirGrammars) {
   EXPECT_EQ(holds("hostname", "a-.com"), 2);  // a label ends in a letter or digit
   EXPECT_EQ(holds("hostname", "a..com"), 2);
   EXPECT_EQ(holds("hostname", "a_b"), 1);
+  EXPECT_EQ(holds("hostname", std::string(63, 'x') + ".com"), -1);
+  EXPECT_EQ(holds("hostname", std::string(64, 'x') + ".com"), 63);  // a label of 63 at most
 
   for (const char* ok : {"jane.doe@example.com", "x+tag@mail.example.org", "o'brien@ex-ample.co.uk", "a!#$%&*/=?^_`{|}~@b.c"}) {
     EXPECT_EQ(holds("email", ok), -1) << ok;
@@ -593,11 +602,27 @@ TEST(JsonSchemaGrammar, PatternsHoldTheirCharacters) {
   EXPECT_EQ(holds(R"(^[^0-9]+$)", "\"a\xc3\xa9\""), -1);
   EXPECT_EQ(holds(R"(^[^0-9]+$)", "\"a1\""), 2);
   EXPECT_EQ(holds("^a+$", "\"a\\n\""), 2);  // no escapes in a pattern's string
+  // Lookaheads where the string starts: Pydantic's Decimal (not only signs
+  // and points), and "some digit somewhere".
+  const std::string decimal = R"(^(?!^[-+.]*$)[+-]?0*\d*\.?\d*$)";
+  for (const char* ok : {"\"12.50\"", "\"-0.001\"", "\"+7\"", "\".5\"", "\"1.\"", "\"007\""}) {
+    EXPECT_EQ(holds(decimal, ok), -1) << ok;
+  }
+  EXPECT_EQ(holds(decimal, "\"\""), 1);   // empty: only signs and points
+  EXPECT_EQ(holds(decimal, "\"-.\""), 3);
+  EXPECT_EQ(holds(decimal, "\"1.2.\""), 4);
+  EXPECT_EQ(holds(decimal, "\"1e5\""), 2);
+  EXPECT_EQ(holds(R"(^(?=.*\d)\w+$)", "\"ab3c\""), -1);
+  EXPECT_EQ(holds(R"(^(?=.*\d)\w+$)", "\"abc\""), 4);  // no digit: the quote is refused
+  EXPECT_EQ(holds(R"(^(?!ab)\w+$)", "\"abc\""), 2);     // does not begin with ab
+  EXPECT_EQ(holds(R"(^(?!ab)\w+$)", "\"bac\""), -1);
   auto error_of = [](const std::string& pattern) {
     auto s = JsonSchema::compile(nlohmann::json{{"type", "string"}, {"pattern", pattern}}.dump());
     return s ? std::string("compiled") : s.error().message;
   };
-  EXPECT_NE(error_of("(?=a)b").find("lookaround"), std::string::npos);
+  EXPECT_NE(error_of("(?=a)b").find("lookaround"), std::string::npos);  // not anchored at the start
+  EXPECT_NE(error_of("^a(?!b)").find("lookaround"), std::string::npos);  // not where the string starts
+  EXPECT_NE(error_of("^(?!a*$)a*$").find("no string matches it"), std::string::npos);
   EXPECT_NE(error_of(R"((a)\1)").find("the escape '\\1' is not supported"), std::string::npos);
   EXPECT_NE(error_of("a*?").find("lazy"), std::string::npos);
   EXPECT_NE(error_of("[\xc3\xa9]").find("non-ASCII"), std::string::npos);

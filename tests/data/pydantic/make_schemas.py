@@ -135,10 +135,10 @@ CASES = [
     (Point, [{"xy": (1.5, -2.0), "label": "a", "at": datetime.time(12, 30, tzinfo=UTC)},
              {"xy": (0, 1e-3), "label": "c", "weight": 2.5, "at": "23:59:59+02:00"}]),
     (Search, [{"query": "cats", "filters": [1, "two", 3]}, {"query": "", "filters": [], "limit": 100}]),
+    (Money, [{"amount": Decimal("12.50")}, {"amount": Decimal("-0.001")}, {"amount": Decimal("7")}]),
 ]
 REFUSED = [
     (Tagged, "'uniqueItems' is not supported"),
-    (Money, "lookaround"),
 ]
 
 
