@@ -22,6 +22,10 @@ struct SchemaNode {
   std::vector<bool> required;         // object: per key
   std::vector<int32_t> children;      // object: each key's value; array: {items, prefixItems...}; anyOf: the alternatives
   int32_t min_items = 0, max_items = INT32_MAX;  // array: items; map (free_keys): keys
+  // Array with uniqueItems (its items one literals node): each literal's
+  // bit among the distinct values (1 and 1.0 share one); the array frame's
+  // c holds the bits of the values written.
+  std::vector<int32_t> unique_bits;
   std::vector<std::string> literals;  // kLiterals: each allowed value's JSON text
   // Object: any keys (children {value, key string}) instead of `keys`: a map.
   bool free_keys = false;
@@ -139,7 +143,7 @@ class Compiler {
                                                  "minimum", "maximum",    "exclusiveMinimum", "exclusiveMaximum",
                                                  "multipleOf", "minLength", "maxLength", "pattern", "format",
                                                  "oneOf",   "discriminator", "propertyNames", "minProperties", "maxProperties",
-                                                 "prefixItems"};
+                                                 "prefixItems", "uniqueItems"};
     for (const auto& [key, value] : s.items()) {
       if (!kKnown.count(key) && !is_annotation(key)) {
         return unexpected(refuse(where, fmt::format("'{}' is not supported", key)));
@@ -253,6 +257,34 @@ class Compiler {
     nodes[static_cast<size_t>(any_)].children = std::move(alternatives);
     return any_;
   }
+  // uniqueItems: true where the items are one set of literals (a set of an
+  // enum, of booleans): each value at most once, so at most as many items
+  // as distinct values. Other items would need every earlier item kept.
+  Status unique_items(const Json& s, const std::string& where, SchemaNode* n) {
+    if (!s.contains("uniqueItems")) return ok_status();
+    if (!s["uniqueItems"].is_boolean()) return unexpected(refuse(where, "'uniqueItems' must be a boolean"));
+    if (s["uniqueItems"] == false) return ok_status();
+    const int32_t items = resolved(n->children[0]);
+    if (n->children.size() != 1 || items < 0 || nodes[static_cast<size_t>(items)].kind != Kind::kLiterals ||
+        nodes[static_cast<size_t>(items)].literals.size() > 31) {
+      return unexpected(refuse(where, "'uniqueItems' is supported where the items are at most 31 enumerated values "
+                                      "(a set of an enum or of booleans), not other items"));
+    }
+    std::vector<Json> values;
+    for (const std::string& l : nodes[static_cast<size_t>(items)].literals) {
+      const Json v = Json::parse(l);
+      const auto same = std::find(values.begin(), values.end(), v);
+      n->unique_bits.push_back(static_cast<int32_t>(same - values.begin()));
+      if (same == values.end()) values.push_back(v);
+    }
+    const auto distinct = static_cast<int32_t>(values.size());
+    if (n->min_items > distinct) {
+      return unexpected(refuse(where, fmt::format("'minItems' is above the {} distinct values of unique items", distinct)));
+    }
+    n->max_items = std::min(n->max_items, distinct);
+    return ok_status();
+  }
+
   // The node a reference stands for (an alternative of one), or -1 while
   // it is still being compiled.
   int32_t resolved(int32_t id) const {
@@ -591,6 +623,7 @@ class Compiler {
       }
       n.children = {items};
       n.children.insert(n.children.end(), prefix.begin(), prefix.end());
+      MINFER_TRY(unique_items(s, where, &n));
     } else {
       return unexpected(refuse(where, fmt::format("type '{}' is not a JSON type", type)));
     }
@@ -670,6 +703,7 @@ class Stepper {
   // The top value of `b` is complete: its parent moves on (an object's key
   // to its colon, an object's value or an array's item to a comma or close).
   void pop(Branch& b) const {
+    const int32_t which = b.stack.back().a;  // a literal's index (unique items)
     b.stack.pop_back();
     if (b.stack.empty()) return;
     Frame& parent = b.stack.back();
@@ -680,6 +714,7 @@ class Stepper {
     } else {
       parent.phase = kArrCommaOrEnd;
       ++parent.a;
+      if (!n.unique_bits.empty()) parent.c |= 1 << n.unique_bits[static_cast<size_t>(which)];
     }
   }
 
@@ -994,8 +1029,12 @@ class Stepper {
   void literal(Branch b, const SchemaNode& n, unsigned char c) const {
     Frame& f = b.stack.back();
     if (f.phase == kLitStart) {
+      // Unique items: not a value the array has already.
+      const Frame* parent = b.stack.size() > 1 ? &b.stack[b.stack.size() - 2] : nullptr;
+      const std::vector<int32_t>* taken = parent ? &nodes_[static_cast<size_t>(parent->node)].unique_bits : nullptr;
       for (size_t i = 0; i < n.literals.size(); ++i) {
         if (static_cast<unsigned char>(n.literals[i][0]) != c) continue;
+        if (taken != nullptr && !taken->empty() && ((parent->c >> (*taken)[i]) & 1) != 0) continue;
         Branch l = b;
         Frame& lf = l.stack.back();
         lf.phase = kLitIn;

@@ -9,7 +9,8 @@
 // "properties" with "required" (keys come in the properties' order; a key
 // not required may be left out; no other key is written, so
 // "additionalProperties" may only be false beside them); "items" with
-// "minItems" and "maxItems"; "enum" and "const" of scalars; "minLength" and
+// "minItems" and "maxItems", "prefixItems" (tuples), "uniqueItems" where
+// the items are enumerated values (a set of an enum); "enum" and "const" of scalars; "minLength" and
 // "maxLength" of strings (characters: a UTF-8 character or an escape each
 // count one), "pattern" and "format" (string_pattern.h; with a maxLength,
 // no character after which the pattern cannot end in time); "minimum",
@@ -26,7 +27,7 @@
 // "#/definitions/Name", "#"), recursive ones included, as Pydantic and OpenAI's SDKs write models, and "allOf" of
 // one schema. "title", "description", "default", "$schema", "$defs" and
 // "definitions" are read as comments (definitions count where referenced).
-// Anything else (not, if, uniqueItems, another format, a multiple with
+// Anything else (not, if, other unique items, another format, a multiple with
 // more than 9 decimals, an overlapping oneOf, a keyword beside "$ref", ...)
 // is refused by compile() with its name, never ignored: the output would
 // not be held to it.

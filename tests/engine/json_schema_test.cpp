@@ -708,6 +708,41 @@ TEST(JsonSchemaGrammar, TuplesHoldEachPlace) {
             std::string::npos);
 }
 
+// uniqueItems where the items are enumerated values (Pydantic's set of an
+// enum): a value the array has is not begun again, and there are at most as
+// many items as distinct values; other unique items are refused.
+TEST(JsonSchemaGrammar, UniqueItemsOfEnumeratedValues) {
+  bool done = false;
+  const auto colors = compiled(R"({"$defs": {"Color": {"enum": ["red", "green", "blue"], "type": "string"}},
+      "type": "array", "items": {"$ref": "#/$defs/Color"}, "uniqueItems": true})");
+  ASSERT_TRUE(colors);
+  for (const std::string ok : {"[]", R"(["red"])", R"(["blue", "red", "green"])"}) {
+    EXPECT_EQ(first_refused(colors, ok, &done), -1) << ok;
+    EXPECT_TRUE(done) << ok;
+  }
+  EXPECT_EQ(first_refused(colors, R"(["red", "red"])"), 9);
+  EXPECT_EQ(first_refused(colors, R"(["red", "green", "blue", )"), 23);  // no fourth value
+  const auto flags = compiled(R"({"type": "array", "items": {"type": "boolean"}, "uniqueItems": true, "minItems": 2})");
+  EXPECT_EQ(first_refused(flags, "[false, true]", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(flags, "[true, t"), 7);
+  EXPECT_EQ(first_refused(flags, "[true]"), 5);  // minItems
+  const auto numbers = compiled(R"({"type": "array", "items": {"enum": [1, 1.0, 2]}, "uniqueItems": true})");
+  EXPECT_EQ(first_refused(numbers, "[1, 1.0]"), 4);  // 1 and 1.0 are one value
+  EXPECT_EQ(first_refused(compiled(R"({"type": "array", "uniqueItems": false})"), "[1, 1]", &done), -1);
+  EXPECT_TRUE(done);
+  auto error_of = [](const std::string& schema) {
+    auto s = JsonSchema::compile(schema);
+    return s ? std::string("compiled") : s.error().message;
+  };
+  EXPECT_NE(error_of(R"({"type": "array", "items": {"type": "string"}, "uniqueItems": true})")
+                .find("'uniqueItems' is supported where the items are at most 31 enumerated values"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": true, "minItems": 3})")
+                .find("'minItems' is above the 2 distinct values"),
+            std::string::npos);
+}
+
 // What JSON Schema leaves open stays open: no type is any value, an object
 // without properties any object, an array without items any items.
 TEST(JsonSchemaGrammar, OpenSchemasTakeAnyValue) {

@@ -111,6 +111,11 @@ class Tagged(BaseModel):
     tags: set[str]
 
 
+class Palette(BaseModel):
+    colors: set[Color]
+    flags: frozenset[bool] = frozenset()
+
+
 class Money(BaseModel):
     amount: Decimal
 
@@ -136,9 +141,10 @@ CASES = [
              {"xy": (0, 1e-3), "label": "c", "weight": 2.5, "at": "23:59:59+02:00"}]),
     (Search, [{"query": "cats", "filters": [1, "two", 3]}, {"query": "", "filters": [], "limit": 100}]),
     (Money, [{"amount": Decimal("12.50")}, {"amount": Decimal("-0.001")}, {"amount": Decimal("7")}]),
+    (Palette, [{"colors": []}, {"colors": ["red"], "flags": [True, False]}]),
 ]
 REFUSED = [
-    (Tagged, "'uniqueItems' is not supported"),
+    (Tagged, "'uniqueItems' is supported where the items are at most 31 enumerated values"),
 ]
 
 

@@ -26,6 +26,8 @@ import sys
 # know: (model, field, error type) and why.
 BEYOND_THE_SCHEMA = {
     ("Server", "url", "url_scheme"): "HttpUrl wants http or https; its schema says only format uri",
+    ("Server", "homepage", "url_parsing"): "Pydantic reads URLs as WHATWG does: http, https, ws, wss, ftp and file "
+                                           "need a host (ws:x is an RFC 3986 URI); its schema says only format uri",
 }
 
 
