@@ -910,7 +910,7 @@ class Stepper {
         f.phase = kStrIn;
         if (n.pattern) {
           f.a = n.pattern->start();
-          if (n.pattern->shortest(f.a) > n.max_length) return;
+          if (n.pattern->shortest(f.a) > n.max_length || n.pattern->longest(f.a) < n.min_length) return;
         }
         break;
       case kStrIn:
@@ -927,6 +927,7 @@ class Stepper {
         if (n.pattern) {  // its state after the byte, from which the pattern can still end in time
           f.a = n.pattern->next(f.a, c);
           if (f.a < 0 || (n.max_length < INT32_MAX && f.b + n.pattern->shortest(f.a) > n.max_length)) return;
+          if (n.min_length > 0 && n.pattern->longest(f.a) < INT32_MAX && f.b + n.pattern->longest(f.a) < n.min_length) return;
           break;
         }
         if (c == '\\') f.phase = kStrEscape;

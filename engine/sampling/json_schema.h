@@ -12,8 +12,8 @@
 // "minItems" and "maxItems", "prefixItems" (tuples), "uniqueItems" where
 // the items are enumerated values (a set of an enum); "enum" and "const" of scalars; "minLength" and
 // "maxLength" of strings (characters: a UTF-8 character or an escape each
-// count one), "pattern" and "format" (string_pattern.h; with a maxLength,
-// no character after which the pattern cannot end in time); "minimum",
+// count one), "pattern" and "format" (string_pattern.h; with a maxLength
+// or minLength, no character after which the pattern cannot end within them); "minimum",
 // "maximum", "exclusiveMinimum", "exclusiveMaximum" and "multipleOf" of
 // integers and numbers (within ±2,147,483,646: a digit is taken only if a
 // value it begins lies within them and is a multiple, and the number ends

@@ -636,6 +636,7 @@ Expected<std::shared_ptr<const StringPattern>> StringPattern::compile(std::strin
   for (int32_t& to : p->next_) {
     if (to >= 0 && p->shortest(to) == INT32_MAX) to = -1;
   }
+  p->measure_longest();
   return std::shared_ptr<const StringPattern>(std::move(p));
 }
 
@@ -794,6 +795,45 @@ void StringPattern::measure() {
       } else {
         walk.push_back(from);
       }
+    }
+  }
+}
+
+// longest_: over the states left (every one of which can end), the most
+// characters to an end: a walk depth first, each state once; a state that
+// reaches a loop has no bound.
+void StringPattern::measure_longest() {
+  const size_t n = accept_.size();
+  std::vector<int> begins(static_cast<size_t>(n_classes_), 0);
+  for (int c = 0; c < 256; ++c) begins[class_of_[c]] = (c & 0xC0) != 0x80 ? 1 : 0;
+  enum : uint8_t { kNew, kOpen, kDone };
+  std::vector<uint8_t> mark(n, kNew);
+  longest_.assign(n, 0);
+  std::vector<std::pair<int32_t, int>> stack;  // (state, the next class to look at)
+  for (size_t root = 0; root < n; ++root) {
+    if (mark[root] != kNew) continue;
+    stack.emplace_back(static_cast<int32_t>(root), 0);
+    mark[root] = kOpen;
+    while (!stack.empty()) {
+      auto& [s, k] = stack.back();
+      const size_t at = static_cast<size_t>(s);
+      if (k == n_classes_) {
+        mark[at] = kDone;
+        stack.pop_back();
+        continue;
+      }
+      const int cls = k++;
+      const int32_t to = next_[at * static_cast<size_t>(n_classes_) + static_cast<size_t>(cls)];
+      if (to < 0) continue;
+      if (mark[static_cast<size_t>(to)] == kNew) {
+        k = cls;  // come back to this class once `to` is measured (before the push moves the stack)
+        mark[static_cast<size_t>(to)] = kOpen;
+        stack.emplace_back(to, 0);
+        continue;
+      }
+      const int32_t after = mark[static_cast<size_t>(to)] == kOpen ? INT32_MAX : longest_[static_cast<size_t>(to)];
+      const int32_t via = after == INT32_MAX ? INT32_MAX : after + begins[static_cast<size_t>(cls)];
+      longest_[at] = std::max(longest_[at], via);
     }
   }
 }

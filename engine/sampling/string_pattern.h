@@ -61,10 +61,15 @@ class StringPattern {
   // string held to a length too can refuse a character after which the
   // pattern could not end in time.
   int32_t shortest(int32_t state) const { return shortest_[static_cast<size_t>(state)]; }
+  // The most characters from `state` to an end (INT32_MAX: no bound), so
+  // that a string held to a minLength can refuse one after which the
+  // pattern must end too soon.
+  int32_t longest(int32_t state) const { return longest_[static_cast<size_t>(state)]; }
 
  private:
   StringPattern() = default;
-  void measure();  // fills shortest_
+  void measure();          // fills shortest_
+  void measure_longest();  // fills longest_ (once the states that cannot end are cut off)
 
   // A deterministic automaton (the pattern's Thompson automaton through the
   // subset construction, times its lookaheads'), over classes of bytes that
@@ -74,7 +79,7 @@ class StringPattern {
   int32_t n_classes_ = 0;
   std::vector<int32_t> next_;  // [state * n_classes_ + class]: the state after, -1 none
   std::vector<uint8_t> accept_;
-  std::vector<int32_t> shortest_;
+  std::vector<int32_t> shortest_, longest_;
   int32_t start_ = 0;
 };
 

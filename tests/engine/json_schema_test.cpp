@@ -550,10 +550,10 @@ TEST(JsonSchemaGrammar, AddressesNamesAndDurationsHoldTheirGrammars) {
   EXPECT_EQ(holds("uri", "http://[1:2]/"), 11);       // an IPv6 host is a whole address
 }
 
-// A pattern or format with a maxLength: a character is taken only if the
-// pattern can still end within the length, so that no string is begun that
-// cannot be closed.
-TEST(JsonSchemaGrammar, PatternsEndWithinTheirMaxLength) {
+// A pattern or format with a maxLength or minLength: a character is taken
+// only if the pattern can still end within the lengths, so that no string
+// is begun that cannot be closed.
+TEST(JsonSchemaGrammar, PatternsEndWithinTheirLengths) {
   bool done = false;
   const auto email = compiled(R"({"type": "string", "format": "email", "maxLength": 8})");
   ASSERT_TRUE(email);
@@ -575,6 +575,17 @@ TEST(JsonSchemaGrammar, PatternsEndWithinTheirMaxLength) {
   EXPECT_EQ(first_refused(two, "\"\xc3\xa9\xc3\xa9"), 3);
   // A pattern longer than the length: nothing, not even the quote.
   EXPECT_EQ(first_refused(compiled(R"({"type": "string", "format": "date", "maxLength": 9})"), "\""), 0);
+  // With a minLength, no character after which the pattern must end too soon.
+  const auto code = compiled(R"({"type": "string", "pattern": "^a{1,4}b?$", "minLength": 3})");
+  ASSERT_TRUE(code);
+  EXPECT_EQ(first_refused(code, R"("aab")", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(code, R"("aaaa")", &done), -1);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(first_refused(code, R"("ab)"), 2);  // "ab" could only end, two characters
+  EXPECT_EQ(first_refused(code, R"("aa")"), 3);
+  EXPECT_EQ(first_refused(compiled(R"({"type": "string", "format": "uuid", "minLength": 37})"), "\""), 0);
+  EXPECT_EQ(first_refused(compiled(R"({"type": "string", "pattern": "^x+$", "minLength": 200})"), "\"xx", &done), -1);
 }
 
 // "pattern": a regular expression in the subset string_pattern.h names,
