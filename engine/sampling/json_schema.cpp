@@ -297,7 +297,8 @@ class Compiler {
     return -1;
   }
   // The JSON types a node's values can have (bits: object, array, string,
-  // integer, fraction, true/false, null); all of them where unknown.
+  // integer, fraction, true/false, null; 1.0 is an integer, as JSON Schema
+  // counts them); all of them where unknown.
   uint32_t types_of(int32_t id, int depth = 0) const {
     enum : uint32_t { kObj = 1, kArr = 2, kStr = 4, kInt = 8, kFrac = 16, kBool = 32, kNull = 64, kAll = 127 };
     id = resolved(id);
@@ -318,7 +319,8 @@ class Compiler {
         uint32_t t = 0;
         for (const std::string& l : n.literals) {
           const Json v = Json::parse(l);
-          t |= v.is_string() ? kStr : v.is_boolean() ? kBool : v.is_null() ? kNull : v.is_number_float() ? kFrac : kInt;
+          const bool fraction = v.is_number_float() && std::trunc(v.get<double>()) != v.get<double>();
+          t |= v.is_string() ? kStr : v.is_boolean() ? kBool : v.is_null() ? kNull : fraction ? kFrac : kInt;
         }
         return t;
       }
@@ -413,22 +415,22 @@ class Compiler {
   // (SchemaNode::held): exclusive bounds made inclusive, a number's scale
   // its multiple's decimals (at most kMaxScale) or else kMaxScale.
   Status numeric_bounds(const Json& s, const std::string& where, bool integer, SchemaNode* n) {
-    bool any = false;
+    bool held = false;
     for (const char* key : kNumeric) {
       if (!s.contains(key)) continue;
-      any = true;
+      held = true;
       const Json& v = s[key];
       if (!v.is_number()) return unexpected(refuse(where, fmt::format("'{}' must be a number", key)));
       if (!(std::fabs(v.get<double>()) <= static_cast<double>(kBoundLimit))) {
         return unexpected(refuse(where, fmt::format("'{}' {} is beyond the supported ±{}", key, v.dump(), kBoundLimit)));
       }
     }
-    if (!any) return ok_status();
+    if (!held) return ok_status();
     n->held = true;
     n->scale = integer ? 0 : SchemaNode::kMaxScale;
     if (s.contains("multipleOf")) {
       const Decimal m = decimal(s["multipleOf"]);
-      if (m.mantissa <= 0) return unexpected(refuse(where, "'multipleOf' must be above 0"));
+      if (m.negative || m.mantissa == 0) return unexpected(refuse(where, "'multipleOf' must be above 0"));
       if (m.decimals > SchemaNode::kMaxScale) {
         return unexpected(refuse(where, fmt::format("'multipleOf' {} has more than {} decimals", s["multipleOf"].dump(),
                                                     SchemaNode::kMaxScale)));

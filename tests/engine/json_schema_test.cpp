@@ -380,6 +380,7 @@ TEST(JsonSchemaGrammar, MultiplesHoldEveryDigit) {
     return s ? std::string("compiled") : s.error().message;
   };
   EXPECT_NE(error_of(R"({"type": "number", "multipleOf": 0})").find("'multipleOf' must be above 0"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "integer", "multipleOf": -2})").find("'multipleOf' must be above 0"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "number", "multipleOf": 1e-10})").find("has more than 9 decimals"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "integer", "multipleOf": 7, "minimum": 1, "maximum": 6})")
                 .find("no multiple of 7 lies within its minimum and maximum"),
@@ -676,6 +677,8 @@ TEST(JsonSchemaGrammar, OneOfWhereTheAlternativesAreApart) {
   };
   const char* kOverlap = "'oneOf' is supported where no value can match two alternatives";
   EXPECT_NE(error_of(R"({"oneOf": [{"type": "integer"}, {"type": "number"}]})").find(kOverlap), std::string::npos);
+  EXPECT_NE(error_of(R"({"oneOf": [{"const": 1.0}, {"type": "integer"}]})").find(kOverlap), std::string::npos);  // 1.0 is one
+  EXPECT_EQ(error_of(R"({"oneOf": [{"const": 1.5}, {"type": "integer"}]})"), "compiled");
   EXPECT_NE(error_of(R"({"oneOf": [{"type": "object", "properties": {"k": {"const": 1}}, "required": ["k"]},
                                    {"type": "object", "properties": {"k": {"const": 1.0}}, "required": ["k"]}]})")
                 .find(kOverlap),
