@@ -902,6 +902,36 @@ class Stepper {
   // (a lone surrogate is refused: strict parsers — Python's, Pydantic's —
   // reject it).
   static constexpr int32_t kLowNext = 1 << 16;
+  // A character's UTF-8 bytes are held too (RFC 3629: no overlong forms, no
+  // surrogates, nothing past U+10FFFF; a token may end inside a character):
+  // f.c's bits 17-18 count the continuation bytes still to come, bits 19-21
+  // name the range of the next one (kUtf8Ranges).
+  static constexpr int kUtf8Shift = 17;
+  static constexpr std::pair<unsigned char, unsigned char> kUtf8Ranges[] = {
+      {0x80, 0xBF}, {0xA0, 0xBF}, {0x80, 0x9F}, {0x90, 0xBF}, {0x80, 0x8F}};
+  // Where a string's raw byte c may stand, given the UTF-8 state in f.c:
+  // false if not; else the new state.
+  static bool utf8_byte(Frame& f, unsigned char c) {
+    const int32_t state = f.c >> kUtf8Shift, left = state & 3, range = state >> 2;
+    if (left > 0) {
+      if (c < kUtf8Ranges[range].first || c > kUtf8Ranges[range].second) return false;
+      f.c = (f.c & ((1 << kUtf8Shift) - 1)) | ((left - 1) << kUtf8Shift);
+      return true;
+    }
+    int32_t more = 0, first = 0;  // continuation bytes, and the first one's range
+    if (c < 0x80) return true;
+    if (c >= 0xC2 && c <= 0xDF) {
+      more = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      more = 2, first = c == 0xE0 ? 1 : c == 0xED ? 2 : 0;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      more = 3, first = c == 0xF0 ? 3 : c == 0xF4 ? 4 : 0;
+    } else {
+      return false;  // a continuation byte alone, C0, C1, F5-FF
+    }
+    f.c = (f.c & ((1 << kUtf8Shift) - 1)) | ((more | first << 2) << kUtf8Shift);
+    return true;
+  }
   void string(Branch b, const SchemaNode& n, unsigned char c) const {
     Frame& f = b.stack.back();
     const bool low_next = (f.c & kLowNext) != 0;
@@ -916,6 +946,7 @@ class Stepper {
         }
         break;
       case kStrIn:
+        if (!n.pattern && !utf8_byte(f, c)) return;  // (a pattern's automaton holds its own)
         if (c == '"') {
           if (f.b < n.min_length || (n.pattern && !n.pattern->accepting(f.a))) return;
           pop(b);

@@ -37,9 +37,9 @@
 // schema, any_object()), an array without items any items. Between tokens
 // the whitespace llama.cpp's JSON grammar allows (nothing, one space, or a
 // newline and up to kMaxIndent spaces or tabs), so that a model cannot pad
-// forever; strings take any byte but the quote, the backslash and controls
-// (UTF-8 is not checked: a token may end inside a character); at most
-// kMaxDepth values open at once.
+// forever; strings take any character but the quote, the backslash and
+// controls (whole UTF-8 characters, RFC 3629's, though a token may end
+// inside one); at most kMaxDepth values open at once.
 #pragma once
 
 #include <cstdint>

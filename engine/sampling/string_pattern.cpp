@@ -7,6 +7,7 @@
 #include <bitset>
 #include <deque>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace minfer {
@@ -361,19 +362,26 @@ class PatternBuilder {
     MINFER_ASSIGN_OR_RETURN(const int32_t start, state());
     MINFER_ASSIGN_OR_RETURN(const int32_t end, state());
     if (r.ascii.any()) MINFER_TRY(move(start, r.ascii, end));
-    if (r.multibyte) {  // a lead byte of 2, 3 or 4, then its continuation bytes
+    if (r.multibyte) {  // RFC 3629's multi-byte characters: a lead byte, the first continuation's range, how many
       const std::bitset<256> cont = range(0x80, 0xBF);
-      const std::pair<std::bitset<256>, int> leads[] = {{range(0xC2, 0xDF), 1}, {range(0xE0, 0xEF), 2}, {range(0xF0, 0xF4), 3}};
-      for (const auto& [lead, n] : leads) {
+      const std::tuple<std::bitset<256>, std::bitset<256>, int> forms[] = {
+          {range(0xC2, 0xDF), cont, 1},
+          {range(0xE0, 0xE0), range(0xA0, 0xBF), 2},
+          {range(0xE1, 0xEC) | range(0xEE, 0xEF), cont, 2},
+          {range(0xED, 0xED), range(0x80, 0x9F), 2},  // (no surrogates)
+          {range(0xF0, 0xF0), range(0x90, 0xBF), 3},
+          {range(0xF1, 0xF3), cont, 3},
+          {range(0xF4, 0xF4), range(0x80, 0x8F), 3}};  // (nothing past U+10FFFF)
+      for (const auto& [lead, first, n] : forms) {
         int32_t at = start;
         std::bitset<256> bytes = lead;
         for (int i = 0; i < n; ++i) {
           MINFER_ASSIGN_OR_RETURN(const int32_t mid, state());
           MINFER_TRY(move(at, bytes, mid));
           at = mid;
-          bytes = cont;
+          bytes = i == 0 ? first : cont;
         }
-        MINFER_TRY(move(at, cont, end));
+        MINFER_TRY(move(at, bytes, end));
       }
     }
     return Frag{start, end};

@@ -413,6 +413,30 @@ TEST(JsonSchemaGrammar, StringLengthsCountCharacters) {
             std::string::npos);
 }
 
+// Strings hold whole UTF-8 characters (RFC 3629): a character may be split
+// across tokens, but no byte stands where a character cannot have it — a
+// continuation byte alone, an overlong form, a surrogate, past U+10FFFF —
+// and the string does not close inside one. Patterns' "." alike.
+TEST(JsonSchemaGrammar, StringsHoldWholeUtf8Characters) {
+  bool done = false;
+  for (const char* schema : {R"({"type": "string"})", R"({"type": "string", "pattern": "^.*$"})"}) {
+    const auto text = compiled(schema);
+    ASSERT_TRUE(text);
+    for (const std::string ok : {"\"caf\xc3\xa9\"", "\"\xe2\x82\xac\"", "\"\xf0\x9f\x98\x80\"", "\"\xed\x9f\xbf\"",
+                                 "\"\xf4\x8f\xbf\xbf\""}) {
+      EXPECT_EQ(first_refused(text, ok, &done), -1) << schema << " " << ok;
+      EXPECT_TRUE(done) << schema << " " << ok;
+    }
+    EXPECT_EQ(first_refused(text, "\"\x80\""), 1) << schema;          // a continuation byte alone
+    EXPECT_EQ(first_refused(text, "\"\xc3\""), 2) << schema;          // closed inside a character
+    EXPECT_EQ(first_refused(text, "\"\xc0\xaf\""), 1) << schema;     // overlong
+    EXPECT_EQ(first_refused(text, "\"\xe0\x80\x80\""), 2) << schema;
+    EXPECT_EQ(first_refused(text, "\"\xed\xa0\x80\""), 2) << schema;  // a surrogate
+    EXPECT_EQ(first_refused(text, "\"\xf4\x90\x80\x80\""), 2) << schema;  // past U+10FFFF
+    EXPECT_EQ(first_refused(text, "\"\xf5"), 1) << schema;
+  }
+}
+
 // \u escapes of UTF-16 surrogates come in pairs, a high one then a low one:
 // a lone one is refused where it shows (Python's and Pydantic's parsers
 // reject it).

@@ -22,6 +22,7 @@ extern "C" int fuzz_tokenizer_bpe_init(int*, char***);
 extern "C" int fuzz_chat_template_one(const uint8_t*, size_t);
 extern "C" int fuzz_chat_template_init(int*, char***);
 extern "C" int fuzz_http_request_one(const uint8_t*, size_t);
+extern "C" int fuzz_json_schema_one(const uint8_t*, size_t);
 
 namespace {
 
@@ -69,5 +70,6 @@ TEST(FuzzReplay, ChatTemplate) {
   replay("chat_template", fuzz_chat_template_one);
 }
 TEST(FuzzReplay, HttpRequest) { replay("http_request", fuzz_http_request_one); }
+TEST(FuzzReplay, JsonSchema) { replay("json_schema", fuzz_json_schema_one); }
 
 }  // namespace

@@ -45,4 +45,15 @@ req expect POST /v1/completions '{"prompt": "x"}' $'Expect: 100-continue\r\n'
 printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"pro\r\n13\r\nmpt": "hi", "n": 1}\r\n0\r\n\r\n' > "$http/chunked"
 { cat "$http/completion"; cat "$http/tokenize"; cat "$http/health"; } > "$http/pipelined"
 printf 'GET /health HTTP/1.0\r\n\r\n' > "$http/http10"
+
+# json_schema: each schema of tests/data/schemas and tests/data/pydantic, a
+# NUL, then 400 choice bytes (fuzz_json_schema.cpp).
+schemas=$corpus/json_schema
+mkdir -p "$schemas"
+choices=$(seq 0 399 | awk '{ printf "%c", 33 + ($1 * 37) % 94 }')
+for file in "$here/../data/schemas/keywords.json" "$here/../data/pydantic/schemas.json"; do
+  for ((i = 0; i < $(jq '.models | length' "$file"); i++)); do
+    { jq -c ".models[$i].schema" "$file" | tr -d '\n'; printf '\0%s' "$choices"; } > "$schemas/$(jq -r ".models[$i].name" "$file")"
+  done
+done
 echo "make_seeds.sh: $(find "$corpus" -type f | wc -l) seeds, $(du -sh "$corpus" | cut -f1)"

@@ -14,7 +14,7 @@ build=${1:?usage: run_fuzz.sh BUILD_DIR SECONDS [TARGET...]}
 seconds=${2:?usage: run_fuzz.sh BUILD_DIR SECONDS [TARGET...]}
 shift 2
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(gguf tokenizer_spm tokenizer_bpe chat_template http_request)
+[ ${#targets[@]} -eq 0 ] && targets=(gguf tokenizer_spm tokenizer_bpe chat_template http_request json_schema)
 artifacts=${FUZZ_ARTIFACTS:-/tmp/minfer-fuzz-artifacts}
 mkdir -p "$artifacts"
 scratch=$(mktemp -d /tmp/minfer-fuzz.XXXXXX)
