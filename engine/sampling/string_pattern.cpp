@@ -7,6 +7,7 @@
 #include <bitset>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <tuple>
 #include <utility>
 
@@ -598,6 +599,23 @@ bool ends_anchored(std::string_view body) {
 }  // namespace
 
 Expected<std::shared_ptr<const StringPattern>> StringPattern::compile(std::string_view regex) {
+  // A schema's patterns and formats come again with every request that sends
+  // it (a uri's automaton takes ~2 ms to build): the last kCached built are
+  // kept, all dropped when the cache is full.
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const StringPattern>, std::less<>> cache;
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = cache.find(regex); it != cache.end()) return it->second;
+  }
+  MINFER_ASSIGN_OR_RETURN(std::shared_ptr<const StringPattern> built, build(regex));
+  std::lock_guard lock(mutex);
+  if (cache.size() >= kCached) cache.clear();
+  cache.emplace(std::string(regex), built);
+  return built;
+}
+
+Expected<std::shared_ptr<const StringPattern>> StringPattern::build(std::string_view regex) {
   // JSON Schema's patterns are not anchored: an unanchored side takes any
   // characters. An anchor belongs to the whole pattern only without a
   // top-level '|'.

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -49,6 +50,8 @@ class StringPattern {
   // The most states an automaton may have (Thompson's while it is built, and
   // the deterministic one the string walks).
   static constexpr int kMaxStates = 4096;
+  // Patterns kept built for the requests after (compile()).
+  static constexpr size_t kCached = 64;
 
   int32_t start() const { return start_; }
   // The state after byte `c` from `state`; -1 when the pattern cannot take it.
@@ -68,6 +71,7 @@ class StringPattern {
 
  private:
   StringPattern() = default;
+  static Expected<std::shared_ptr<const StringPattern>> build(std::string_view regex);
   void measure();          // fills shortest_
   void measure_longest();  // fills longest_ (once the states that cannot end are cut off)
 

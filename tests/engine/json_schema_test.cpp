@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/sampling/json_schema.h"
+#include "engine/sampling/string_pattern.h"
 
 namespace minfer {
 namespace {
@@ -659,6 +660,10 @@ TEST(JsonSchemaGrammar, PatternsHoldTheirCharacters) {
   EXPECT_NE(error_of("(?=a)b").find("lookaround"), std::string::npos);  // not anchored at the start
   EXPECT_NE(error_of("^a(?!b)").find("lookaround"), std::string::npos);  // not where the string starts
   EXPECT_NE(error_of("^(?!a*$)a*$").find("no string matches it"), std::string::npos);
+  // A pattern built once is the same automaton for the requests after.
+  auto first = StringPattern::format("uri"), again = StringPattern::format("uri");
+  ASSERT_TRUE(first && again);
+  EXPECT_EQ(first->get(), again->get());
   EXPECT_NE(error_of(R"((a)\1)").find("the escape '\\1' is not supported"), std::string::npos);
   EXPECT_NE(error_of("a*?").find("lazy"), std::string::npos);
   EXPECT_NE(error_of("[\xc3\xa9]").find("non-ASCII"), std::string::npos);
