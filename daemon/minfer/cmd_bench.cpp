@@ -14,9 +14,11 @@
 // likely alternatives (@lpN), as a request with `logprobs` does: on CUDA the
 // host then picks the tokens from logits copied back each step (what JSON
 // mode and tool calls do too), which this measures. --json-object holds the
-// decode tests to one JSON object (JSON mode, @json; greedy: with
-// --constrained-lookahead the steps' argmax where it is allowed, and the
-// JSON output's "repicked" counts those refused).
+// decode tests to one JSON object (@json): {"items": [strings...]} of at
+// least a million strings, so that no test ends it and every token is
+// constrained (JSON mode's {} would end a random model's test at once).
+// Greedy, with --constrained-lookahead the steps take their argmax where it
+// is allowed, and the JSON output's "repicked" counts those refused.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 
 #include "daemon/minfer/command.h"
 #include "daemon/minfer/engine_options.h"
+#include "engine/sampling/json_schema.h"
 
 namespace minfer::cli {
 namespace {
@@ -70,7 +73,12 @@ GenerationRequest bench_request(const Engine& e, int n_prompt, int n_gen, const 
   req.sampling.temperature = o.temperature;  // 0, greedy: the decode path the appliance is judged by
   req.sampling.repeat_penalty = o.repeat_penalty;
   req.top_logprobs = o.top_logprobs;
-  req.json_object = o.json_object;
+  if (o.json_object) {
+    static const std::shared_ptr<const JsonSchema> kLongObject =
+        *JsonSchema::compile(R"({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"},
+            "minItems": 1000000}}, "required": ["items"]})");
+    req.json_schema = kLongObject;
+  }
   req.ignore_eos = true;
   return req;
 }

@@ -1127,6 +1127,7 @@ JsonSchemaGrammar::JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema) :
 }
 
 bool JsonSchemaGrammar::step(unsigned char c) {
+  first_known_ = false;
   std::vector<Branch> next;
   const Stepper stepper(schema_->nodes(), &next);
   for (const Branch& b : branches_) stepper.feed(b, c);
@@ -1149,6 +1150,25 @@ bool JsonSchemaGrammar::advance(std::string_view bytes) {
 }
 
 bool JsonSchemaGrammar::accepts(std::string_view bytes) const {
+  if (bytes.empty()) return true;
+  // Most tokens asked where few may come (a colon, a digit) fail at their
+  // first byte: the bytes that may come next are found once a state, and
+  // a token is walked (on a copy) only if it begins with one.
+  if (!first_known_) {
+    std::vector<Branch> next;
+    const Stepper stepper(schema_->nodes(), &next);
+    for (int c = 0; c < 256; ++c) {
+      next.clear();
+      for (const Branch& b : branches_) {
+        stepper.feed(b, static_cast<unsigned char>(c));
+        if (!next.empty()) break;
+      }
+      first_.set(static_cast<size_t>(c), !next.empty());
+    }
+    first_known_ = true;
+  }
+  if (!first_.test(static_cast<unsigned char>(bytes[0]))) return false;
+  if (bytes.size() == 1) return true;
   JsonSchemaGrammar g = *this;
   return g.advance(bytes);
 }

@@ -42,6 +42,7 @@
 // inside one); at most kMaxDepth values open at once.
 #pragma once
 
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -105,6 +106,9 @@ class JsonSchemaGrammar {
   bool step(unsigned char c);
   std::shared_ptr<const JsonSchema> schema_;
   std::vector<Branch> branches_;
+  // The bytes that may come next (accepts()), found on the first ask after a step.
+  mutable std::bitset<256> first_;
+  mutable bool first_known_ = false;
 };
 
 }  // namespace minfer
