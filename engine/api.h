@@ -65,6 +65,7 @@ struct EngineConfig {
   // take the decode step's argmax, with the steps queued ahead, whenever
   // the constraint allows it; a refused argmax's step is evaluated again for
   // its logits and the host picks from them (GenerationResult::n_repicked).
+  // Only where steps run ahead (lookahead: CUDA; the CPU when forced).
   // Off (the default; MINFER_CONSTRAINED_LOOKAHEAD=1 turns it on): every
   // step's logits are copied and the host picks. Tokens are the same either
   // way.

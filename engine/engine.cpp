@@ -260,9 +260,11 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   HostPick host(req, *tokenizer, token_text, model.vocab_size);
   const bool device_argmax = req.sampling.plain_greedy() && !want_logprobs && !constrained;
   // A greedy constrained request's decode steps may take their argmax too,
-  // checked by the constraint (EngineConfig::constrained_lookahead); its
-  // first token, from the prefill's logits, is the host's.
-  const bool checked_argmax = config.constrained_lookahead && constrained && !want_logprobs && req.sampling.plain_greedy();
+  // checked by the constraint (EngineConfig::constrained_lookahead), where
+  // steps run ahead (what it is for; otherwise a refusal only costs a step);
+  // its first token, from the prefill's logits, is the host's.
+  const bool checked_argmax = config.constrained_lookahead && constrained && !want_logprobs &&
+                              req.sampling.plain_greedy() && decode_ahead(true) > 0;
   StepOutput out;
   std::span<const int32_t> pending(req.prompt.data() + common, req.prompt.size() - common);
   // Heartbeat, cancellation and deadline after every prefill chunk: a long

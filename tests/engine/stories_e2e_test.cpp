@@ -379,8 +379,9 @@ TEST(EngineLookahead, BothOrdersGiveTheSameResults) {
 }
 
 // Greedy constrained requests that take their steps' argmax, checked by the
-// constraint (EngineConfig::constrained_lookahead; steps ahead and not)
-// against the host picking from every step's logits: the same tokens, text
+// constraint (EngineConfig::constrained_lookahead, with steps ahead; without
+// them the switch changes nothing) against the host picking from every
+// step's logits: the same tokens, text
 // and ends — JSON mode, schemas the story model keeps running into (its
 // argmax refused, the step evaluated again, the host's pick), a forced
 // tool call, and a request that reuses a prefix.
@@ -444,7 +445,7 @@ TEST(EngineConstrained, CheckedArgmaxGivesTheHostsTokens) {
   }
   EXPECT_EQ(repicked[0], 0);  // the host picks every token: nothing to pick again
   EXPECT_GT(repicked[1], 0);  // the story model's argmax is refused now and then
-  EXPECT_EQ(repicked[1], repicked[2]);
+  EXPECT_EQ(repicked[2], 0);  // no steps ahead: the host picks, the switch notwithstanding
 }
 
 // Sampled requests whose steps draw their tokens (Op::kSample; with steps
