@@ -1128,6 +1128,7 @@ JsonSchemaGrammar::JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema) :
 
 bool JsonSchemaGrammar::step(unsigned char c) {
   first_known_ = false;
+  asked_ = 0;
   std::vector<Branch> next;
   const Stepper stepper(schema_->nodes(), &next);
   for (const Branch& b : branches_) stepper.feed(b, c);
@@ -1152,9 +1153,11 @@ bool JsonSchemaGrammar::advance(std::string_view bytes) {
 bool JsonSchemaGrammar::accepts(std::string_view bytes) const {
   if (bytes.empty()) return true;
   // Most tokens asked where few may come (a colon, a digit) fail at their
-  // first byte: the bytes that may come next are found once a state, and
-  // a token is walked (on a copy) only if it begins with one.
-  if (!first_known_) {
+  // first byte: once a state has been asked about kAsksBeforeFirstBytes
+  // tokens (the best ones are usually allowed: no table for them), the
+  // bytes that may come next are found, and a token is walked (on a copy)
+  // only if it begins with one.
+  if (!first_known_ && ++asked_ > kAsksBeforeFirstBytes) {
     std::vector<Branch> next;
     const Stepper stepper(schema_->nodes(), &next);
     for (int c = 0; c < 256; ++c) {
@@ -1167,8 +1170,8 @@ bool JsonSchemaGrammar::accepts(std::string_view bytes) const {
     }
     first_known_ = true;
   }
-  if (!first_.test(static_cast<unsigned char>(bytes[0]))) return false;
-  if (bytes.size() == 1) return true;
+  if (first_known_ && !first_.test(static_cast<unsigned char>(bytes[0]))) return false;
+  if (first_known_ && bytes.size() == 1) return true;
   JsonSchemaGrammar g = *this;
   return g.advance(bytes);
 }

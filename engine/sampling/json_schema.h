@@ -106,9 +106,12 @@ class JsonSchemaGrammar {
   bool step(unsigned char c);
   std::shared_ptr<const JsonSchema> schema_;
   std::vector<Branch> branches_;
-  // The bytes that may come next (accepts()), found on the first ask after a step.
+  // The bytes that may come next (accepts()), found once a state has been
+  // asked about more than kAsksBeforeFirstBytes tokens.
+  static constexpr int kAsksBeforeFirstBytes = 8;
   mutable std::bitset<256> first_;
   mutable bool first_known_ = false;
+  mutable int asked_ = 0;
 };
 
 }  // namespace minfer

@@ -453,6 +453,13 @@ struct Dfa {
   int32_t after(int32_t state, int c) const { return next[static_cast<size_t>(state) * n_classes + class_of[c]]; }
 };
 
+// Each byte class's lowest byte.
+std::vector<int> representatives(const Dfa& d) {
+  std::vector<int> first(static_cast<size_t>(d.n_classes), -1);
+  for (int c = 255; c >= 0; --c) first[d.class_of[c]] = c;
+  return first;
+}
+
 Error too_many_states() {
   return Error(ErrorCode::kInvalidArgument, fmt::format("pattern: more than {} automaton states (a smaller bound or fewer repeats)",
                                                         StringPattern::kMaxStates));
@@ -467,8 +474,7 @@ Expected<Dfa> determinize(const Nfa& nfa) {
     if (st.to >= 0) splitters.push_back(st.bytes);
   }
   d.n_classes = byte_classes(std::move(splitters), &d.class_of);
-  std::vector<int> representative(static_cast<size_t>(d.n_classes), -1);
-  for (int b = 255; b >= 0; --b) representative[d.class_of[b]] = b;
+  const std::vector<int> representative = representatives(d);
   std::map<std::vector<int32_t>, int32_t> ids;
   std::vector<std::vector<int32_t>> sets;
   auto intern = [&](std::vector<int32_t> set) -> Expected<int32_t> {
@@ -516,8 +522,7 @@ Expected<Dfa> product(const Dfa& a, const Dfa& b, bool keep) {
     }
   }
   d.n_classes = byte_classes(std::move(splitters), &d.class_of);
-  std::vector<int> representative(static_cast<size_t>(d.n_classes), -1);
-  for (int c = 255; c >= 0; --c) representative[d.class_of[c]] = c;
+  const std::vector<int> representative = representatives(d);
   std::map<std::pair<int32_t, int32_t>, int32_t> ids;
   std::vector<std::pair<int32_t, int32_t>> pairs;
   auto intern = [&](int32_t x, int32_t y) -> Expected<int32_t> {
@@ -788,14 +793,21 @@ void Nfa::close() {
   }
 }
 
+// For each byte class, 1 if its bytes begin a character, 0 if they are UTF-8
+// continuation bytes (byte_classes never mixes the two).
+std::vector<int> StringPattern::class_begins() const {
+  std::vector<int> begins(static_cast<size_t>(n_classes_), 0);
+  for (int c = 0; c < 256; ++c) begins[class_of_[c]] = (c & 0xC0) != 0x80 ? 1 : 0;
+  return begins;
+}
+
 // shortest_: 0 where the string may end, else the fewest characters of a
 // way there (a 0-1 walk back from the accepting states: a byte that can
 // begin a character costs one, a UTF-8 continuation byte none; the classes
 // never mix the two).
 void StringPattern::measure() {
   const size_t n = accept_.size();
-  std::vector<int> begins(static_cast<size_t>(n_classes_), 0);
-  for (int c = 0; c < 256; ++c) begins[class_of_[c]] = (c & 0xC0) != 0x80 ? 1 : 0;
+  const std::vector<int> begins = class_begins();
   std::vector<std::vector<std::pair<int32_t, int32_t>>> into(n);  // (from, cost) of each move into a state
   shortest_.assign(n, INT32_MAX);
   std::deque<int32_t> walk;
@@ -830,8 +842,7 @@ void StringPattern::measure() {
 // reaches a loop has no bound.
 void StringPattern::measure_longest() {
   const size_t n = accept_.size();
-  std::vector<int> begins(static_cast<size_t>(n_classes_), 0);
-  for (int c = 0; c < 256; ++c) begins[class_of_[c]] = (c & 0xC0) != 0x80 ? 1 : 0;
+  const std::vector<int> begins = class_begins();
   enum : uint8_t { kNew, kOpen, kDone };
   std::vector<uint8_t> mark(n, kNew);
   longest_.assign(n, 0);

@@ -72,6 +72,7 @@ class StringPattern {
  private:
   StringPattern() = default;
   static Expected<std::shared_ptr<const StringPattern>> build(std::string_view regex);
+  std::vector<int> class_begins() const;
   void measure();          // fills shortest_
   void measure_longest();  // fills longest_ (once the states that cannot end are cut off)
 
