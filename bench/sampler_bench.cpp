@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampler.h"
 
 namespace minfer {
@@ -59,10 +60,18 @@ void BM_DefaultsWithRepeatPenalty(benchmark::State& state) {
   run(state, p);
 }
 
+// A token's log-probabilities with its 5 most likely (what a request with
+// top_logprobs 5 asks of every step).
+void BM_Logprobs5(benchmark::State& state) {
+  const std::vector<float> l = logits();
+  for (auto _ : state) benchmark::DoNotOptimize(step_logprobs(l, 7, 5));
+}
+
 BENCHMARK(BM_Defaults)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TopPAlone)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TemperatureAlone)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DefaultsWithRepeatPenalty)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Logprobs5)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace minfer
