@@ -24,6 +24,7 @@ struct EngineSwitches {
   bool fa_prefill = EngineConfig{}.fa_prefill;
   bool lookahead = EngineConfig{}.lookahead != 0;
   bool draw_in_step = EngineConfig{}.draw_in_step;
+  bool logprobs_in_step = EngineConfig{}.logprobs_in_step;
   bool constrained_lookahead = EngineConfig{}.constrained_lookahead;
   bool prefix_cache = EngineConfig{}.prefix_cache;
   std::string trace;  // EngineConfig::trace_path

@@ -61,6 +61,16 @@ struct EngineConfig {
   // false (MINFER_NO_DRAW_IN_STEP=1): the host sampler draws from the copied
   // logits. Tokens are the same either way (kernels/draw.h).
   bool draw_in_step = true;
+  // A request for log-probabilities (GenerationRequest::top_logprobs) whose
+  // tokens the decode steps pick (greedy without bias or penalties, or drawn
+  // in the step) has the steps compute them too (Op::kLogprobs, on the
+  // device with CUDA): a few hundred bytes a step come back instead of the
+  // logits, and steps are queued ahead as without. False
+  // (MINFER_NO_LOGPROBS_IN_STEP=1): the host computes them from the copied
+  // logits and picks the token. The same tokens and log-probabilities
+  // either way (within the rounding of a sum in double taken in another
+  // order on the device).
+  bool logprobs_in_step = true;
   // Greedy constrained requests (JSON mode, structured output, tool calls)
   // take the decode step's argmax, with the steps queued ahead, whenever
   // the constraint allows it; a refused argmax's step is evaluated again for
@@ -84,7 +94,7 @@ struct EngineConfig {
 
   // Applies the MINFER_* environment switches (MINFER_NO_FUSE_QKV,
   // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_CUDA_GRAPH, MINFER_NO_LOOKAHEAD,
-  // MINFER_NO_DRAW_IN_STEP, MINFER_CONSTRAINED_LOOKAHEAD, MINFER_CACHE_TYPE, MINFER_TRACE) on top of the
+  // MINFER_NO_DRAW_IN_STEP, MINFER_NO_LOGPROBS_IN_STEP, MINFER_CONSTRAINED_LOOKAHEAD, MINFER_CACHE_TYPE, MINFER_TRACE) on top of the
   // configured values.
   void apply_environment();
 };

@@ -89,6 +89,7 @@ void EngineConfig::apply_environment() {
   if (flag("MINFER_NO_CUDA_GRAPH")) cuda_graphs = false;
   if (flag("MINFER_NO_LOOKAHEAD")) lookahead = 0;
   if (flag("MINFER_NO_DRAW_IN_STEP")) draw_in_step = false;
+  if (flag("MINFER_NO_LOGPROBS_IN_STEP")) logprobs_in_step = false;
   if (flag("MINFER_CONSTRAINED_LOOKAHEAD")) constrained_lookahead = true;
   if (const char* v = std::getenv("MINFER_CACHE_TYPE"); v != nullptr && *v != '\0') kv_type = v;
   if (const char* v = std::getenv("MINFER_TRACE"); v != nullptr && *v != '\0') trace_path = v;
@@ -125,6 +126,7 @@ std::string switches_off(const EngineConfig& c) {
   add(d.fa_prefill && !c.fa_prefill, "fa-prefill");
   add(d.lookahead != 0 && c.lookahead == 0, "lookahead");
   add(d.draw_in_step && !c.draw_in_step, "draw-in-step");
+  add(d.logprobs_in_step && !c.logprobs_in_step, "logprobs-in-step");
   add(d.prefix_cache && !c.prefix_cache, "prefix-cache");
   return off;
 }
@@ -191,6 +193,8 @@ class EngineImpl {
     return std::min(picked_in_step ? 2 : 1, backend->max_in_flight());
   }
 };
+
+static_assert(kMaxTopLogprobs <= kernels::kLogprobsTop, "a step lists as many as a request may ask for");
 
 Status EngineImpl::validate(const GenerationRequest& req) const {
   if (req.prompt.empty()) return unexpected(ErrorCode::kInvalidArgument, "the prompt is empty");
@@ -265,6 +269,16 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // its first token, from the prefill's logits, is the host's.
   const bool checked_argmax = config.constrained_lookahead && constrained && !want_logprobs &&
                               req.sampling.plain_greedy() && decode_ahead(true) > 0;
+  // A sampled request's decode steps draw their tokens themselves where they
+  // can; the first token, from the prefill's logits, is the host's (the same
+  // draw: the generator's numbers are taken in token order either way).
+  const bool can_draw =
+      config.draw_in_step && backend->supports(Op::kSample) && req.sampling.drawn_in_step(model.vocab_size);
+  // A request for log-probabilities whose steps can pick its tokens (greedy,
+  // or drawn) has them computed in those steps too; the first token's come
+  // from the prefill's logits, on the host.
+  const bool logprobs_in_step = want_logprobs && !constrained && config.logprobs_in_step &&
+                                backend->supports(Op::kLogprobs) && (req.sampling.plain_greedy() || can_draw);
   StepOutput out;
   std::span<const int32_t> pending(req.prompt.data() + common, req.prompt.size() - common);
   // Heartbeat, cancellation and deadline after every prefill chunk: a long
@@ -307,12 +321,8 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     }
   }
 
-  // A sampled request's decode steps draw their tokens themselves where they
-  // can; the first token, from the prefill's logits, is the host's (the same
-  // draw: the generator's numbers are taken in token order either way).
-  const bool draw_in_step = !device_argmax && !want_logprobs && !constrained && config.draw_in_step &&
-                            backend->supports(Op::kSample) && req.sampling.drawn_in_step(model.vocab_size);
-  const bool step_argmax = device_argmax || checked_argmax;
+  const bool draw_in_step = !device_argmax && (!want_logprobs || logprobs_in_step) && !constrained && can_draw;
+  const bool step_argmax = device_argmax || checked_argmax || (logprobs_in_step && req.sampling.plain_greedy());
   const bool picked = step_argmax || draw_in_step;
   kernels::DrawArgs draw;  // read by submit() only (a backend stages it with the step)
   std::vector<int32_t> history(req.prompt.begin(), req.prompt.end());
@@ -320,7 +330,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // before it are the history less its last `unseen` ones, then `then`.
   const auto submit = [&](std::optional<int32_t> t, size_t unseen, std::span<const int32_t> then) {
     if (draw_in_step) draw = host.sampler().step_draw(std::span<const int32_t>(history).first(history.size() - unseen), then);
-    return runner->submit_decode(seq, t, step_argmax, draw_in_step ? &draw : nullptr);
+    return runner->submit_decode(seq, t, step_argmax, draw_in_step ? &draw : nullptr, logprobs_in_step);
   };
   StreamDecoder decoder(*tokenizer);
   StopMatcher stops(req.stop);
@@ -390,6 +400,10 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     if (Status st = runner->collect_decode(seq, &out); !st) return fail(st.error());
     record_step();
     token = picked ? out.argmax.at(0) : pick_on_host();
+    if (logprobs_in_step) {
+      if (!out.logprobs) return fail(Error(ErrorCode::kInternal, "a decode step returned no log-probabilities"));
+      host.took_step_logprobs(*out.logprobs);
+    }
     if (checked_argmax && !host.take(token)) {
       // Refused: the steps fed with it are dropped, and the step that chose
       // it runs again (the same token, position and graph as a host-picked
@@ -518,7 +532,8 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   // Warm-up: a short greedy generation, a sampled one whose steps draw their
   // tokens and one the host samples (no top-k), so that the three decode
   // graphs (device argmax, draw, logits) are captured before the engine
-  // reports ready.
+  // reports ready; on a device backend also the first two with
+  // log-probabilities (their steps' graphs end with kLogprobs).
   const auto t_warmup = Clock::now();
   int greedy_launches = -1;
   if (config.warmup && !config.trace_path.empty()) {
@@ -528,9 +543,12 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
     w.prompt = {impl->tokenizer->special().bos.value_or(0)};
     w.max_tokens = std::min(4, n_ctx - 2);
     w.ignore_eos = true;
-    for (int pass = 0; pass < 3 && w.max_tokens > 0; ++pass) {
-      w.sampling.temperature = pass == 0 ? 0.0f : 0.8f;
+    const bool logprobs_graphs = impl->config.logprobs_in_step && impl->backend->overlaps_steps() &&
+                                 impl->backend->supports(Op::kLogprobs);
+    for (int pass = 0; pass < (logprobs_graphs ? 5 : 3) && w.max_tokens > 0; ++pass) {
+      w.sampling.temperature = pass == 0 || pass == 3 ? 0.0f : 0.8f;
       w.sampling.top_k = pass == 2 ? 0 : 40;
+      w.top_logprobs = pass >= 3 ? 0 : -1;
       GenerationResult r = impl->generate(w, nullptr, nullptr);
       if (r.finish == FinishReason::kError) {
         return unexpected(r.error->code, "warm-up generation failed: " + r.error->message);

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "kernels/draw.h"
+#include "kernels/logprobs.h"
 #include "kernels/weight_layout.h"
 
 namespace minfer::kernels {
@@ -151,6 +152,18 @@ size_t sample_lists_bytes(int vocab);
 // cudaErrorInvalidValue past kSampleMaxVocab.
 cudaError_t launch_sample(const float* logits, int vocab, const DrawArgs* args, const int32_t* step_token,
                           unsigned long long* lists, unsigned int* count, int32_t* out, cudaStream_t stream);
+
+// launch_logprobs's scratch for a vocabulary of `vocab`.
+size_t logprobs_scratch_bytes(int vocab);
+// A decode step's log-probabilities (logprobs.h) from logits[vocab] (f32,
+// device) into *out (device): log_z, the kLogprobsTop best, and the logit of
+// the token the step picked — argmax_unpack(*chosen_key) (a fused argmax) or
+// *chosen_id (kArgmax's or launch_sample's out), exactly one of them given.
+// *count must be zero at the first launch; each launch leaves it zero.
+// cudaErrorInvalidValue past kSampleMaxVocab.
+cudaError_t launch_logprobs(const float* logits, int vocab, const unsigned long long* chosen_key,
+                            const int32_t* chosen_id, void* scratch, unsigned int* count, LogprobsOut* out,
+                            cudaStream_t stream);
 
 // ---- attention -------------------------------------------------------------
 

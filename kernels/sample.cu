@@ -4,7 +4,9 @@
 // kernels/draw.h's pick with the step's uniform, so that only a token id
 // travels back and the next step can take it without the host
 // (launch_step_start, feed 2). Reference: engine/sampling/top_k_draw.h's
-// draw_in_step(), which gives the same token from the same logits.
+// draw_in_step(), which gives the same token from the same logits. Also a
+// step's log-probabilities (Op::kLogprobs, launch_logprobs: below), whose
+// best tokens are found the same way.
 //
 // One launch. Each block takes a chunk of kChunk logits as argmax_pack keys
 // (the larger logit first, the lower id on ties: the host sampler's order),
@@ -31,6 +33,7 @@
 #include "kernels/draw.h"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
+#include "kernels/logprobs.h"
 
 namespace minfer::kernels {
 
@@ -130,6 +133,45 @@ __device__ __forceinline__ unsigned long long max_key(const unsigned long long (
   return best;
 }
 
+// A block's kp best keys (r: a thread's kPerThread, 0 for none; kp a power
+// of two) into s[0..kp), sorted descending: the rest of s is scratch.
+// *n_cand (shared) must be zero and every thread must call it. stamp:
+// thread 0's phase stamps 2-4 (sample_kernel's probe), or null.
+__device__ void chunk_best(const unsigned long long (&r)[kPerThread], int kp, unsigned long long* s, int* n_cand,
+                           long long* stamp) {
+  const unsigned long long best = max_key(r);
+  if (stamp != nullptr) stamp[2] = clock64();
+  // A bound below the chunk's kp best: the largest 16-bit prefix of a key
+  // (sign, exponent and 7 bits of the value) that at least kp threads' best
+  // keys reach (so at least kp keys do), found by halving — a block-wide
+  // count a step (16, not the 32 of the whole value: 3.7 µs of the draw's
+  // 35 on the H200, and the coarser bound adds only the keys of one
+  // 1/128-wide band). Only keys at or above it are sorted: a few times kp,
+  // not the chunk.
+  uint32_t lo = 0, hi = 0xFFFFu;
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2 + 1;
+    if (__syncthreads_count(static_cast<uint32_t>(best >> 48) >= mid) >= kp) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  const unsigned long long bound = static_cast<unsigned long long>(lo) << 48;
+  if (stamp != nullptr) stamp[3] = clock64();
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    if (r[j] >= bound && r[j] != 0ull) s[atomicAdd(n_cand, 1)] = r[j];
+  }
+  __syncthreads();
+  int n = kp;
+  while (n < *n_cand) n <<= 1;
+  for (int i = *n_cand + static_cast<int>(threadIdx.x); i < n; i += blockDim.x) s[i] = 0ull;  // a short last chunk
+  __syncthreads();
+  bitonic_sort_desc(s, n);
+  if (stamp != nullptr) stamp[4] = clock64();
+}
+
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, int vocab, const DrawArgs* args,
                                                            const int32_t* step_token, unsigned long long* lists,
                                                            unsigned int* count, int32_t* out) {
@@ -205,37 +247,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
     const int id = base + j * kThreads + static_cast<int>(threadIdx.x);
     r[j] = id < vocab ? draw_key(v[j], id) : 0ull;  // 0: below every logit
   }
-  const unsigned long long best = max_key(r);
-  if (probing) stamp[2] = clock64();
-  // A bound below the chunk's kp best: the largest 16-bit prefix of a key
-  // (sign, exponent and 7 bits of the value) that at least kp threads' best
-  // keys reach (so at least kp keys do), found by halving — a block-wide
-  // count a step (16, not the 32 of the whole value: 3.7 µs of the draw's
-  // 35 on the H200, and the coarser bound adds only the keys of one
-  // 1/128-wide band). Only keys at or above it are sorted: a few times kp,
-  // not the chunk.
-  uint32_t lo = 0, hi = 0xFFFFu;
-  while (lo < hi) {
-    const uint32_t mid = lo + (hi - lo) / 2 + 1;
-    if (__syncthreads_count(static_cast<uint32_t>(best >> 48) >= mid) >= kp) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  const unsigned long long bound = static_cast<unsigned long long>(lo) << 48;
-  if (probing) stamp[3] = clock64();
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    if (r[j] >= bound && r[j] != 0ull) s[atomicAdd(&n_cand, 1)] = r[j];
-  }
-  __syncthreads();
-  int n = kp;
-  while (n < n_cand) n <<= 1;
-  for (int i = n_cand + static_cast<int>(threadIdx.x); i < n; i += blockDim.x) s[i] = 0ull;  // a short last chunk
-  __syncthreads();
-  bitonic_sort_desc(s, n);
-  if (probing) stamp[4] = clock64();
+  chunk_best(r, kp, s, &n_cand, probing ? stamp : nullptr);
   for (int i = threadIdx.x; i < kp; i += blockDim.x) lists[static_cast<size_t>(blockIdx.x) * kp + i] = s[i];
   __threadfence();
   __syncthreads();
@@ -272,6 +284,86 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
   }
 }
 
+
+// The step's log-probabilities (Op::kLogprobs, after the step's pick): each
+// block its chunk's kLogprobsKp best keys (chunk_best, as the draw's) and its
+// largest logit m with the sum of exp(logit - m) in double; the last block
+// merges the lists, as the draw's, and adds the sums up, each scaled by
+// exp(m - the largest of all), in block order. One launch.
+constexpr int kLogprobsKp = 32;  // the power of two at or above kLogprobsTop
+static_assert(kLogprobsKp >= kLogprobsTop && kLogprobsKp <= kDrawMaxTopK, "the lists fit the draw's");
+
+__global__ void __launch_bounds__(kThreads) logprobs_kernel(const float* logits, int vocab,
+                                                             const unsigned long long* chosen_key,
+                                                             const int32_t* chosen_id, unsigned long long* lists,
+                                                             double2* partials, unsigned int* count, LogprobsOut* out) {
+  __shared__ unsigned long long s[kChunk];
+  __shared__ double warp_sums[kThreads / kWarp];
+  __shared__ int n_cand;
+  __shared__ bool last;
+  pdl_begin();
+  const int base = blockIdx.x * kChunk;
+  if (threadIdx.x == 0) n_cand = 0;
+  float v[kPerThread];
+  unsigned long long r[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int id = base + j * kThreads + static_cast<int>(threadIdx.x);
+    v[j] = id < vocab ? __ldcg(logits + id) : 0.0f;
+    r[j] = id < vocab ? draw_key(v[j], id) : 0ull;
+  }
+  chunk_best(r, kLogprobsKp, s, &n_cand, nullptr);  // ends with a barrier: s[0] is the chunk's best
+  for (int i = threadIdx.x; i < kLogprobsKp; i += blockDim.x) lists[static_cast<size_t>(blockIdx.x) * kLogprobsKp + i] = s[i];
+  const double m = key_value(s[0]);
+  double sum = 0.0;
+  if (isfinite(m)) {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int id = base + j * kThreads + static_cast<int>(threadIdx.x);
+      if (id < vocab) sum += exp(static_cast<double>(v[j]) - m);
+    }
+  }
+  for (int off = kWarp / 2; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off);
+  if (threadIdx.x % kWarp == 0) warp_sums[threadIdx.x / kWarp] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double block = 0.0;
+    for (int w = 0; w < kThreads / kWarp; ++w) block += warp_sums[w];
+    partials[blockIdx.x] = make_double2(m, block);
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(count, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+
+  merge_lists(s, lists, static_cast<int>(gridDim.x), kLogprobsKp);
+  if (threadIdx.x == 0) {
+    double top = -INFINITY;
+    for (int b = 0; b < static_cast<int>(gridDim.x); ++b) top = fmax(top, __ldcg(&partials[b].x));
+    double log_z = NAN;  // the host's, where the largest logit is infinite (or every one -inf)
+    if (isfinite(top)) {
+      double total = 0.0;
+      for (int b = 0; b < static_cast<int>(gridDim.x); ++b) {
+        const double2 p = __ldcg(&partials[b]);
+        if (isfinite(p.x)) total += p.y * exp(p.x - top);
+      }
+      log_z = top + log(total);
+    }
+    out->log_z = log_z;
+    const int32_t chosen = chosen_key != nullptr ? argmax_unpack(*chosen_key) : *chosen_id;
+    out->chosen = chosen;
+    out->chosen_logit = chosen >= 0 && chosen < vocab ? __ldcg(logits + chosen) : NAN;
+    const int n_top = vocab < kLogprobsTop ? vocab : kLogprobsTop;
+    out->n_top = n_top;
+    for (int i = 0; i < n_top; ++i) {
+      out->top[i] = argmax_unpack(s[i]);
+      out->top_logit[i] = key_value(s[i]);
+    }
+    *count = 0;  // for the next launch
+  }
+}
+
 }  // namespace
 
 cudaError_t set_sample_probe(unsigned long long* fields) {
@@ -287,6 +379,24 @@ cudaError_t launch_sample(const float* logits, int vocab, const DrawArgs* args, 
   if (vocab <= 0 || vocab > kSampleMaxVocab) return cudaErrorInvalidValue;
   return launch_kernel(sample_kernel, dim3((vocab + kChunk - 1) / kChunk), dim3(kThreads), 0, stream, logits, vocab,
                        args, step_token, lists, count, out);
+}
+
+size_t logprobs_scratch_bytes(int vocab) {
+  const size_t blocks = static_cast<size_t>((vocab + kChunk - 1) / kChunk);
+  return blocks * (sizeof(unsigned long long) * kLogprobsKp + sizeof(double2));
+}
+
+cudaError_t launch_logprobs(const float* logits, int vocab, const unsigned long long* chosen_key,
+                            const int32_t* chosen_id, void* scratch, unsigned int* count, LogprobsOut* out,
+                            cudaStream_t stream) {
+  if (vocab <= 0 || vocab > kSampleMaxVocab || (chosen_key == nullptr) == (chosen_id == nullptr)) {
+    return cudaErrorInvalidValue;
+  }
+  const int blocks = (vocab + kChunk - 1) / kChunk;
+  auto* lists = static_cast<unsigned long long*>(scratch);
+  auto* partials = reinterpret_cast<double2*>(lists + static_cast<size_t>(blocks) * kLogprobsKp);
+  return launch_kernel(logprobs_kernel, dim3(blocks), dim3(kThreads), 0, stream, logits, vocab, chosen_key, chosen_id,
+                       lists, partials, count, out);
 }
 
 }  // namespace minfer::kernels

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "engine/model/model_weights.h"
 #include "engine/quant/dtype.h"
 #include "engine/trace/trace.h"
+#include "kernels/logprobs.h"
 
 namespace minfer {
 
@@ -36,11 +38,13 @@ struct BackendOptions {
 
 // What a step hands back: logits rows (rows × vocab_size, row-major) or, for a
 // graph that picks its tokens (Graph::picks_token), one token id per row
-// (kArgmax) or the one drawn (kSample).
+// (kArgmax) or the one drawn (kSample), and with kLogprobs the pick's
+// log-probabilities.
 struct StepOutput {
   int rows = 0;
   std::vector<float> logits;
   std::vector<int32_t> argmax;
+  std::optional<kernels::LogprobsOut> logprobs;
 };
 
 // Accumulated time and calls per op kind.

@@ -28,6 +28,7 @@ const char* op_name(Op op) {
     case Op::kSwiglu: return "swiglu";
     case Op::kArgmax: return "argmax";
     case Op::kSample: return "sample";
+    case Op::kLogprobs: return "logprobs";
     case Op::kQkvTail: return "qkv_tail";
     case Op::kGateUpSwiglu: return "gate_up_swiglu";
     case Op::kCount: break;
@@ -156,6 +157,9 @@ Graph build_decoder_graph(const ModelConfig& c, const ModelWeights& mw, const Gr
   b.add(Op::kMatmul, "output", Buf::kLogits, Buf::kXNorm, &mw.output).rows = rows;
   if (options.argmax) b.add(Op::kArgmax, "argmax", Buf::kNone, Buf::kLogits).rows = rows;
   if (options.sample && !options.argmax) b.add(Op::kSample, "sample", Buf::kNone, Buf::kLogits).rows = Rows::kLast;
+  if (g.has_logprobs()) {
+    b.add(Op::kLogprobs, "logprobs", Buf::kNone, Buf::kLogits).rows = Rows::kLast;
+  }
   return g;
 }
 

@@ -34,6 +34,7 @@ enum class Op : uint8_t {
   kSwiglu,        // dst = silu(dst) * src
   kArgmax,        // argmax of each logits row (greedy decoding copies back one id)
   kSample,        // a token drawn from the last logits row with StepInput::draw (sampled decoding, one id back)
+  kLogprobs,      // after kArgmax / kSample: the last row's log-probabilities (kernels/logprobs.h) of the step's pick
   // Fused forms, used only where the backend supports them:
   kQkvTail,       // biases + head norms + RoPE on q/k + K/V store, for one layer
   kGateUpSwiglu,  // dst = silu(W_gate · src) * (W_up · src)
@@ -83,6 +84,7 @@ struct GraphOptions {
   Logits logits = Logits::kLast;
   bool argmax = false;      // append kArgmax on the logits
   bool sample = false;      // append kSample instead (Logits::kLast)
+  bool logprobs = false;    // then kLogprobs (with argmax or sample, Logits::kLast): StepOutput::logprobs
   bool fuse_qkv = false;    // use kQkvTail
   bool fuse_ffn = false;    // use kGateUpSwiglu
 };
@@ -92,6 +94,8 @@ struct Graph {
   GraphOptions options;
   // The step picks its token itself (kArgmax or kSample): StepOutput::argmax.
   bool picks_token() const { return options.argmax || options.sample; }
+  // It ends with kLogprobs: StepOutput::logprobs.
+  bool has_logprobs() const { return options.logprobs && picks_token() && options.logits == Logits::kLast; }
 };
 
 // The decoder forward pass for llama / qwen2 / qwen3.

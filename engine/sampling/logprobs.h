@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/logprobs.h"
+
 namespace minfer {
 
 struct StepLogprobs {
@@ -22,5 +24,13 @@ struct StepLogprobs {
 // The sum of exponentials is taken in double from the largest logit down, so
 // that no term overflows; a logit of -inf has log-probability -inf.
 StepLogprobs step_logprobs(std::span<const float> logits, int32_t chosen, int n);
+
+// What a step that computes its own log-probabilities hands back
+// (Op::kLogprobs; kernels/logprobs.h) from `logits` and the token it
+// picked: the CPU backend's op, and step_logprobs' first part.
+kernels::LogprobsOut step_logprobs_raw(std::span<const float> logits, int32_t chosen);
+// The picked token's log-probability and the n (at most raw.n_top) most
+// likely: step_logprobs' second part.
+StepLogprobs step_logprobs(const kernels::LogprobsOut& raw, int n);
 
 }  // namespace minfer

@@ -12,11 +12,22 @@ std::vector<std::string> token_texts(const Tokenizer& tokenizer) {
   return text;
 }
 
-TokenLogprobs describe_logprobs(const Tokenizer& tokenizer, std::span<const float> logits, int32_t chosen, int top_n) {
-  const StepLogprobs lp = step_logprobs(logits, chosen, top_n);
+namespace {
+
+TokenLogprobs describe(const Tokenizer& tokenizer, const StepLogprobs& lp, int32_t chosen) {
   TokenLogprobs out{TokenLogprob{chosen, lp.chosen, tokenizer.token_bytes(chosen, true)}, {}};
   for (const auto& [id, logprob] : lp.top) out.top.push_back(TokenLogprob{id, logprob, tokenizer.token_bytes(id, true)});
   return out;
+}
+
+}  // namespace
+
+TokenLogprobs describe_logprobs(const Tokenizer& tokenizer, std::span<const float> logits, int32_t chosen, int top_n) {
+  return describe(tokenizer, step_logprobs(logits, chosen, top_n), chosen);
+}
+
+TokenLogprobs describe_logprobs(const Tokenizer& tokenizer, const kernels::LogprobsOut& raw, int top_n) {
+  return describe(tokenizer, step_logprobs(raw, top_n), raw.chosen);
 }
 
 HostPick::HostPick(const GenerationRequest& request, const Tokenizer& tokenizer,

@@ -18,6 +18,7 @@
 #include "engine/sampling/output_constraint.h"
 #include "engine/sampling/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "kernels/logprobs.h"
 
 namespace minfer {
 
@@ -27,6 +28,8 @@ std::vector<std::string> token_texts(const Tokenizer& tokenizer);
 // A token's log-probabilities, with the bytes of each token named (control
 // tokens rendered).
 TokenLogprobs describe_logprobs(const Tokenizer& tokenizer, std::span<const float> logits, int32_t chosen, int top_n);
+// The same from what a step that computed them handed back (Op::kLogprobs).
+TokenLogprobs describe_logprobs(const Tokenizer& tokenizer, const kernels::LogprobsOut& raw, int top_n);
 
 class HostPick {
  public:
@@ -40,6 +43,11 @@ class HostPick {
   // Takes `token`, picked elsewhere (the device's argmax), if the constraint
   // allows it there: false, and nothing changes, when it does not.
   bool take(int32_t token);
+  // The log-probabilities of a token the step picked, as the step computed
+  // them (EngineConfig::logprobs_in_step): what take_logprobs() hands out next.
+  void took_step_logprobs(const kernels::LogprobsOut& raw) {
+    logprobs_ = describe_logprobs(tokenizer_, raw, request_.top_logprobs);
+  }
   // The last picked token's log-probabilities, when asked for (once).
   std::optional<TokenLogprobs> take_logprobs() { return std::exchange(logprobs_, std::nullopt); }
   // The constraint says the reply is done (a JSON value, a Llama call).

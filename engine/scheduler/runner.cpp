@@ -10,14 +10,15 @@ Runner::Runner(const ModelConfig& config, const ModelWeights& weights, Backend& 
                FusionOptions fusion)
     : config_(config), weights_(weights), backend_(backend), cells_(n_ctx), max_tokens_(max_tokens), fusion_(fusion) {}
 
-const Graph& Runner::graph(Logits logits, bool argmax, bool sample) {
-  auto key = std::make_tuple(logits, argmax, sample);
+const Graph& Runner::graph(Logits logits, bool argmax, bool sample, bool logprobs) {
+  auto key = std::make_tuple(logits, argmax, sample, logprobs);
   auto it = graphs_.find(key);
   if (it != graphs_.end()) return it->second;
   GraphOptions o;
   o.logits = logits;
   o.argmax = argmax;
   o.sample = sample;
+  o.logprobs = logprobs;
   // Fuse only where the backend implements the fused op (the one rule the
   // builder and the backend share).
   o.fuse_qkv = fusion_.fuse_qkv && backend_.supports(Op::kQkvTail);
@@ -70,9 +71,12 @@ Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logit
 }
 
 Status Runner::submit_decode(Sequence& seq, std::optional<int32_t> token, bool argmax,
-                             const kernels::DrawArgs* draw) {
+                             const kernels::DrawArgs* draw, bool logprobs) {
   if (argmax && draw != nullptr) {
     return unexpected(ErrorCode::kInvalidArgument, "a decode step that both takes the argmax and draws");
+  }
+  if (logprobs && !argmax && draw == nullptr) {
+    return unexpected(ErrorCode::kInvalidArgument, "a decode step's log-probabilities without its pick");
   }
   if (!token && ((!argmax && draw == nullptr) || (in_flight_.empty() && last_argmax_ < 0))) {
     return unexpected(ErrorCode::kInvalidArgument, "a decode step fed from a step that picks no token");
@@ -94,7 +98,7 @@ Status Runner::submit_decode(Sequence& seq, std::optional<int32_t> token, bool a
   in.seq_cells = seq.cells.data();
   in.n_seq_cells = static_cast<int>(seq.cells.size());
   in.draw = draw;
-  if (Status st = backend_.submit(graph(Logits::kLast, argmax, draw != nullptr), in); !st) {
+  if (Status st = backend_.submit(graph(Logits::kLast, argmax, draw != nullptr, logprobs), in); !st) {
     cells_.truncate(seq, static_cast<int>(cell));  // the step did not happen
     return st;
   }

@@ -44,11 +44,13 @@ class Runner {
   // sequence — with no token, the one the step submitted before it picked
   // (its argmax, or its draw) — taking its cell now; the step's own token is
   // its argmax (argmax), its draw (draw: a kSample graph) or left to the host
-  // (the logits); collect_decode() waits for the oldest
-  // step, and its token joins seq.tokens. drain() waits for every step in
+  // (the logits); with logprobs, a step that picks its token also hands
+  // back the pick's log-probabilities (StepOutput::logprobs; Op::kLogprobs).
+  // collect_decode() waits for the oldest step, and its token joins
+  // seq.tokens. drain() waits for every step in
   // flight and gives their cells back: what they computed is dropped.
   Status submit_decode(Sequence& seq, std::optional<int32_t> token, bool argmax,
-                       const kernels::DrawArgs* draw = nullptr);
+                       const kernels::DrawArgs* draw = nullptr, bool logprobs = false);
   Status collect_decode(Sequence& seq, StepOutput* out);
   Status drain(Sequence& seq);
   int in_flight() const { return static_cast<int>(in_flight_.size()); }
@@ -59,7 +61,7 @@ class Runner {
   Backend& backend() { return backend_; }
 
  private:
-  const Graph& graph(Logits logits, bool argmax, bool sample = false);
+  const Graph& graph(Logits logits, bool argmax, bool sample = false, bool logprobs = false);
 
   const ModelConfig& config_;
   const ModelWeights& weights_;
@@ -67,7 +69,7 @@ class Runner {
   KvCells cells_;
   int max_tokens_;
   FusionOptions fusion_;
-  std::map<std::tuple<Logits, bool, bool>, Graph> graphs_;  // (logits, argmax, sample)
+  std::map<std::tuple<Logits, bool, bool, bool>, Graph> graphs_;  // (logits, argmax, sample, logprobs)
   std::vector<int32_t> positions_, step_cells_;
   std::deque<std::optional<int32_t>> in_flight_;  // the tokens the submitted steps evaluate, oldest first
   int32_t last_argmax_ = -1;                      // the last collected step's pick: a fed step's token

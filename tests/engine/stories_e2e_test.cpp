@@ -256,6 +256,64 @@ TYPED_TEST(Stories, LogprobsAreTheModelsAndChangeNoToken) {
   EXPECT_NE(bad.error->message.find("top_logprobs is 21; allowed -1 (none) to 20"), std::string::npos) << bad.error->message;
 }
 
+// Log-probabilities computed by the steps that pick the tokens
+// (EngineConfig::logprobs_in_step, Op::kLogprobs) are the host's from the
+// copied logits, bit for bit on the CPU backend (one function computes
+// both): the same tokens, log-probabilities and top lists, greedy and
+// drawn, for 0, 3 and 20 listed; the steps' op ran, and never with the
+// switch off.
+TYPED_TEST(Stories, LogprobsInTheStepAreTheHostsBitForBit) {
+  auto host = stories_engine([](EngineConfig& c) {
+    c.lookahead = TypeParam::value;
+    c.logprobs_in_step = false;
+  });
+  ASSERT_NE(host, nullptr);
+  const std::vector<int32_t> prompt = this->engine_->tokenize("Once upon a time", true, false);
+  auto logprobs_ops = [](const Engine& e) {
+    for (const auto& [name, ms, calls] : e.profile()) {
+      if (name == "logprobs") return calls;
+    }
+    return int64_t{0};
+  };
+  for (const bool sampled : {false, true}) {
+    for (const int n : {0, 3, kMaxTopLogprobs}) {
+      SCOPED_TRACE(testing::Message() << (sampled ? "sampled" : "greedy") << ", top " << n);
+      GenerationRequest req = greedy(prompt, 16);
+      req.top_logprobs = n;
+      if (sampled) {
+        req.sampling.temperature = 0.9f;
+        req.sampling.seed = 7;
+      }
+      this->engine_->set_profiling(true);
+      const GenerationResult a = this->engine_->generate(req, nullptr, nullptr);
+      const int64_t in_step = logprobs_ops(*this->engine_);
+      this->engine_->set_profiling(false);
+      host->set_profiling(true);
+      const GenerationResult b = host->generate(req, nullptr, nullptr);
+      EXPECT_EQ(logprobs_ops(*host), 0);
+      host->set_profiling(false);
+      ASSERT_NE(a.finish, FinishReason::kError) << a.error->message;
+      ASSERT_NE(b.finish, FinishReason::kError) << b.error->message;
+      EXPECT_GE(in_step, a.n_generated - 1);  // every decode step's; the first token's are the prefill's
+      EXPECT_GT(in_step, 0);
+      EXPECT_EQ(a.tokens, b.tokens);
+      ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
+      for (size_t i = 0; i < a.logprobs.size(); ++i) {
+        const TokenLogprobs &x = a.logprobs[i], &y = b.logprobs[i];
+        EXPECT_EQ(x.chosen.token, y.chosen.token) << i;
+        EXPECT_EQ(x.chosen.logprob, y.chosen.logprob) << i;
+        EXPECT_EQ(x.chosen.bytes, y.chosen.bytes) << i;
+        ASSERT_EQ(x.top.size(), static_cast<size_t>(n)) << i;
+        ASSERT_EQ(y.top.size(), static_cast<size_t>(n)) << i;
+        for (size_t k = 0; k < x.top.size(); ++k) {
+          EXPECT_EQ(x.top[k].token, y.top[k].token) << i << " " << k;
+          EXPECT_EQ(x.top[k].logprob, y.top[k].logprob) << i << " " << k;
+        }
+      }
+    }
+  }
+}
+
 // JSON mode: the story model's output, greedy or sampled, is always a prefix
 // of one JSON object (it never closes one by itself within 150 tokens, but
 // every token keeps the text valid); biased toward '}', the object closes at

@@ -641,11 +641,13 @@ LogprobReference logprob_reference(const float* row, int vocab) {
   return LogprobReference{row, test::log_sum_exp(row, vocab), 2 * 5e-2 * largest};
 }
 
-// Log-probabilities on the GPU: a request that asks for them has the host
-// pick from copied logits, and gets the tokens the device's argmax (greedy)
-// and draw (sampled, top-k) give without them; its log-probabilities are
-// those of the CPU engine on the same file within the logits' parity
-// tolerance, and the same top tokens wherever their logits are apart.
+// Log-probabilities on the GPU: a request that asks for them has its decode
+// steps compute them after their pick (EngineConfig::logprobs_in_step), and
+// gets the tokens the device's argmax (greedy) and draw (sampled, top-k)
+// give without them; its log-probabilities are those of the CPU engine on
+// the same file within the logits' parity tolerance, and the same top
+// tokens wherever their logits are apart. (The host's path from copied
+// logits: CudaLogprobs.TheStepsAreTheHostsFromCopiedLogits.)
 //
 // Both requests are evaluated the same way: the CUDA engine has no prefix
 // cache here. With one, the second request's last prompt token is a one-row
@@ -692,6 +694,76 @@ TEST(CudaLogprobs, SameTokensAsTheDevicePickAndTheCpusLogprobs) {
       for (const TokenLogprob& t : gpu.logprobs[i].top) {
         EXPECT_NEAR(t.logprob, cpu.logprob(t.token), cpu.tol) << "token " << i << " alternative " << t.token;
       }
+    }
+  }
+}
+
+// The steps' log-probabilities (Op::kLogprobs on the device, graphs and
+// eager launches) against the host's from the same steps' copied logits
+// (logprobs_in_step off): the same tokens, greedy and drawn, the same top
+// tokens in the same order, and log-probabilities within a float's rounding
+// (log Σ exp is summed in another order); the device's op ran in every
+// decode step.
+TEST(CudaLogprobs, TheStepsAreTheHostsFromCopiedLogits) {
+  MINFER_REQUIRE_GPU();
+  const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
+  auto engine = [&](bool in_step, bool graphs) {
+    EngineConfig c;
+    c.model_path = path;
+    c.backend = BackendChoice::kCuda;
+    c.n_ctx = 256;
+    c.prefix_cache = false;
+    c.logprobs_in_step = in_step;
+    c.cuda_graphs = graphs;
+    auto e = Engine::load(c);
+    EXPECT_TRUE(e.has_value()) << e.error().message;
+    return e ? std::move(*e) : nullptr;
+  };
+  std::unique_ptr<Engine> host = engine(false, true);
+  ASSERT_TRUE(host);
+  auto logprobs_ops = [](const Engine& e) {
+    for (const auto& [name, ms, calls] : e.profile()) {
+      if (name == "logprobs") return calls;
+    }
+    return int64_t{0};
+  };
+  for (const bool graphs : {true, false}) {
+    std::unique_ptr<Engine> steps = engine(true, graphs);
+    ASSERT_TRUE(steps);
+    for (const float temperature : {0.0f, 0.9f}) {
+      SCOPED_TRACE(testing::Message() << (graphs ? "graphs, " : "eager, ") << (temperature == 0.0f ? "greedy" : "sampled"));
+      GenerationRequest req;
+      req.prompt = some_tokens(7, 512, 5);
+      req.max_tokens = 48;
+      req.ignore_eos = true;
+      req.sampling.temperature = temperature;
+      req.sampling.seed = 11;
+      req.top_logprobs = 20;
+      const GenerationResult a = steps->generate(req, nullptr, nullptr);
+      const GenerationResult b = host->generate(req, nullptr, nullptr);
+      ASSERT_NE(a.finish, FinishReason::kError) << a.error->message;
+      ASSERT_NE(b.finish, FinishReason::kError) << b.error->message;
+      EXPECT_EQ(a.tokens, b.tokens);
+      ASSERT_EQ(a.logprobs.size(), a.tokens.size());
+      ASSERT_EQ(b.logprobs.size(), b.tokens.size());
+      for (size_t i = 0; i < std::min(a.logprobs.size(), b.logprobs.size()); ++i) {
+        const TokenLogprobs &x = a.logprobs[i], &y = b.logprobs[i];
+        EXPECT_EQ(x.chosen.token, y.chosen.token) << i;
+        EXPECT_NEAR(x.chosen.logprob, y.chosen.logprob, 2e-6f * std::max(1.0f, std::fabs(y.chosen.logprob))) << i;
+        ASSERT_EQ(x.top.size(), 20u);
+        ASSERT_EQ(y.top.size(), 20u);
+        for (size_t k = 0; k < 20; ++k) {
+          EXPECT_EQ(x.top[k].token, y.top[k].token) << i << " rank " << k;
+          EXPECT_NEAR(x.top[k].logprob, y.top[k].logprob, 2e-6f * std::max(1.0f, std::fabs(y.top[k].logprob)))
+              << i << " rank " << k;
+        }
+      }
+      // The op in every decode step (profiling runs one step at a time).
+      steps->set_profiling(true);
+      const GenerationResult p = steps->generate(req, nullptr, nullptr);
+      EXPECT_EQ(p.tokens, a.tokens);
+      EXPECT_EQ(logprobs_ops(*steps), p.n_generated - 1);
+      steps->set_profiling(false);
     }
   }
 }

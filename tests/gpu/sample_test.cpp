@@ -5,13 +5,16 @@
 // kDrawMaxTopK, ties everywhere (logits in quarter steps: the lower id
 // first), bias (a token named twice, -inf on the best ones), penalties
 // (windows of 1 to 64 tokens among the best, repeated and biased ones,
-// boosting and negative penalties), every filter.
+// boosting and negative penalties), every filter. And kernels::launch_logprobs
+// against step_logprobs_raw (engine/sampling/logprobs.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <set>
 
+#include "engine/sampling/logprobs.h"
 #include "engine/sampling/top_k_draw.h"
 #include "kernels/kernels.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -27,6 +30,14 @@ std::vector<float> draw_logits(int vocab, uint64_t seed, bool tied) {
   std::vector<float> l(static_cast<size_t>(vocab));
   for (float& v : l) v = tied ? static_cast<float>(static_cast<int>(rng() % 48) - 30) * 0.25f : normal(rng);
   return l;
+}
+
+// A fused argmax's key of (v, row), as kernels/dot.cuh's argmax_pack.
+unsigned long long argmax_key(float v, int32_t row) {
+  uint32_t b = 0;
+  std::memcpy(&b, &v, sizeof(b));
+  const uint32_t ord = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+  return (static_cast<unsigned long long>(ord) << 32) | (0xFFFFFFFFu - static_cast<uint32_t>(row));
 }
 
 TEST(GpuSample, DrawsTheReferencesToken) {
@@ -178,6 +189,98 @@ TEST(GpuSample, AVocabularyPastTheLimitIsRefused) {
   DeviceArray<int32_t> step_token(1);
   EXPECT_EQ(kernels::launch_sample(dl.get(), kernels::kSampleMaxVocab + 1, dargs.get(), step_token.get(), lists.get(),
                                    count.get(), out.get(), nullptr),
+            cudaErrorInvalidValue);
+}
+
+// A step's log-probabilities on the device are the host's: the same best
+// tokens in the same order (ties to the lower id, -0 beside +0), the same
+// logits, the picked token's logit whichever way the step names it (a fused
+// argmax's key or an id), and log Σ exp within a few ulps of a double (the
+// sum is taken in another order) — vocabularies of fewer tokens than the
+// list to the most the kernel takes, tied and -inf logits, a launch after
+// another on the same count; where the largest logit is infinite, NaN as
+// on the host.
+TEST(GpuLogprobs, TheStepsListAndSumAreTheHosts) {
+  MINFER_REQUIRE_GPU();
+  const int vocabs[] = {7, 20, 100, 4096, 4097, 151936, kernels::kSampleMaxVocab};
+  DeviceArray<unsigned char> scratch(kernels::logprobs_scratch_bytes(kernels::kSampleMaxVocab));
+  DeviceArray<unsigned int> count;
+  count.upload({0u});
+  DeviceArray<kernels::LogprobsOut> out(1);
+  DeviceArray<int32_t> id(1);
+  DeviceArray<unsigned long long> key(1);
+  int launches = 0, chosen_outside_top = 0;
+  for (int vocab : vocabs) {
+    for (int kind = 0; kind < 3; ++kind) {  // normal, tied, with -inf and ±0
+      std::vector<float> logits = draw_logits(vocab, static_cast<uint64_t>(vocab) * 3 + kind, kind == 1);
+      if (kind == 2) {
+        for (int i = 0; i < vocab; i += 3) logits[static_cast<size_t>(i)] = -INFINITY;
+        logits[static_cast<size_t>(vocab / 2)] = 0.0f;
+        logits[static_cast<size_t>(vocab - 1)] = -0.0f;
+      }
+      DeviceArray<float> dl;
+      dl.upload(logits);
+      std::mt19937_64 rng(static_cast<uint64_t>(vocab) + kind);
+      for (int by_key = 0; by_key < 2; ++by_key) {
+        SCOPED_TRACE(testing::Message() << "vocab " << vocab << ", kind " << kind << (by_key ? ", key" : ", id"));
+        const int32_t chosen = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+        id.upload({chosen});
+        key.upload({argmax_key(logits[static_cast<size_t>(chosen)], chosen)});
+        out.poison();
+        CUDA_ASSERT(kernels::launch_logprobs(dl.get(), vocab, by_key ? key.get() : nullptr, by_key ? nullptr : id.get(),
+                                             scratch.get(), count.get(), out.get(), nullptr));
+        ++launches;
+        const kernels::LogprobsOut got = out.download()[0];
+        const kernels::LogprobsOut want = step_logprobs_raw(logits, chosen);
+        EXPECT_NEAR(got.log_z, want.log_z, 1e-10 * std::max(1.0, std::fabs(want.log_z)));
+        EXPECT_EQ(got.chosen, chosen);
+        EXPECT_EQ(got.chosen_logit, want.chosen_logit);
+        ASSERT_EQ(got.n_top, want.n_top);
+        bool listed = false;
+        for (int i = 0; i < want.n_top; ++i) {
+          EXPECT_EQ(got.top[i], want.top[i]) << "rank " << i;
+          EXPECT_EQ(got.top_logit[i], want.top_logit[i]) << "rank " << i;
+          listed = listed || want.top[i] == chosen;
+        }
+        chosen_outside_top += listed ? 0 : 1;
+        // The log-probabilities the host hands out from either: the same bits
+        // but where the sums' last bits differ at a float's rounding.
+        const StepLogprobs a = step_logprobs(got, kernels::kLogprobsTop), b = step_logprobs(want, kernels::kLogprobsTop);
+        EXPECT_NEAR(a.chosen, b.chosen, 1e-6f * std::max(1.0f, std::fabs(b.chosen)));
+      }
+    }
+  }
+  EXPECT_EQ(count.download()[0], 0u) << "each launch leaves the count at zero";
+  EXPECT_GT(chosen_outside_top, launches / 2) << "the picked token's logit must be read, not found in the list";
+
+  // An infinite largest logit: NaN, as the host's sum.
+  std::vector<float> inf_logits = draw_logits(5000, 1, false);
+  inf_logits[4321] = INFINITY;
+  DeviceArray<float> dl;
+  dl.upload(inf_logits);
+  id.upload({4321});
+  CUDA_ASSERT(kernels::launch_logprobs(dl.get(), 5000, nullptr, id.get(), scratch.get(), count.get(), out.get(),
+                                       nullptr));
+  const kernels::LogprobsOut got = out.download()[0];
+  EXPECT_TRUE(std::isnan(got.log_z));
+  EXPECT_TRUE(std::isnan(step_logprobs_raw(inf_logits, 4321).log_z));
+  EXPECT_EQ(got.top[0], 4321);
+}
+
+TEST(GpuLogprobs, BadArgumentsAreRefused) {
+  MINFER_REQUIRE_GPU();
+  DeviceArray<float> dl(1);
+  DeviceArray<unsigned char> scratch(1);
+  DeviceArray<unsigned int> count(1);
+  DeviceArray<kernels::LogprobsOut> out(1);
+  DeviceArray<int32_t> id(1);
+  DeviceArray<unsigned long long> key(1);
+  EXPECT_EQ(kernels::launch_logprobs(dl.get(), kernels::kSampleMaxVocab + 1, nullptr, id.get(), scratch.get(),
+                                     count.get(), out.get(), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(kernels::launch_logprobs(dl.get(), 1, key.get(), id.get(), scratch.get(), count.get(), out.get(), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(kernels::launch_logprobs(dl.get(), 1, nullptr, nullptr, scratch.get(), count.get(), out.get(), nullptr),
             cudaErrorInvalidValue);
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/quant/quant.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/sampling/top_k_draw.h"
 
 namespace minfer {
@@ -97,6 +98,7 @@ Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out)
   MINFER_TRY(check_input(in));
   rope_table_.build(rope_, in.positions, in.n_tokens);
   argmax_.clear();
+  logprobs_.reset();
   for (const Node& n : graph.nodes) {
     const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const double trace_t0 = trace_ != nullptr ? trace_->now_us() : 0.0;
@@ -129,9 +131,11 @@ Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out)
     out->rows = 0;
     out->logits.clear();
     out->argmax.clear();
+    out->logprobs.reset();
     return ok_status();
   }
   out->rows = logits.rows;
+  out->logprobs = logprobs_;
   if (graph.picks_token()) {
     out->argmax = argmax_;
     out->logits.clear();
@@ -285,6 +289,14 @@ Status CpuBackend::run_node(const Node& n, const StepInput& in) {
       // The step's own token, the last of the penalties' window.
       argmax_.assign(1, draw_in_step(draw_logits_.data(), l.width, *in.draw, in.tokens[in.n_tokens - 1],
                                      &draw_candidates_, &draw_terms_));
+      return ok_status();
+    }
+    case Op::kLogprobs: {
+      const Activation& l = buf(n.src);
+      if (argmax_.empty()) return unexpected(ErrorCode::kInternal, "logprobs before the step picked its token");
+      logprobs_ = step_logprobs_raw(std::span<const float>(l.data).subspan(static_cast<size_t>(l.rows - 1) * l.width,
+                                                                         static_cast<size_t>(l.width)),
+                                    argmax_.back());
       return ok_status();
     }
     case Op::kQkvTail:

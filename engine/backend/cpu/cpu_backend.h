@@ -6,6 +6,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -63,6 +64,7 @@ class CpuBackend final : public Backend {
   int xq_rows_ = 0;
   std::vector<int32_t> argmax_;  // kArgmax's ids, kSample's one
   std::vector<float> draw_logits_;  // kSample: the row, biased
+  std::optional<kernels::LogprobsOut> logprobs_;  // kLogprobs's
   Candidates draw_candidates_;
   std::vector<float> draw_terms_;
 };

@@ -49,6 +49,7 @@ CudaBackend::~CudaBackend() {
     if (slot.h_seq_cells) cudaFreeHost(slot.h_seq_cells);
     if (slot.h_argmax_key) cudaFreeHost(slot.h_argmax_key);
     if (slot.h_argmax) cudaFreeHost(slot.h_argmax);
+    if (slot.h_logprobs) cudaFreeHost(slot.h_logprobs);
     if (slot.done) cudaEventDestroy(slot.done);
   }
   if (h_logits_) cudaFreeHost(h_logits_);
@@ -64,7 +65,7 @@ std::string CudaBackend::description() const {
 
 bool CudaBackend::supports(Op op) const {
   // A draw in the step takes vocabularies up to kSampleMaxVocab (asked after prepare()).
-  if (op == Op::kSample) return config_.vocab_size <= kernels::kSampleMaxVocab;
+  if (op == Op::kSample || op == Op::kLogprobs) return config_.vocab_size <= kernels::kSampleMaxVocab;
   return op != Op::kCount;
 }
 
@@ -579,6 +580,13 @@ Status CudaBackend::alloc_buffers() {
   MINFER_ASSIGN_OR_RETURN(void* sn, pool_.acquire(sizeof(unsigned int)));
   sample_count_ = static_cast<unsigned int*>(sn);
   CUDA_TRY(cudaMemsetAsync(sample_count_, 0, sizeof(unsigned int), stream_));
+  MINFER_ASSIGN_OR_RETURN(void* ls, pool_.acquire(kernels::logprobs_scratch_bytes(config_.vocab_size)));
+  logprobs_scratch_ = ls;
+  MINFER_ASSIGN_OR_RETURN(void* ln, pool_.acquire(sizeof(unsigned int)));
+  logprobs_count_ = static_cast<unsigned int*>(ln);
+  CUDA_TRY(cudaMemsetAsync(logprobs_count_, 0, sizeof(unsigned int), stream_));
+  MINFER_ASSIGN_OR_RETURN(void* lo, pool_.acquire(sizeof(kernels::LogprobsOut)));
+  d_logprobs_ = static_cast<kernels::LogprobsOut*>(lo);
   MINFER_ASSIGN_OR_RETURN(void* tc, pool_.acquire(sizeof(int)));
   tail_counter_ = static_cast<int*>(tc);
   CUDA_TRY(cudaMemsetAsync(tail_counter_, 0, sizeof(int), stream_));
@@ -594,6 +602,7 @@ Status CudaBackend::alloc_buffers() {
     CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&slot.h_seq_cells), sizeof(int32_t) * options_.n_ctx));
     CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&slot.h_argmax_key), sizeof(unsigned long long)));
     CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&slot.h_argmax), sizeof(int32_t) * max_t));
+    CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&slot.h_logprobs), sizeof(kernels::LogprobsOut)));
     CUDA_TRY(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming));
   }
   return ok_status();
@@ -1200,6 +1209,16 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
                                              sample_count_, d_argmax_, stream_),
                       n);
     }
+    case Op::kLogprobs: {
+      // After the step's pick (kArgmax, folded into the head or not, or
+      // kSample): its token is the argmax key's or d_argmax_[0].
+      const Act& l = act(n.src);
+      const float* row = l.f32 + static_cast<size_t>(l.rows - 1) * l.width;
+      return launched(kernels::launch_logprobs(row, l.width, argmax_fused_ ? d_argmax_key_ : nullptr,
+                                               argmax_fused_ ? nullptr : d_argmax_, logprobs_scratch_, logprobs_count_,
+                                               d_logprobs_, stream_),
+                      n);
+    }
     case Op::kCount:
       break;
   }
@@ -1299,6 +1318,10 @@ Status CudaBackend::enqueue_output_copy(const Graph& g, int n_tokens, Slot& slot
                                stream_));
     } else {
       CUDA_TRY(cudaMemcpyAsync(slot.h_argmax, d_argmax_, sizeof(int32_t) * out_rows_, cudaMemcpyDeviceToHost, stream_));
+    }
+    if (g.has_logprobs()) {
+      CUDA_TRY(cudaMemcpyAsync(slot.h_logprobs, d_logprobs_, sizeof(kernels::LogprobsOut), cudaMemcpyDeviceToHost,
+                               stream_));
     }
     return ok_status();
   }
@@ -1479,6 +1502,7 @@ Status CudaBackend::submit(const Graph& graph, const StepInput& in) {
   slot.logits = graph.options.logits;
   slot.argmax = graph.picks_token();
   slot.argmax_fused = argmax_fused_;
+  slot.logprobs = graph.has_logprobs();
   slot.out_rows = out_rows_;
   feed_next_ = graph.picks_token() && out_rows_ == 1 ? (argmax_fused_ ? 1 : 2) : 0;
   next_slot_ = (next_slot_ + 1) % kSlots;
@@ -1502,6 +1526,8 @@ Status CudaBackend::collect(StepOutput* out) {
   }
   if (profiling_) accumulate_profile();
   out->rows = slot.out_rows;
+  out->logprobs.reset();
+  if (slot.logprobs) out->logprobs = *slot.h_logprobs;
   if (slot.logits == Logits::kNone) {
     out->logits.clear();
     out->argmax.clear();

@@ -85,11 +85,13 @@ class CudaBackend final : public Backend {
     int32_t* h_seq_cells = nullptr;  // pinned, [n_ctx]: the cells this step uploads
     unsigned long long* h_argmax_key = nullptr;  // pinned
     int32_t* h_argmax = nullptr;     // pinned, [max_tokens]
+    kernels::LogprobsOut* h_logprobs = nullptr;  // pinned: a kLogprobs step's
     cudaEvent_t done = nullptr;
     std::chrono::steady_clock::time_point deadline{};
     Logits logits = Logits::kNone;
     bool argmax = false;
     bool argmax_fused = false;
+    bool logprobs = false;
     int out_rows = 0;
   };
   static constexpr int kSlots = 2;
@@ -167,6 +169,9 @@ class CudaBackend final : public Backend {
   kernels::DrawArgs* d_draw_ = nullptr;  // a sampling step's draw: the header's last words
   unsigned long long* sample_lists_ = nullptr;  // kernels::launch_sample's scratch
   unsigned int* sample_count_ = nullptr;        // its count of finished blocks (zero between launches)
+  void* logprobs_scratch_ = nullptr;            // kernels::launch_logprobs's, and its count
+  unsigned int* logprobs_count_ = nullptr;
+  kernels::LogprobsOut* d_logprobs_ = nullptr;  // a kLogprobs step's output
   int32_t* d_argmax_ = nullptr;
   unsigned long long* d_argmax_key_ = nullptr;  // the fused argmax of a one-row output head
   bool argmax_fused_ = false;                   // this step's argmax came from the output matvec

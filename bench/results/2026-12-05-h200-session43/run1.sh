@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Session 43, run 1: log-probabilities computed in the decode step
+# (Op::kLogprobs, kernels::launch_logprobs) — its kernel and engine tests,
+# the rest of the GPU suites (sample.cu's draw was refactored around the
+# shared chunk_best), and tg128 with --logprobs 5, in the step against the
+# host's from copied logits (MINFER_NO_LOGPROBS_IN_STEP=1), greedy and
+# sampled, next to plain decode. Arms alternate, two passes.
+#   bash bench/results/2026-12-05-h200-session43/run1.sh   (carry: .carry/boost_po)
+set -uo pipefail
+root=$(pwd)
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out"
+sum="$out/run1-summary.md"
+log() { echo "$*" | tee -a "$sum"; }
+t0=$(date +%s)
+el() { echo "$(( $(date +%s) - t0 )) s"; }
+log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+OUT=/tmp/b1 BUILD_DIR=$root/build-gpu BUILD_TARGETS="minfer gpu_engine_test gpu_kernels_test" \
+  bash tests/gpu/run_on_device.sh build >/dev/null 2>&1
+log "$(grep -h 'build:' /tmp/b1/summary.md | tail -1) ($(el))"
+B=$root/build-gpu
+[ -x "$B/tests/gpu/gpu_engine_test" ] || { tail -40 /tmp/b1/build.log >> "$sum"; cat "$sum"; exit 1; }
+for t in gpu_kernels_test gpu_engine_test; do
+  timeout 300 "$B/tests/gpu/$t" > "$out/$t.log" 2>&1
+  log "$t rc=$?: $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/$t.log" | tr '\n' ' ') ($(el))"
+  grep -E '^\[  FAILED  \]|Failure|GpuLogprobs|TheStepsAreTheHosts|GpuSample' "$out/$t.log" | head -30 >> "$sum"
+  gzip -f "$out/$t.log"
+done
+models=/tmp/minfer-models; mkdir -p "$models"
+log ""
+log "| file | test (arm, pass) | tg128 tok/s (median of 3) |"
+log "|---|---|---:|"
+for m in qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m; do
+  f="$models/${m%%:*}-${m##*:}.gguf"
+  [ -f "$f" ] || "$B/daemon/minfer" synth --preset "${m%%:*}" --type "${m##*:}" -o "$f" >/dev/null 2>&1
+  for pass in 1 2; do
+    for arm in "-|" "-|--logprobs 5" "MINFER_NO_LOGPROBS_IN_STEP=1|--logprobs 5" "-|--temp 0.8" \
+               "-|--temp 0.8 --logprobs 5" "MINFER_NO_LOGPROBS_IN_STEP=1|--temp 0.8 --logprobs 5"; do
+      envs=${arm%%|*}; args=${arm#*|}
+      [ "$envs" = "-" ] && envs=""
+      env $envs timeout 120 "$B/daemon/minfer" bench -m "$f" --backend cuda -p 0 -n 128 -r 3 -o json $args 2>/dev/null |
+        python3 -c "
+import json,sys; j=json.load(sys.stdin)
+for r in j['results']: print(f\"| $m | {r['test']} ('$envs $args', pass $pass) | {r['median_tokens_per_s']:.1f} |\")" |
+        tee -a "$sum"
+    done
+  done
+  log "($(el))"
+done
+cat "$sum"
