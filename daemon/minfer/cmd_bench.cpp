@@ -11,9 +11,12 @@
 // min-p 0.05) instead of taking the argmax, and names them tgN@tT;
 // --repeat-penalty P adds that penalty over the last 64 tokens (@rpP).
 // --logprobs N asks each decode token's log-probability and its N most
-// likely alternatives (@lpN), as a request with `logprobs` does: on CUDA the
-// host then picks the tokens from logits copied back each step (what JSON
-// mode and tool calls do too), which this measures. --json-object holds the
+// likely alternatives (@lpN), as a request with `logprobs` does: the decode
+// steps compute them after their pick (--logprobs-in-step false: the host,
+// from logits copied back each step). --score has the prompt tests score
+// every prompt token instead (ppN@score: `echo` with `logprobs` and
+// max_tokens 0, what evaluation harnesses send; the log-probabilities of
+// each prefill step's rows, on the host). --json-object holds the
 // decode tests to one JSON object (@json): {"items": [strings...]} of at
 // least a million strings, so that no test ends it and every token is
 // constrained (JSON mode's {} would end a random model's test at once).
@@ -63,6 +66,7 @@ struct DecodeOptions {
   float repeat_penalty = 1.0f;
   int top_logprobs = -1;  // -1: none
   bool json_object = false;
+  bool score = false;  // prompt tests: every prompt token scored
 };
 
 GenerationRequest bench_request(const Engine& e, int n_prompt, int n_gen, const DecodeOptions& o, std::mt19937& rng) {
@@ -70,6 +74,12 @@ GenerationRequest bench_request(const Engine& e, int n_prompt, int n_gen, const 
   std::uniform_int_distribution<int> dist(0, e.info().vocab_size - 1);
   for (int i = 0; i < n_prompt; ++i) req.prompt.push_back(dist(rng));
   req.max_tokens = n_gen;
+  if (o.score) {
+    req.prompt_logprobs = true;
+    req.top_logprobs = std::max(0, o.top_logprobs);
+    req.max_tokens = 0;
+    return req;
+  }
   req.sampling.temperature = o.temperature;  // 0, greedy: the decode path the appliance is judged by
   req.sampling.repeat_penalty = o.repeat_penalty;
   req.top_logprobs = o.top_logprobs;
@@ -107,8 +117,10 @@ int cmd_bench(const std::vector<std::string>& args) {
       ("repeat-penalty", po::value(&repeat_penalty)->default_value(repeat_penalty),
        "decode tests with this repetition penalty over the last 64 tokens (1: off; needs --temp)")
       ("logprobs", po::value(&decode.top_logprobs)->default_value(-1, "off"),
-       "decode tests ask each token's log-probability and this many alternatives (0-20; on CUDA the host "
-       "picks the tokens, as for JSON mode and tool calls)")
+       "decode tests ask each token's log-probability and this many alternatives (0-20; with --score, the "
+       "prompt tests' alternatives)")
+      ("score", po::bool_switch(&decode.score),
+       "prompt tests score every prompt token (echo with logprobs, max_tokens 0: ppN@score)")
       ("json-object", po::bool_switch(&decode.json_object),
        "decode tests hold the output to one JSON object (JSON mode: on CUDA the host picks the tokens, or with "
        "--constrained-lookahead checks the steps' argmax)")
@@ -151,7 +163,13 @@ int cmd_bench(const std::vector<std::string>& args) {
     t.name = name;
     t.n_tokens = prefill ? n_prompt : n_gen;
     for (int rep = 0; rep <= repeats; ++rep) {  // rep 0 warms up
-      GenerationRequest req = bench_request(e, n_prompt, n_gen, prefill ? DecodeOptions{} : decode, rng);
+      DecodeOptions o = prefill ? DecodeOptions{} : decode;
+      o.score = false;
+      if (prefill && decode.score) {
+        o.score = true;
+        o.top_logprobs = decode.top_logprobs;
+      }
+      GenerationRequest req = bench_request(e, n_prompt, n_gen, o, rng);
       if (rep == 1) e.set_profiling(profile);
       GenerationResult r = e.generate(req, nullptr, nullptr);
       if (r.finish == FinishReason::kError) {
@@ -171,7 +189,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     return true;
   };
   for (int p : pp) {
-    if (p > 0 && !run_test(fmt::format("pp{}", p), p, 1, true)) return 1;
+    if (p > 0 && !run_test(fmt::format("pp{}{}", p, decode.score ? "@score" : ""), p, 1, true)) return 1;
   }
   for (int d : depth) {
     for (int g : tg) {

@@ -1,6 +1,8 @@
 #include "engine/scheduler/host_pick.h"
 
+#include <algorithm>
 #include <limits>
+#include <thread>
 
 #include "engine/sampling/logprobs.h"
 
@@ -83,11 +85,26 @@ PromptScorer::PromptScorer(const GenerationRequest& request, const Tokenizer& to
 
 void PromptScorer::add_rows(std::span<const float> logits) {
   const size_t vocab = static_cast<size_t>(vocab_size_);
-  for (size_t j = 0; j < logits.size() / vocab; ++j, ++scored_) {
-    if (scored_ + 1 >= request_.prompt.size()) continue;  // the last row predicts the first generated token
-    out_->push_back(describe_logprobs(tokenizer_, logits.subspan(j * vocab, vocab), request_.prompt[scored_ + 1],
-                                      request_.top_logprobs));
+  // The rows that predict a prompt token (the prompt's last row predicts the
+  // first generated one).
+  const size_t rows = std::min(logits.size() / vocab, request_.prompt.size() - std::min(request_.prompt.size(), scored_ + 1));
+  // A row's log-softmax is ~1 ms on a Qwen-sized vocabulary (one core of
+  // the 2-core machine, sampler_bench's BM_Logprobs5): the rows are shared
+  // out over the cores, at least 8 a thread, then described in order.
+  std::vector<StepLogprobs> lp(rows);
+  auto score = [&](size_t from, size_t to) {
+    for (size_t j = from; j < to; ++j) {
+      lp[j] = step_logprobs(logits.subspan(j * vocab, vocab), request_.prompt[scored_ + j + 1], request_.top_logprobs);
+    }
+  };
+  const size_t threads = std::clamp<size_t>(std::min<size_t>(std::thread::hardware_concurrency(), rows / 8), 1, 16);
+  {
+    std::vector<std::jthread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(score, rows * t / threads, rows * (t + 1) / threads);
+    score(0, rows / threads);
   }
+  for (size_t j = 0; j < rows; ++j) out_->push_back(describe(tokenizer_, lp[j], request_.prompt[scored_ + j + 1]));
+  scored_ += logits.size() / vocab;
 }
 
 }  // namespace minfer

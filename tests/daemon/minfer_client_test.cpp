@@ -234,13 +234,16 @@ TEST(MinferBench, SampledDecodeTests) {
 }
 
 // --logprobs N: the decode tests ask log-probabilities (named @lpN), greedy
-// or sampled; outside [0, 20] it is refused.
+// or sampled; outside [0, 20] it is refused. --score: the prompt tests score
+// their prompts (ppN@score), the decode tests stay as they were.
 TEST(MinferBench, DecodeTestsWithLogprobs) {
   const std::string bench = std::string(MINFER_PATH) + " bench -m " + stories_model_path() + " --backend cpu -r 1";
   EXPECT_EQ(bench_test_names(run(bench + " -p 0 -n 4 --logprobs 5 -o json")), (std::vector<std::string>{"tg4@lp5"}));
   EXPECT_EQ(bench_test_names(run(bench + " -p 0 -n 4 --temp 0.7 --logprobs 0 -o json")),
             (std::vector<std::string>{"tg4@t0.7@lp0"}));
   EXPECT_EQ(bench_test_names(run(bench + " -p 0 -n 4 --json-object -o json")), (std::vector<std::string>{"tg4@json"}));
+  EXPECT_EQ(bench_test_names(run(bench + " -p 16 -n 4 --score --logprobs 3 -o json")),
+            (std::vector<std::string>{"pp16@score", "tg4@lp3"}));
   const CommandRun bad = run(bench + " -n 4 --logprobs 21");
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_NE(bad.out.find("--logprobs in [0, 20]"), std::string::npos) << bad.out;
@@ -255,7 +258,7 @@ TEST(MinferGenerate, EngineSwitchesLeaveTheTextUnchanged) {
       std::string(MINFER_PATH) + " generate -m " + stories_model_path() + " --backend cpu -c 256 -t 1 -p 'Once upon a time'";
   const std::string off =
       " --cuda-graphs false --fuse-qkv false --fuse-ffn false --fa-prefill false --lookahead false --draw-in-step false "
-      "--prefix-cache false --step-timeout-ms 5000";
+      "--logprobs-in-step false --prefix-cache false --step-timeout-ms 5000";
   auto text = [](const std::string& command) { return run("sh -c \"" + command + " 2>/dev/null\""); };
   const CommandRun greedy = text(generate + " -n 27 --temp 0");
   ASSERT_EQ(greedy.status, 0) << greedy.out;
@@ -270,7 +273,7 @@ TEST(MinferGenerate, EngineSwitchesLeaveTheTextUnchanged) {
   EXPECT_EQ(sampled_off.out, sampled.out);
   const CommandRun logged = run(generate + " -n 1" + off);
   EXPECT_NE(logged.out.find("engine switches off: cuda-graphs, fuse-qkv, fuse-ffn, fa-prefill, lookahead, "
-                            "draw-in-step, prefix-cache"),
+                            "draw-in-step, logprobs-in-step, prefix-cache"),
             std::string::npos)
       << logged.out;
   const CommandRun bad = run(generate + " -n 1 --step-timeout-ms 0");

@@ -47,4 +47,14 @@ for r in j['results']: print(f\"| $m | {r['test']} ('$envs $args', pass $pass) |
   done
   log "($(el))"
 done
+# Scoring a prompt (echo with logprobs): each prefill step's rows on the
+# host, shared out over the cores (PromptScorer), next to plain prefill.
+f="$models/qwen2.5-0.5b-q8_0.gguf"
+for args in "" "--score --logprobs 5"; do
+  timeout 120 "$B/daemon/minfer" bench -m "$f" --backend cuda -p 512 -n 0 -r 3 -o json $args 2>/dev/null |
+    python3 -c "
+import json,sys; j=json.load(sys.stdin)
+for r in j['results']: print(f\"| qwen2.5-0.5b:q8_0 | {r['test']} ('$args') | {r['median_tokens_per_s']:.1f} |\")" | tee -a "$sum"
+done
+log "($(el))"
 cat "$sum"
