@@ -67,11 +67,31 @@ void BM_Logprobs5(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(step_logprobs(l, 7, 5));
 }
 
+// A greedy pick held to a constraint that allows one token in `range(0)`
+// (JSON mode between values allows a few hundred of Qwen's tokens; inside
+// a string most of them): the best allowed token.
+void BM_ConstrainedGreedy(benchmark::State& state) {
+  const std::vector<float> base = logits();
+  const std::vector<int32_t> history(100, 5);
+  SamplingParams p;
+  p.temperature = 0.0f;
+  Sampler s(p, kVocab);
+  const int32_t every = static_cast<int32_t>(state.range(0));
+  std::vector<float> l(base.size());
+  for (auto _ : state) {
+    state.PauseTiming();
+    l = base;
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(s.sample(l.data(), history, [every](int32_t id) { return id % every == 0; }));
+  }
+}
+
 BENCHMARK(BM_Defaults)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TopPAlone)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TemperatureAlone)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DefaultsWithRepeatPenalty)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Logprobs5)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ConstrainedGreedy)->Arg(2)->Arg(300)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace minfer

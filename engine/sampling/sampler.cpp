@@ -108,8 +108,7 @@ bool Sampler::constrain(float* logits, const std::function<bool(int32_t)>& allow
   };
   if (need < vocab) {
     // Most often the best few tokens hold what is needed: look at the best
-    // 4 × need first (one pass, top_k_candidates), the whole vocabulary only
-    // when they do not (a 151,936-token vocabulary: ~0.2 ms against ~1.8).
+    // 4 × need first (one pass, top_k_candidates).
     const size_t first = std::min(vocab - 1, 4 * need);
     top_k_candidates(logits, vocab_size_, static_cast<int>(first), &candidates_);
     std::vector<int32_t> ids;
@@ -121,27 +120,41 @@ bool Sampler::constrain(float* logits, const std::function<bool(int32_t)>& allow
       keep_only(ids);
       return true;
     }
+    // Otherwise the `need` best tokens it allows in one pass over the
+    // vocabulary: a token is asked only when it would enter the best allowed
+    // so far (a larger logit than the worst kept; on a tie the kept one's
+    // lower id wins) — a few thousand asks where the constraint allows one
+    // token in 300. The same tokens as asking the whole vocabulary best
+    // first, as a heap over it did before (sampler_bench
+    // BM_ConstrainedGreedy, 2-core machine: one token in 300 allowed, 1,993
+    // us with the heap, 271 with this pass; one in two, where the best 4
+    // suffice, 180-203 either way).
+    auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+    candidates_.clear();
+    bool full = false;
+    float worst = 0.0f;  // the worst kept logit, once `need` are kept
+    for (size_t i = 0; i < vocab; ++i) {
+      const float l = logits[i];
+      if (full ? !(l > worst) : std::isnan(l)) continue;
+      if (!allowed(static_cast<int32_t>(i))) continue;
+      if (full) {
+        std::pop_heap(candidates_.begin(), candidates_.end(), by_logit);  // the worst kept is on top
+        candidates_.back() = {l, static_cast<int32_t>(i)};
+      } else {
+        candidates_.push_back({l, static_cast<int32_t>(i)});
+      }
+      std::push_heap(candidates_.begin(), candidates_.end(), by_logit);
+      full = candidates_.size() == need;
+      if (full) worst = candidates_.front().first;
+    }
+    ids.clear();
+    for (const auto& [logit, id] : candidates_) ids.push_back(id);
+    keep_only(ids);
+    return !ids.empty();
   }
   std::vector<char> keep(vocab, 0);
   size_t kept = 0;
-  if (need >= vocab) {
-    for (size_t i = 0; i < vocab; ++i) kept += keep[i] = allowed(static_cast<int32_t>(i)) ? 1 : 0;
-  } else {
-    // The best first (the lower id on ties), asked until `need` are allowed:
-    // a heap, not a sort, since the first few usually suffice.
-    candidates_.resize(vocab);
-    for (size_t i = 0; i < vocab; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
-    auto worse = [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); };
-    std::make_heap(candidates_.begin(), candidates_.end(), worse);
-    for (auto end = candidates_.end(); end != candidates_.begin() && kept < need; --end) {
-      std::pop_heap(candidates_.begin(), end, worse);
-      const int32_t id = (end - 1)->second;
-      if (allowed(id)) {
-        keep[static_cast<size_t>(id)] = 1;
-        ++kept;
-      }
-    }
-  }
+  for (size_t i = 0; i < vocab; ++i) kept += keep[i] = allowed(static_cast<int32_t>(i)) ? 1 : 0;
   for (size_t i = 0; i < vocab; ++i) {
     if (!keep[i]) logits[i] = -inf;
   }

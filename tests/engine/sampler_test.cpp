@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <random>
+#include <set>
 #include <vector>
 
 #include "engine/sampling/logprobs.h"
@@ -253,6 +256,50 @@ TEST(Sampler, AllowedTokensOnly) {
   }
   l = base;
   EXPECT_EQ(greedy.sample(l.data(), {}, [](int32_t) { return false; }), -1);
+}
+
+// The best tokens a constraint allows, found with the best few looked at
+// first and then one pass over the vocabulary, are the tokens of sampling
+// from the logits with every refused token at -inf: the same draws, seed
+// for seed, greedy and top-k, for constraints that allow every token, one
+// in 3, 97 or 1,000, one token and none — on logits with ties (quarter
+// steps: the lower id first) where the best allowed lie far down the order.
+TEST(Sampler, AllowedTokensAreTheMaskedLogitsBest) {
+  constexpr int kVocab = 5000;
+  std::mt19937 rng(17);
+  std::vector<float> base(kVocab);
+  for (float& v : base) v = static_cast<float>(static_cast<int>(rng() % 64)) * 0.25f;
+  const std::function<bool(int32_t)> constraints[] = {
+      [](int32_t) { return true; },           [](int32_t t) { return t % 3 == 1; },
+      [](int32_t t) { return t % 97 == 5; },  [](int32_t t) { return t % 1000 == 999; },
+      [](int32_t t) { return t == 4321; },    [](int32_t) { return false; }};
+  for (size_t c = 0; c < std::size(constraints); ++c) {
+    for (const int top_k : {0, 2, 40}) {  // 0: greedy here
+      SCOPED_TRACE(testing::Message() << "constraint " << c << ", top_k " << top_k);
+      SamplingParams sp = plain(top_k == 0 ? 0.0f : 1.5f);
+      sp.top_k = top_k;
+      sp.seed = 5;
+      Sampler held(sp, kVocab), masked(sp, kVocab);
+      std::vector<float> masked_base = base;
+      bool any = false;
+      for (int32_t t = 0; t < kVocab; ++t) {
+        if (!constraints[c](t)) masked_base[static_cast<size_t>(t)] = -INFINITY;
+        any = any || constraints[c](t);
+      }
+      std::set<int32_t> seen;
+      for (int d = 0; d < 200; ++d) {
+        std::vector<float> a = base, b = masked_base;
+        const int32_t got = held.sample(a.data(), {}, constraints[c]);
+        const int32_t want = any ? masked.sample(b.data(), {}) : -1;
+        ASSERT_EQ(got, want) << "draw " << d;
+        seen.insert(got);
+        if (top_k == 0) break;  // greedy: one answer
+      }
+      if (top_k > 1 && c < 4) {
+        EXPECT_GT(seen.size(), 1u) << "the draws never vary: a wrong kept set could hide";
+      }
+    }
+  }
 }
 
 }  // namespace
