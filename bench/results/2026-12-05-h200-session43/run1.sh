@@ -4,7 +4,10 @@
 # the rest of the GPU suites (sample.cu's draw was refactored around the
 # shared chunk_best), and tg128 with --logprobs 5, in the step against the
 # host's from copied logits (MINFER_NO_LOGPROBS_IN_STEP=1), greedy and
-# sampled, next to plain decode. Arms alternate, two passes.
+# sampled, next to plain decode; JSON mode (--json-object: the host picks,
+# now with one pass over the vocabulary where the best few are refused,
+# against session 42's run 1's 551-628 / 292-307). Arms alternate, two
+# passes.
 #   bash bench/results/2026-12-05-h200-session43/run1.sh   (carry: .carry/boost_po)
 set -uo pipefail
 root=$(pwd)
@@ -35,7 +38,7 @@ for m in qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m; do
   [ -f "$f" ] || "$B/daemon/minfer" synth --preset "${m%%:*}" --type "${m##*:}" -o "$f" >/dev/null 2>&1
   for pass in 1 2; do
     for arm in "-|" "-|--logprobs 5" "MINFER_NO_LOGPROBS_IN_STEP=1|--logprobs 5" "-|--temp 0.8" \
-               "-|--temp 0.8 --logprobs 5" "MINFER_NO_LOGPROBS_IN_STEP=1|--temp 0.8 --logprobs 5"; do
+               "-|--temp 0.8 --logprobs 5" "MINFER_NO_LOGPROBS_IN_STEP=1|--temp 0.8 --logprobs 5" "-|--json-object"; do
       envs=${arm%%|*}; args=${arm#*|}
       [ "$envs" = "-" ] && envs=""
       env $envs timeout 120 "$B/daemon/minfer" bench -m "$f" --backend cuda -p 0 -n 128 -r 3 -o json $args 2>/dev/null |
