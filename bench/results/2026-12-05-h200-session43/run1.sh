@@ -6,8 +6,8 @@
 # host's from copied logits (MINFER_NO_LOGPROBS_IN_STEP=1), greedy and
 # sampled, next to plain decode; JSON mode (--json-object: the host picks,
 # now with one pass over the vocabulary where the best few are refused,
-# against session 42's run 1's 551-628 / 292-307). Arms alternate, two
-# passes.
+# against session 42's run 1's 551-628 / 292-307). One pass (the device
+# minutes left after failed starts).
 #   bash bench/results/2026-12-05-h200-session43/run1.sh   (carry: .carry/boost_po)
 set -uo pipefail
 root=$(pwd)
@@ -35,27 +35,24 @@ for t in gpu_kernels_test gpu_engine_test; do
 done
 models=/tmp/minfer-models; mkdir -p "$models"
 log ""
-log "| file | test (arm, pass) | tg128 tok/s (median of 3) |"
+log "| file | test (arm) | tok/s (median of 3) |"
 log "|---|---|---:|"
-for m in qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m; do
-  f="$models/${m%%:*}-${m##*:}.gguf"
+decode() {  # one pass: the device minutes left
+  local m=$1 f="$models/${1%%:*}-${1##*:}.gguf"
   [ -f "$f" ] || "$B/daemon/minfer" synth --preset "${m%%:*}" --type "${m##*:}" -o "$f" >/dev/null 2>&1
-  passes="1 2"
-  [ "$m" = qwen2.5-7b:q4_k_m ] && passes=1  # the device minutes left
-  for pass in $passes; do
-    for arm in "-|" "-|--logprobs 5" "MINFER_NO_LOGPROBS_IN_STEP=1|--logprobs 5" "-|--temp 0.8" \
-               "-|--temp 0.8 --logprobs 5" "MINFER_NO_LOGPROBS_IN_STEP=1|--temp 0.8 --logprobs 5" "-|--json-object"; do
-      envs=${arm%%|*}; args=${arm#*|}
-      [ "$envs" = "-" ] && envs=""
-      env $envs timeout 120 "$B/daemon/minfer" bench -m "$f" --backend cuda -p 0 -n 128 -r 3 -o json $args 2>/dev/null |
-        python3 -c "
+  for arm in "-|" "-|--logprobs 5" "MINFER_NO_LOGPROBS_IN_STEP=1|--logprobs 5" "-|--temp 0.8" \
+             "-|--temp 0.8 --logprobs 5" "MINFER_NO_LOGPROBS_IN_STEP=1|--temp 0.8 --logprobs 5" "-|--json-object"; do
+    local envs=${arm%%|*} args=${arm#*|}
+    [ "$envs" = "-" ] && envs=""
+    env $envs timeout 120 "$B/daemon/minfer" bench -m "$f" --backend cuda -p 0 -n 128 -r 3 -o json $args 2>/dev/null |
+      python3 -c "
 import json,sys; j=json.load(sys.stdin)
-for r in j['results']: print(f\"| $m | {r['test']} ('$envs $args', pass $pass) | {r['median_tokens_per_s']:.1f} |\")" |
-        tee -a "$sum"
-    done
+for r in j['results']: print(f\"| $m | {r['test']} ('$envs $args') | {r['median_tokens_per_s']:.1f} |\")" |
+      tee -a "$sum"
   done
   log "($(el))"
-done
+}
+decode qwen2.5-0.5b:q8_0
 # Scoring a prompt (echo with logprobs): each prefill step's rows on the
 # host, shared out over the cores (PromptScorer), next to plain prefill.
 f="$models/qwen2.5-0.5b-q8_0.gguf"
@@ -66,4 +63,5 @@ import json,sys; j=json.load(sys.stdin)
 for r in j['results']: print(f\"| qwen2.5-0.5b:q8_0 | {r['test']} ('$args') | {r['median_tokens_per_s']:.1f} |\")" | tee -a "$sum"
 done
 log "($(el))"
+decode qwen2.5-7b:q4_k_m
 cat "$sum"
