@@ -65,12 +65,14 @@ struct EngineConfig {
   // tokens the decode steps pick (greedy without bias or penalties, or drawn
   // in the step) has the steps compute them too (Op::kLogprobs, on the
   // device with CUDA): a few hundred bytes a step come back instead of the
-  // logits, and steps are queued ahead as without. False
-  // (MINFER_NO_LOGPROBS_IN_STEP=1): the host computes them from the copied
-  // logits and picks the token. The same tokens and log-probabilities
-  // either way (within the rounding of a sum in double taken in another
-  // order on the device).
-  bool logprobs_in_step = true;
+  // logits, and steps are queued ahead as without. Off (the default; on:
+  // MINFER_LOGPROBS_IN_STEP=1) until its CUDA kernel has run on a GPU
+  // (written and tested on the CPU backend in session 43, which was lent no
+  // GPU after its first run): the host computes them from the copied logits
+  // and picks the token. The same tokens and log-probabilities either way
+  // (within the rounding of a sum in double taken in another order on the
+  // device).
+  bool logprobs_in_step = false;
   // Greedy constrained requests (JSON mode, structured output, tool calls)
   // take the decode step's argmax, with the steps queued ahead, whenever
   // the constraint allows it; a refused argmax's step is evaluated again for
@@ -94,7 +96,7 @@ struct EngineConfig {
 
   // Applies the MINFER_* environment switches (MINFER_NO_FUSE_QKV,
   // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_CUDA_GRAPH, MINFER_NO_LOOKAHEAD,
-  // MINFER_NO_DRAW_IN_STEP, MINFER_NO_LOGPROBS_IN_STEP, MINFER_CONSTRAINED_LOOKAHEAD, MINFER_CACHE_TYPE, MINFER_TRACE) on top of the
+  // MINFER_NO_DRAW_IN_STEP, MINFER_LOGPROBS_IN_STEP, MINFER_CONSTRAINED_LOOKAHEAD, MINFER_CACHE_TYPE, MINFER_TRACE) on top of the
   // configured values.
   void apply_environment();
 };

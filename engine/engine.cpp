@@ -89,7 +89,7 @@ void EngineConfig::apply_environment() {
   if (flag("MINFER_NO_CUDA_GRAPH")) cuda_graphs = false;
   if (flag("MINFER_NO_LOOKAHEAD")) lookahead = 0;
   if (flag("MINFER_NO_DRAW_IN_STEP")) draw_in_step = false;
-  if (flag("MINFER_NO_LOGPROBS_IN_STEP")) logprobs_in_step = false;
+  if (flag("MINFER_LOGPROBS_IN_STEP")) logprobs_in_step = true;
   if (flag("MINFER_CONSTRAINED_LOOKAHEAD")) constrained_lookahead = true;
   if (const char* v = std::getenv("MINFER_CACHE_TYPE"); v != nullptr && *v != '\0') kv_type = v;
   if (const char* v = std::getenv("MINFER_TRACE"); v != nullptr && *v != '\0') trace_path = v;
@@ -126,7 +126,6 @@ std::string switches_off(const EngineConfig& c) {
   add(d.fa_prefill && !c.fa_prefill, "fa-prefill");
   add(d.lookahead != 0 && c.lookahead == 0, "lookahead");
   add(d.draw_in_step && !c.draw_in_step, "draw-in-step");
-  add(d.logprobs_in_step && !c.logprobs_in_step, "logprobs-in-step");
   add(d.prefix_cache && !c.prefix_cache, "prefix-cache");
   return off;
 }

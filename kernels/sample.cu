@@ -137,7 +137,7 @@ __device__ __forceinline__ unsigned long long max_key(const unsigned long long (
 // of two) into s[0..kp), sorted descending: the rest of s is scratch.
 // *n_cand (shared) must be zero and every thread must call it. stamp:
 // thread 0's phase stamps 2-4 (sample_kernel's probe), or null.
-__device__ void chunk_best(const unsigned long long (&r)[kPerThread], int kp, unsigned long long* s, int* n_cand,
+__device__ __forceinline__ void chunk_best(const unsigned long long (&r)[kPerThread], int kp, unsigned long long* s, int* n_cand,
                            long long* stamp) {
   const unsigned long long best = max_key(r);
   if (stamp != nullptr) stamp[2] = clock64();

@@ -263,11 +263,13 @@ TYPED_TEST(Stories, LogprobsAreTheModelsAndChangeNoToken) {
 // drawn, for 0, 3 and 20 listed; the steps' op ran, and never with the
 // switch off.
 TYPED_TEST(Stories, LogprobsInTheStepAreTheHostsBitForBit) {
-  auto host = stories_engine([](EngineConfig& c) {
+  auto steps = stories_engine([](EngineConfig& c) {
     c.lookahead = TypeParam::value;
-    c.logprobs_in_step = false;
+    c.logprobs_in_step = true;
   });
-  ASSERT_NE(host, nullptr);
+  ASSERT_NE(steps, nullptr);
+  Engine* host = this->engine_;  // the default: the host's
+  ASSERT_FALSE(EngineConfig{}.logprobs_in_step);
   const std::vector<int32_t> prompt = this->engine_->tokenize("Once upon a time", true, false);
   auto logprobs_ops = [](const Engine& e) {
     for (const auto& [name, ms, calls] : e.profile()) {
@@ -284,10 +286,10 @@ TYPED_TEST(Stories, LogprobsInTheStepAreTheHostsBitForBit) {
         req.sampling.temperature = 0.9f;
         req.sampling.seed = 7;
       }
-      this->engine_->set_profiling(true);
-      const GenerationResult a = this->engine_->generate(req, nullptr, nullptr);
-      const int64_t in_step = logprobs_ops(*this->engine_);
-      this->engine_->set_profiling(false);
+      steps->set_profiling(true);
+      const GenerationResult a = steps->generate(req, nullptr, nullptr);
+      const int64_t in_step = logprobs_ops(*steps);
+      steps->set_profiling(false);
       host->set_profiling(true);
       const GenerationResult b = host->generate(req, nullptr, nullptr);
       EXPECT_EQ(logprobs_ops(*host), 0);

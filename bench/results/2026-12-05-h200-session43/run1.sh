@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Session 43, run 1: log-probabilities computed in the decode step
-# (Op::kLogprobs, kernels::launch_logprobs) — its kernel and engine tests,
-# the rest of the GPU suites (sample.cu's draw was refactored around the
-# shared chunk_best), and tg128 with --logprobs 5, in the step against the
-# host's from copied logits (MINFER_NO_LOGPROBS_IN_STEP=1), greedy and
-# sampled, next to plain decode; JSON mode (--json-object: the host picks,
-# now with one pass over the vocabulary where the best few are refused,
-# against session 42's run 1's 551-628 / 292-307). One pass (the device
-# minutes left after failed starts).
+# Session 43, run 1 (prepared; after its first run session 43 got no GPU
+# again): log-probabilities computed in the decode step (Op::kLogprobs,
+# kernels::launch_logprobs; off by default until this runs) — its kernel
+# and engine tests, the sampling kernel tests (sample.cu's draw now calls
+# the shared chunk_best: its PTX is unchanged), and tg128 with
+# --logprobs 5, in the step (MINFER_LOGPROBS_IN_STEP=1) against the host's
+# from copied logits, greedy and sampled, next to plain decode; JSON mode
+# (--json-object: the host picks, now with one pass over the vocabulary
+# where the best few are refused, against session 42's run 1's 551-628 /
+# 292-307); a scored prompt (pp512@score). Tests first, then 0.5B, the
+# scoring, 7B, so that a short lease still brings the tests back.
 #   bash bench/results/2026-12-05-h200-session43/run1.sh   (carry: .carry/boost_po)
 set -uo pipefail
 root=$(pwd)
@@ -37,11 +39,11 @@ models=/tmp/minfer-models; mkdir -p "$models"
 log ""
 log "| file | test (arm) | tok/s (median of 3) |"
 log "|---|---|---:|"
-decode() {  # one pass: the device minutes left
+decode() {
   local m=$1 f="$models/${1%%:*}-${1##*:}.gguf"
   [ -f "$f" ] || "$B/daemon/minfer" synth --preset "${m%%:*}" --type "${m##*:}" -o "$f" >/dev/null 2>&1
-  for arm in "-|" "-|--logprobs 5" "MINFER_NO_LOGPROBS_IN_STEP=1|--logprobs 5" "-|--temp 0.8" \
-             "-|--temp 0.8 --logprobs 5" "MINFER_NO_LOGPROBS_IN_STEP=1|--temp 0.8 --logprobs 5" "-|--json-object"; do
+  for arm in "-|" "MINFER_LOGPROBS_IN_STEP=1|--logprobs 5" "-|--logprobs 5" "-|--temp 0.8" \
+             "MINFER_LOGPROBS_IN_STEP=1|--temp 0.8 --logprobs 5" "-|--temp 0.8 --logprobs 5" "-|--json-object"; do
     local envs=${arm%%|*} args=${arm#*|}
     [ "$envs" = "-" ] && envs=""
     env $envs timeout 120 "$B/daemon/minfer" bench -m "$f" --backend cuda -p 0 -n 128 -r 3 -o json $args 2>/dev/null |
