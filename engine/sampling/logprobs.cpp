@@ -7,7 +7,7 @@
 
 namespace minfer {
 
-kernels::LogprobsOut step_logprobs_raw(std::span<const float> logits, int32_t chosen) {
+kernels::LogprobsOut step_logprobs_raw(std::span<const float> logits, int32_t chosen, int n_top) {
   kernels::LogprobsOut raw;
   raw.chosen = chosen;
   if (logits.empty()) return raw;
@@ -17,7 +17,8 @@ kernels::LogprobsOut step_logprobs_raw(std::span<const float> logits, int32_t ch
   raw.log_z = static_cast<double>(max) + std::log(sum);
   raw.chosen_logit = chosen >= 0 && static_cast<size_t>(chosen) < logits.size() ? logits[static_cast<size_t>(chosen)]
                                                                                  : std::numeric_limits<float>::quiet_NaN();
-  raw.n_top = static_cast<int32_t>(std::min(logits.size(), static_cast<size_t>(kernels::kLogprobsTop)));
+  raw.n_top = static_cast<int32_t>(std::min(logits.size(), static_cast<size_t>(std::clamp(n_top, 0, kernels::kLogprobsTop))));
+  if (raw.n_top == 0) return raw;
   std::vector<int32_t> ids(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
   auto better = [&](int32_t a, int32_t b) {
@@ -43,7 +44,7 @@ StepLogprobs step_logprobs(const kernels::LogprobsOut& raw, int n) {
 
 StepLogprobs step_logprobs(std::span<const float> logits, int32_t chosen, int n) {
   if (logits.empty()) return {};
-  return step_logprobs(step_logprobs_raw(logits, chosen), n);
+  return step_logprobs(step_logprobs_raw(logits, chosen, n), n);
 }
 
 }  // namespace minfer

@@ -27,8 +27,10 @@ StepLogprobs step_logprobs(std::span<const float> logits, int32_t chosen, int n)
 
 // What a step that computes its own log-probabilities hands back
 // (Op::kLogprobs; kernels/logprobs.h) from `logits` and the token it
-// picked: the CPU backend's op, and step_logprobs' first part.
-kernels::LogprobsOut step_logprobs_raw(std::span<const float> logits, int32_t chosen);
+// picked, listing the n_top (at most kLogprobsTop) best: the CPU backend's
+// op (all of them), and step_logprobs' first part (the n it lists).
+kernels::LogprobsOut step_logprobs_raw(std::span<const float> logits, int32_t chosen,
+                                       int n_top = kernels::kLogprobsTop);
 // The picked token's log-probability and the n (at most raw.n_top) most
 // likely: step_logprobs' second part.
 StepLogprobs step_logprobs(const kernels::LogprobsOut& raw, int n);
