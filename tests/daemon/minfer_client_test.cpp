@@ -37,6 +37,20 @@ CommandRun run(const std::string& command, const std::string& input = "") {
   return r;
 }
 
+// The daemon's log once it holds `n` of `line`: a request's line is written
+// after its last byte has gone out, so the client that read that byte may
+// have exited before it (CI saw a chat's second turn missing, 2026-12-05).
+std::string log_with(const DaemonProcess& d, const std::string& line, int n) {
+  std::string log;
+  eventually([&] {
+    log = d.log();
+    int seen = 0;
+    for (size_t at = log.find(line); at != std::string::npos; at = log.find(line, at + 1)) ++seen;
+    return seen >= n;
+  });
+  return log;
+}
+
 struct DefaultSpec {
   static DaemonSpec spec() { return {}; }
 };
@@ -122,7 +136,7 @@ TEST_F(MinferClient, ChatKeepsTheConversation) {
                     "Hello\nTell me more\n/quit\n");
   EXPECT_EQ(r.status, 0) << r.out;
   // Two replies, and the daemon saw the second turn with the first in it.
-  const std::string log = daemon_->log();
+  const std::string log = log_with(*daemon_, "POST /v1/chat/completions 200", 2);
   const size_t first = log.find("POST /v1/chat/completions 200");
   ASSERT_NE(first, std::string::npos) << log;
   const size_t second = log.find("POST /v1/chat/completions 200", first + 1);
@@ -157,7 +171,7 @@ TEST_F(MinferClientTools, ChatShowsCallsAndSendsResults) {
   EXPECT_NE(r.out.find("[tool call call_"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" get_weather({\"city\": \""), std::string::npos) << r.out;
   // The call's turn, then the turn with its result (tool_choice auto), longer by the call and the result.
-  const std::string log = daemon_->log();
+  const std::string log = log_with(*daemon_, "POST /v1/chat/completions 200", 2);
   const size_t first = log.find("POST /v1/chat/completions 200");
   ASSERT_NE(first, std::string::npos) << log;
   EXPECT_NE(log.find("FINISH_REASON=tool_calls", first), std::string::npos) << log;
