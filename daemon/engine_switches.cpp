@@ -36,7 +36,7 @@ void EngineSwitches::add_to(po::options_description& desc) {
        "A/B switch: sampled tokens drawn inside the decode step, on the GPU with CUDA (MINFER_NO_DRAW_IN_STEP=1)")
       ("logprobs-in-step", po::value(&logprobs_in_step)->default_value(logprobs_in_step, shown(logprobs_in_step)),
        "A/B switch: log-probabilities computed inside the decode step that picks the token, on the GPU with CUDA, "
-       "instead of by the host from copied logits; off until measured on a GPU (MINFER_LOGPROBS_IN_STEP=1)")
+       "instead of by the host from copied logits (MINFER_NO_LOGPROBS_IN_STEP=1)")
       ("constrained-lookahead",
        po::value(&constrained_lookahead)->default_value(constrained_lookahead, shown(constrained_lookahead)),
        "A/B switch: greedy JSON-mode, structured-output and tool-call requests take each step's argmax when the "

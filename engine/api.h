@@ -38,6 +38,10 @@ struct EngineConfig {
   BackendChoice backend = BackendChoice::kAuto;  // kCuda: a failed weight gate is a start-up error
   int n_ctx = 4096;          // KV cells; clamped to the model's training context; 0: the training context
   int n_batch = 512;         // most prompt tokens per forward step
+  // Most tokens per forward step of a scored prompt (prompt_logprobs), whose
+  // steps compute every row's logits (rows × the vocabulary, on the device);
+  // at most n_batch. MINFER_SCORE_STEP_TOKENS=N for measurements.
+  int score_step_tokens = 64;
   std::string kv_type = "f16";  // f16 | f32
   int n_threads = 0;         // CPU threads; 0: all cores
   bool fuse_qkv = true;      // A/B switches (MINFER_NO_FUSE_QKV=1 ...); output must not change
@@ -65,14 +69,13 @@ struct EngineConfig {
   // tokens the decode steps pick (greedy without bias or penalties, or drawn
   // in the step) has the steps compute them too (Op::kLogprobs, on the
   // device with CUDA): a few hundred bytes a step come back instead of the
-  // logits, and steps are queued ahead as without. Off (the default; on:
-  // MINFER_LOGPROBS_IN_STEP=1) until its CUDA kernel has run on a GPU
-  // (written and tested on the CPU backend in session 43, which was lent no
-  // GPU after its first run): the host computes them from the copied logits
-  // and picks the token. The same tokens and log-probabilities either way
-  // (within the rounding of a sum in double taken in another order on the
-  // device).
-  bool logprobs_in_step = false;
+  // logits, and steps are queued ahead as without (on the H200, tg128 with
+  // top 5 listed: 0.5B Q8_0 394 -> 2,012 tok/s, 7B Q4_K_M 313 -> 582).
+  // false (MINFER_NO_LOGPROBS_IN_STEP=1): the host computes them from the
+  // copied logits and picks the token. The same tokens and top lists either
+  // way, log-probabilities within the rounding of a sum in double taken in
+  // another order on the device.
+  bool logprobs_in_step = true;
   // Greedy constrained requests (JSON mode, structured output, tool calls)
   // take the decode step's argmax, with the steps queued ahead, whenever
   // the constraint allows it; a refused argmax's step is evaluated again for
@@ -96,7 +99,8 @@ struct EngineConfig {
 
   // Applies the MINFER_* environment switches (MINFER_NO_FUSE_QKV,
   // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_CUDA_GRAPH, MINFER_NO_LOOKAHEAD,
-  // MINFER_NO_DRAW_IN_STEP, MINFER_LOGPROBS_IN_STEP, MINFER_CONSTRAINED_LOOKAHEAD, MINFER_CACHE_TYPE, MINFER_TRACE) on top of the
+  // MINFER_NO_DRAW_IN_STEP, MINFER_NO_LOGPROBS_IN_STEP, MINFER_CONSTRAINED_LOOKAHEAD, MINFER_CACHE_TYPE, MINFER_TRACE,
+  // MINFER_SCORE_STEP_TOKENS) on top of the
   // configured values.
   void apply_environment();
 };

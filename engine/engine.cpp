@@ -89,10 +89,13 @@ void EngineConfig::apply_environment() {
   if (flag("MINFER_NO_CUDA_GRAPH")) cuda_graphs = false;
   if (flag("MINFER_NO_LOOKAHEAD")) lookahead = 0;
   if (flag("MINFER_NO_DRAW_IN_STEP")) draw_in_step = false;
-  if (flag("MINFER_LOGPROBS_IN_STEP")) logprobs_in_step = true;
+  if (flag("MINFER_NO_LOGPROBS_IN_STEP")) logprobs_in_step = false;
   if (flag("MINFER_CONSTRAINED_LOOKAHEAD")) constrained_lookahead = true;
   if (const char* v = std::getenv("MINFER_CACHE_TYPE"); v != nullptr && *v != '\0') kv_type = v;
   if (const char* v = std::getenv("MINFER_TRACE"); v != nullptr && *v != '\0') trace_path = v;
+  if (const char* v = std::getenv("MINFER_SCORE_STEP_TOKENS"); v != nullptr && *v != '\0') {
+    score_step_tokens = std::atoi(v);  // not a positive number: refused at load
+  }
 }
 
 namespace {
@@ -126,6 +129,7 @@ std::string switches_off(const EngineConfig& c) {
   add(d.fa_prefill && !c.fa_prefill, "fa-prefill");
   add(d.lookahead != 0 && c.lookahead == 0, "lookahead");
   add(d.draw_in_step && !c.draw_in_step, "draw-in-step");
+  add(d.logprobs_in_step && !c.logprobs_in_step, "logprobs-in-step");
   add(d.prefix_cache && !c.prefix_cache, "prefix-cache");
   return off;
 }
@@ -284,9 +288,14 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // prompt on a slow device neither looks stalled nor outlives its client.
   std::optional<PromptScorer> scorer;
   if (req.prompt_logprobs) scorer.emplace(req, *tokenizer, model.vocab_size, &r.prompt_logprobs);
+  // A scored prompt's steps score their rows themselves (Logits::kScore, on
+  // the device with CUDA) where log-probabilities are computed in the steps;
+  // otherwise every row's logits come back and the host scores them.
+  const bool score_in_step = req.prompt_logprobs && config.logprobs_in_step && backend->supports(Op::kLogprobs);
   const auto after_chunk = [&]() -> Status {
     record_step();
-    if (scorer) scorer->add_rows(out.logits);
+    if (scorer && score_in_step) MINFER_TRY(scorer->add_scored_rows(out.row_logprobs));
+    if (scorer && !score_in_step) scorer->add_rows(out.logits);
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       return unexpected(ErrorCode::kCancelled, "cancelled during prefill");
     }
@@ -295,12 +304,13 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     }
     return ok_status();
   };
-  // Scoring reads every row's logits: in steps of at most kScoreStepTokens,
-  // so that they take 64 rows × the vocabulary (39 MB for Qwen's 151,936),
-  // not --batch-size rows, on the device and in pinned host memory.
-  constexpr int kScoreStepTokens = 64;
-  const Logits prefill_logits = req.prompt_logprobs ? Logits::kAll : Logits::kLast;
-  const int step_tokens = req.prompt_logprobs ? kScoreStepTokens : 0;
+  // Scoring reads every row's logits: in steps of at most
+  // score_step_tokens, so that they take 64 rows × the vocabulary (39 MB for
+  // Qwen's 151,936) by default, not --batch-size rows, on the device (and in
+  // pinned host memory where the host scores them).
+  const Logits prefill_logits =
+      !req.prompt_logprobs ? Logits::kLast : (score_in_step ? Logits::kScore : Logits::kAll);
+  const int step_tokens = req.prompt_logprobs ? config.score_step_tokens : 0;
   if (Status st = runner->eval(seq, pending, prefill_logits, device_argmax, &out, after_chunk, step_tokens); !st) {
     if (st.error().code == ErrorCode::kCancelled || st.error().code == ErrorCode::kTimeout) {
       // The chunks evaluated so far stay in the cache for the next request.
@@ -481,6 +491,10 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   if (config.n_ctx < 0 || config.n_batch <= 0) {
     return unexpected(ErrorCode::kInvalidArgument,
                       fmt::format("n_ctx {} must be >= 0 and n_batch {} > 0", config.n_ctx, config.n_batch));
+  }
+  if (config.score_step_tokens <= 0) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("score_step_tokens {} (MINFER_SCORE_STEP_TOKENS) must be > 0", config.score_step_tokens));
   }
   if (!std::isfinite(config.step_timeout_ms) || config.step_timeout_ms <= 0 ||
       !std::isfinite(config.step_timeout_per_token_ms) || config.step_timeout_per_token_ms < 0) {

@@ -153,15 +153,20 @@ size_t sample_lists_bytes(int vocab);
 cudaError_t launch_sample(const float* logits, int vocab, const DrawArgs* args, const int32_t* step_token,
                           unsigned long long* lists, unsigned int* count, int32_t* out, cudaStream_t stream);
 
-// launch_logprobs's scratch for a vocabulary of `vocab`.
-size_t logprobs_scratch_bytes(int vocab);
-// A decode step's log-probabilities (logprobs.h) from logits[vocab] (f32,
-// device) into *out (device): log_z, the kLogprobsTop best, and the logit of
-// the token the step picked — argmax_unpack(*chosen_key) (a fused argmax) or
-// *chosen_id (kArgmax's or launch_sample's out), exactly one of them given.
-// *count must be zero at the first launch; each launch leaves it zero.
-// cudaErrorInvalidValue past kSampleMaxVocab.
-cudaError_t launch_logprobs(const float* logits, int vocab, const unsigned long long* chosen_key,
+// The most rows launch_logprobs takes at once (a grid's y dimension).
+inline constexpr int kLogprobsMaxRows = 65535;
+// launch_logprobs's scratch for `rows` rows of a vocabulary of `vocab`.
+size_t logprobs_scratch_bytes(int vocab, int rows = 1);
+// Log-probabilities (logprobs.h) of each of logits[rows][vocab] (f32,
+// device) into out[rows] (device): log_z, the kLogprobsTop best, and the
+// logit of a token — of one row, a decode step's pick:
+// argmax_unpack(*chosen_key) (a fused argmax) or *chosen_id (kArgmax's or
+// launch_sample's out); of every row r, chosen_id[r] (a scored prompt's
+// next token; out of range: its logit NaN). Exactly one of chosen_key and
+// chosen_id given, chosen_key only for one row. count[rows] must be zero at
+// the first launch; each launch leaves them zero. cudaErrorInvalidValue past
+// kSampleMaxVocab or kLogprobsMaxRows.
+cudaError_t launch_logprobs(const float* logits, int vocab, int rows, const unsigned long long* chosen_key,
                             const int32_t* chosen_id, void* scratch, unsigned int* count, LogprobsOut* out,
                             cudaStream_t stream);
 

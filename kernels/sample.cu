@@ -285,11 +285,12 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* logits, i
 }
 
 
-// The step's log-probabilities (Op::kLogprobs, after the step's pick): each
-// block its chunk's kLogprobsKp best keys (chunk_best, as the draw's) and its
-// largest logit m with the sum of exp(logit - m) in double; the last block
-// merges the lists, as the draw's, and adds the sums up, each scaled by
-// exp(m - the largest of all), in block order. One launch.
+// The step's log-probabilities (Op::kLogprobs, after the step's pick, or
+// for every row of a scored prompt's step): each block its chunk's
+// kLogprobsKp best keys (chunk_best, as the draw's) and its largest logit m
+// with the sum of exp(logit - m) in double; the last block of a row
+// (blockIdx.y) merges the row's lists, as the draw's, and adds the sums up,
+// each scaled by exp(m - the largest of all), in block order. One launch.
 constexpr int kLogprobsKp = 32;  // the power of two at or above kLogprobsTop
 static_assert(kLogprobsKp >= kLogprobsTop && kLogprobsKp <= kDrawMaxTopK, "the lists fit the draw's");
 
@@ -303,6 +304,10 @@ __global__ void __launch_bounds__(kThreads) logprobs_kernel(const float* logits,
   __shared__ bool last;
   pdl_begin();
   const int base = blockIdx.x * kChunk;
+  const int row = blockIdx.y;
+  logits += static_cast<size_t>(row) * vocab;
+  lists += static_cast<size_t>(row) * gridDim.x * kLogprobsKp;
+  partials += static_cast<size_t>(row) * gridDim.x;
   if (threadIdx.x == 0) n_cand = 0;
   float v[kPerThread];
   unsigned long long r[kPerThread];
@@ -333,11 +338,12 @@ __global__ void __launch_bounds__(kThreads) logprobs_kernel(const float* logits,
   }
   __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(count, 1u) == gridDim.x - 1;
+  if (threadIdx.x == 0) last = atomicAdd(count + row, 1u) == gridDim.x - 1;
   __syncthreads();
   if (!last) return;
 
   merge_lists(s, lists, static_cast<int>(gridDim.x), kLogprobsKp);
+  out += row;
   if (threadIdx.x == 0) {
     double top = -INFINITY;
     for (int b = 0; b < static_cast<int>(gridDim.x); ++b) top = fmax(top, __ldcg(&partials[b].x));
@@ -351,7 +357,7 @@ __global__ void __launch_bounds__(kThreads) logprobs_kernel(const float* logits,
       log_z = top + log(total);
     }
     out->log_z = log_z;
-    const int32_t chosen = chosen_key != nullptr ? argmax_unpack(*chosen_key) : *chosen_id;
+    const int32_t chosen = chosen_key != nullptr ? argmax_unpack(*chosen_key) : chosen_id[row];
     out->chosen = chosen;
     out->chosen_logit = chosen >= 0 && chosen < vocab ? __ldcg(logits + chosen) : NAN;
     const int n_top = vocab < kLogprobsTop ? vocab : kLogprobsTop;
@@ -360,7 +366,7 @@ __global__ void __launch_bounds__(kThreads) logprobs_kernel(const float* logits,
       out->top[i] = argmax_unpack(s[i]);
       out->top_logit[i] = key_value(s[i]);
     }
-    *count = 0;  // for the next launch
+    count[row] = 0;  // for the next launch
   }
 }
 
@@ -381,22 +387,23 @@ cudaError_t launch_sample(const float* logits, int vocab, const DrawArgs* args, 
                        args, step_token, lists, count, out);
 }
 
-size_t logprobs_scratch_bytes(int vocab) {
+size_t logprobs_scratch_bytes(int vocab, int rows) {
   const size_t blocks = static_cast<size_t>((vocab + kChunk - 1) / kChunk);
-  return blocks * (sizeof(unsigned long long) * kLogprobsKp + sizeof(double2));
+  return static_cast<size_t>(rows) * blocks * (sizeof(unsigned long long) * kLogprobsKp + sizeof(double2));
 }
 
-cudaError_t launch_logprobs(const float* logits, int vocab, const unsigned long long* chosen_key,
+cudaError_t launch_logprobs(const float* logits, int vocab, int rows, const unsigned long long* chosen_key,
                             const int32_t* chosen_id, void* scratch, unsigned int* count, LogprobsOut* out,
                             cudaStream_t stream) {
-  if (vocab <= 0 || vocab > kSampleMaxVocab || (chosen_key == nullptr) == (chosen_id == nullptr)) {
+  if (vocab <= 0 || vocab > kSampleMaxVocab || rows <= 0 || rows > kLogprobsMaxRows ||
+      (chosen_key == nullptr) == (chosen_id == nullptr) || (chosen_key != nullptr && rows != 1)) {
     return cudaErrorInvalidValue;
   }
   const int blocks = (vocab + kChunk - 1) / kChunk;
   auto* lists = static_cast<unsigned long long*>(scratch);
-  auto* partials = reinterpret_cast<double2*>(lists + static_cast<size_t>(blocks) * kLogprobsKp);
-  return launch_kernel(logprobs_kernel, dim3(blocks), dim3(kThreads), 0, stream, logits, vocab, chosen_key, chosen_id,
-                       lists, partials, count, out);
+  auto* partials = reinterpret_cast<double2*>(lists + static_cast<size_t>(rows) * blocks * kLogprobsKp);
+  return launch_kernel(logprobs_kernel, dim3(blocks, rows), dim3(kThreads), 0, stream, logits, vocab, chosen_key,
+                       chosen_id, lists, partials, count, out);
 }
 
 }  // namespace minfer::kernels

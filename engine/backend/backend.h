@@ -45,6 +45,9 @@ struct StepOutput {
   std::vector<float> logits;
   std::vector<int32_t> argmax;
   std::optional<kernels::LogprobsOut> logprobs;
+  // A scoring step's (Logits::kScore): row t's against the token after it
+  // (StepInput::tokens[t + 1], the last row's StepInput::next_token).
+  std::vector<kernels::LogprobsOut> row_logprobs;
 };
 
 // Accumulated time and calls per op kind.

@@ -151,7 +151,7 @@ Graph build_decoder_graph(const ModelConfig& c, const ModelWeights& mw, const Gr
 
   b.set_layer(-1);
   if (options.logits == Logits::kNone) return g;
-  const Rows rows = options.logits == Logits::kAll ? Rows::kAll : Rows::kLast;
+  const Rows rows = options.logits == Logits::kAll || options.logits == Logits::kScore ? Rows::kAll : Rows::kLast;
   b.add(Op::kRmsNorm, "output_norm", Buf::kXNorm, Buf::kX, &mw.output_norm).rows = rows;
   // After output_norm with Rows::kLast, xnorm holds one row: the head reads row 0.
   b.add(Op::kMatmul, "output", Buf::kLogits, Buf::kXNorm, &mw.output).rows = rows;
@@ -160,6 +160,7 @@ Graph build_decoder_graph(const ModelConfig& c, const ModelWeights& mw, const Gr
   if (g.has_logprobs()) {
     b.add(Op::kLogprobs, "logprobs", Buf::kNone, Buf::kLogits).rows = Rows::kLast;
   }
+  if (g.scores_rows()) b.add(Op::kLogprobs, "prompt_logprobs", Buf::kNone, Buf::kLogits).rows = Rows::kAll;
   return g;
 }
 

@@ -34,7 +34,8 @@ enum class Op : uint8_t {
   kSwiglu,        // dst = silu(dst) * src
   kArgmax,        // argmax of each logits row (greedy decoding copies back one id)
   kSample,        // a token drawn from the last logits row with StepInput::draw (sampled decoding, one id back)
-  kLogprobs,      // after kArgmax / kSample: the last row's log-probabilities (kernels/logprobs.h) of the step's pick
+  kLogprobs,      // after kArgmax / kSample: the last row's log-probabilities (kernels/logprobs.h) of the step's pick;
+                  // Rows::kAll (Logits::kScore): every row's, of the token after the row's (StepOutput::row_logprobs)
   // Fused forms, used only where the backend supports them:
   kQkvTail,       // biases + head norms + RoPE on q/k + K/V store, for one layer
   kGateUpSwiglu,  // dst = silu(W_gate · src) * (W_up · src)
@@ -77,8 +78,11 @@ struct Node {
 };
 
 // Which logits a step produces: none (a prefill chunk that is not the last),
-// the last token's (generation), or every token's (tests, scoring).
-enum class Logits : uint8_t { kNone, kLast, kAll };
+// the last token's (generation), or every token's (tests, scoring on the
+// host). kScore: every token's on the backend, each row scored against the
+// token after it (Op::kLogprobs over all rows: StepOutput::row_logprobs),
+// and the last token's handed back as with kLast.
+enum class Logits : uint8_t { kNone, kLast, kAll, kScore };
 
 struct GraphOptions {
   Logits logits = Logits::kLast;
@@ -96,6 +100,8 @@ struct Graph {
   bool picks_token() const { return options.argmax || options.sample; }
   // It ends with kLogprobs: StepOutput::logprobs.
   bool has_logprobs() const { return options.logprobs && picks_token() && options.logits == Logits::kLast; }
+  // It scores every row (Logits::kScore): StepOutput::row_logprobs.
+  bool scores_rows() const { return options.logits == Logits::kScore; }
 };
 
 // The decoder forward pass for llama / qwen2 / qwen3.
@@ -117,6 +123,9 @@ struct StepInput {
   // kSample's draw (a graph with options.sample), read during submit()/run()
   // only; null otherwise.
   const kernels::DrawArgs* draw = nullptr;
+  // A scoring step (Logits::kScore): the token after the step's last, which
+  // its last row is scored against; -1: none (the prompt's end).
+  int32_t next_token = -1;
 };
 
 }  // namespace minfer

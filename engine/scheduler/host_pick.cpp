@@ -1,5 +1,7 @@
 #include "engine/scheduler/host_pick.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <thread>
@@ -105,6 +107,20 @@ void PromptScorer::add_rows(std::span<const float> logits) {
   }
   for (size_t j = 0; j < rows; ++j) out_->push_back(describe(tokenizer_, lp[j], request_.prompt[scored_ + j + 1]));
   scored_ += logits.size() / vocab;
+}
+
+Status PromptScorer::add_scored_rows(std::span<const kernels::LogprobsOut> rows) {
+  const size_t n = std::min(rows.size(), request_.prompt.size() - std::min(request_.prompt.size(), scored_ + 1));
+  for (size_t j = 0; j < n; ++j) {
+    const int32_t next = request_.prompt[scored_ + j + 1];
+    if (rows[j].chosen != next) {
+      return unexpected(ErrorCode::kInternal, fmt::format("prompt row {} was scored against token {}, not the prompt's {}",
+                                                          scored_ + j, rows[j].chosen, next));
+    }
+    out_->push_back(describe(tokenizer_, step_logprobs(rows[j], request_.top_logprobs), next));
+  }
+  scored_ += rows.size();
+  return ok_status();
 }
 
 }  // namespace minfer

@@ -73,11 +73,16 @@ class HostPick {
 // A scored prompt's log-probabilities (GenerationRequest::prompt_logprobs),
 // a prefill step's rows at a time: row j of a step starting at prompt index
 // `scored` predicts token scored + j + 1. The first token has none (NaN).
+// From the step's logits (add_rows: the host computes them), or from what a
+// scoring step computed (add_scored_rows: Logits::kScore's row_logprobs).
 class PromptScorer {
  public:
   PromptScorer(const GenerationRequest& request, const Tokenizer& tokenizer, int vocab_size,
                std::vector<TokenLogprobs>* out);
   void add_rows(std::span<const float> logits);
+  // An error where a row was scored against another token than the
+  // prompt's next (a backend's bug).
+  Status add_scored_rows(std::span<const kernels::LogprobsOut> rows);
 
  private:
   const GenerationRequest& request_;

@@ -29,6 +29,9 @@ const Graph& Runner::graph(Logits logits, bool argmax, bool sample, bool logprob
 Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out,
                     const std::function<Status()>& after_step, int step_tokens) {
   if (tokens.empty()) return unexpected(ErrorCode::kInvalidArgument, "eval of zero tokens");
+  if (logits == Logits::kScore && argmax) {
+    return unexpected(ErrorCode::kInvalidArgument, "a scored evaluation hands back logits, not an argmax");
+  }
   if (!in_flight_.empty()) {
     return unexpected(ErrorCode::kInternal, fmt::format("eval with {} decode steps in flight", in_flight_.size()));
   }
@@ -55,7 +58,8 @@ Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logit
     in.kv_cells = seq.cells.data() + first_cell;
     in.seq_cells = seq.cells.data();
     in.n_seq_cells = static_cast<int>(seq.cells.size());
-    const Logits wanted = last || logits == Logits::kAll ? logits : Logits::kNone;
+    in.next_token = last ? -1 : tokens[done + n];
+    const Logits wanted = last || logits == Logits::kAll || logits == Logits::kScore ? logits : Logits::kNone;
     Status st = backend_.run(graph(wanted, last && argmax), in, out);
     if (!st) {
       cells_.truncate(seq, static_cast<int>(first_cell));  // the step did not happen

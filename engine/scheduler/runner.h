@@ -30,7 +30,10 @@ class Runner {
   // Logits (or argmax ids) come from the final step only, the last token's;
   // with Logits::kAll every step computes every one of its tokens' logits,
   // and `out` holds the step's rows when `after_step` runs (callers that want
-  // all rows read them there, or pass at most max_tokens tokens).
+  // all rows read them there, or pass at most max_tokens tokens); with
+  // Logits::kScore every step scores each of its tokens' rows against the
+  // token after it (out->row_logprobs, read there too; the last token's row
+  // against none) and hands back its last row's logits.
   // `after_step` (may be empty) runs after every forward step; an error it
   // returns stops the evaluation there (the steps done stay in the sequence).
   // `step_tokens` (0: max_tokens) caps the tokens a step takes.

@@ -143,7 +143,7 @@ TEST(Config, EngineSwitchesReachTheEngineConfig) {
   const std::string file = write_file(
       "cuda-graphs = false\nstep-timeout-ms = 2500\nstep-timeout-per-token-ms = 0.5\nfuse-qkv = no\n"
       "fuse-ffn = off\nfa-prefill = 0\nlookahead = false\ndraw-in-step = false\nprefix-cache = false\n"
-      "constrained-lookahead = true\nlogprobs-in-step = true\n"
+      "constrained-lookahead = true\nlogprobs-in-step = false\n"
       "trace = /var/lib/minfer/trace.json\n");
   DaemonConfig c;
   std::string msg;
@@ -158,7 +158,7 @@ TEST(Config, EngineSwitchesReachTheEngineConfig) {
   EXPECT_FALSE(e.fa_prefill);
   EXPECT_EQ(e.lookahead, 0);
   EXPECT_FALSE(e.draw_in_step);
-  EXPECT_TRUE(e.logprobs_in_step);
+  EXPECT_FALSE(e.logprobs_in_step);
   EXPECT_TRUE(e.constrained_lookahead);
   EXPECT_FALSE(e.prefix_cache);
   EXPECT_EQ(e.trace_path, "/var/lib/minfer/trace.json");

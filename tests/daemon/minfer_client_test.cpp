@@ -272,6 +272,7 @@ TEST(MinferGenerate, EngineSwitchesLeaveTheTextUnchanged) {
       std::string(MINFER_PATH) + " generate -m " + stories_model_path() + " --backend cpu -c 256 -t 1 -p 'Once upon a time'";
   const std::string off =
       " --cuda-graphs false --fuse-qkv false --fuse-ffn false --fa-prefill false --lookahead false --draw-in-step false "
+      "--logprobs-in-step false "
       "--prefix-cache false --step-timeout-ms 5000";
   auto text = [](const std::string& command) { return run("sh -c \"" + command + " 2>/dev/null\""); };
   const CommandRun greedy = text(generate + " -n 27 --temp 0");
@@ -287,7 +288,7 @@ TEST(MinferGenerate, EngineSwitchesLeaveTheTextUnchanged) {
   EXPECT_EQ(sampled_off.out, sampled.out);
   const CommandRun logged = run(generate + " -n 1" + off);
   EXPECT_NE(logged.out.find("engine switches off: cuda-graphs, fuse-qkv, fuse-ffn, fa-prefill, lookahead, "
-                            "draw-in-step, prefix-cache"),
+                            "draw-in-step, logprobs-in-step, prefix-cache"),
             std::string::npos)
       << logged.out;
   const CommandRun bad = run(generate + " -n 1 --step-timeout-ms 0");

@@ -22,6 +22,7 @@
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/quant/quant.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/scheduler/runner.h"
 #include "tests/engine/test_models.h"
 
@@ -217,6 +218,35 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
   return s;
 }
 
+// A model file on the CPU backend, for runner-level checks: 64 cells, steps
+// of at most 8 tokens, two threads.
+struct CpuRunnerModel {
+  std::unique_ptr<ModelConfig> config;
+  std::unique_ptr<ModelWeights> weights;
+  CpuBackend backend;
+
+  // Fails the calling test (and returns false) on error.
+  bool load(const gguf::File& file, const std::string& kv) {
+    auto c = ModelConfig::from_gguf(file);
+    EXPECT_TRUE(c.has_value());
+    if (!c) return false;
+    config = std::make_unique<ModelConfig>(*c);
+    auto w = ModelWeights::from_gguf(file, *config);
+    EXPECT_TRUE(w.has_value());
+    if (!w) return false;
+    weights = std::move(*w);
+    BackendOptions bo;
+    bo.n_ctx = 64;
+    bo.max_tokens = 8;
+    bo.kv_type = *dtype_from_name(kv);
+    bo.n_threads = 2;
+    const Status st = backend.prepare(*config, *weights, bo);
+    EXPECT_TRUE(st.has_value()) << st.error().message;
+    return st.has_value();
+  }
+  Runner runner() { return Runner(*config, *weights, backend, 64, 8, FusionOptions{}); }
+};
+
 class ForwardReference : public testing::TestWithParam<Case> {};
 
 TEST_P(ForwardReference, LogitsMatchFloat64Reference) {
@@ -250,18 +280,9 @@ TEST_P(ForwardReference, LogitsMatchFloat64Reference) {
   }
 
   // Decode path: one token per step through the runner, last-row logits.
-  auto config = ModelConfig::from_gguf(**file);
-  ASSERT_TRUE(config.has_value());
-  auto weights = ModelWeights::from_gguf(**file, *config);
-  ASSERT_TRUE(weights.has_value());
-  CpuBackend backend;
-  BackendOptions bo;
-  bo.n_ctx = 64;
-  bo.max_tokens = 8;
-  bo.kv_type = *dtype_from_name(c.kv);
-  bo.n_threads = 2;
-  ASSERT_TRUE(backend.prepare(*config, **weights, bo).has_value());
-  Runner runner(*config, **weights, backend, 64, 8, FusionOptions{});
+  CpuRunnerModel model;
+  ASSERT_TRUE(model.load(**file, c.kv));
+  Runner runner = model.runner();
   Sequence seq;
   StepOutput out;
   for (size_t t = 0; t < tokens.size(); ++t) {
@@ -269,6 +290,79 @@ TEST_P(ForwardReference, LogitsMatchFloat64Reference) {
     ASSERT_EQ(out.rows, 1);
     EXPECT_LE(row_error(out.logits.data(), expected[t]), c.tol_decode) << "decode, token " << t;
   }
+}
+
+// A scoring evaluation (Logits::kScore) through the runner: 20 tokens in
+// steps of 8, each step's row t scored against the token after it — the
+// next step's first for a step's last row, none (-1, a NaN logit) for the
+// prompt's last — with the host's arithmetic on the rows Logits::kAll hands
+// back (step_logprobs_raw: the same bits on the CPU), and the step's last
+// row's logits handed back as with Logits::kLast. An argmax with it is
+// refused.
+TEST(RunnerScoring, EachRowIsScoredAgainstTheTokenAfterIt) {
+  const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
+  ASSERT_FALSE(path.empty());
+  auto file = gguf::File::open(path);
+  ASSERT_TRUE(file.has_value()) << file.error().message;
+  CpuRunnerModel model;
+  ASSERT_TRUE(model.load(**file, "f32"));
+  std::mt19937 rng(5);
+  std::vector<int32_t> tokens(20);
+  for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % 512u);
+  const int vocab = model.config->vocab_size;
+
+  Runner runner = model.runner();
+  std::vector<std::vector<float>> rows;  // every row's logits, Logits::kAll
+  {
+    Sequence seq;
+    StepOutput out;
+    auto keep = [&]() -> Status {
+      for (int r = 0; r < out.rows; ++r) {
+        rows.emplace_back(out.logits.begin() + static_cast<ptrdiff_t>(r) * vocab,
+                          out.logits.begin() + static_cast<ptrdiff_t>(r + 1) * vocab);
+      }
+      return ok_status();
+    };
+    ASSERT_TRUE(runner.eval(seq, tokens, Logits::kAll, false, &out, keep).has_value());
+  }
+  ASSERT_EQ(rows.size(), tokens.size());
+  Sequence seq;
+  StepOutput out;
+  std::vector<kernels::LogprobsOut> scored;
+  std::vector<int> step_rows;
+  auto keep = [&]() -> Status {
+    step_rows.push_back(static_cast<int>(out.row_logprobs.size()));
+    EXPECT_EQ(out.rows, 1);
+    EXPECT_EQ(out.logits, rows[scored.size() + out.row_logprobs.size() - 1]) << "the step's last row's logits";
+    scored.insert(scored.end(), out.row_logprobs.begin(), out.row_logprobs.end());
+    return ok_status();
+  };
+  ASSERT_TRUE(runner.eval(seq, tokens, Logits::kScore, false, &out, keep).has_value());
+  EXPECT_EQ(step_rows, (std::vector<int>{8, 8, 4}));
+  ASSERT_EQ(scored.size(), tokens.size());
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    SCOPED_TRACE(testing::Message() << "row " << t);
+    const int32_t next = t + 1 < tokens.size() ? tokens[t + 1] : -1;
+    const kernels::LogprobsOut want = step_logprobs_raw(rows[t], next);
+    const kernels::LogprobsOut& got = scored[t];
+    EXPECT_EQ(got.chosen, next);
+    EXPECT_EQ(got.log_z, want.log_z);
+    if (next < 0) {
+      EXPECT_TRUE(std::isnan(got.chosen_logit));
+    } else {
+      EXPECT_EQ(got.chosen_logit, rows[t][static_cast<size_t>(next)]);
+    }
+    ASSERT_EQ(got.n_top, kernels::kLogprobsTop);
+    for (int i = 0; i < got.n_top; ++i) {
+      EXPECT_EQ(got.top[i], want.top[i]);
+      EXPECT_EQ(got.top_logit[i], want.top_logit[i]);
+    }
+  }
+  Sequence other;
+  const Status refused = runner.eval(other, tokens, Logits::kScore, true, &out);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("a scored evaluation hands back logits, not an argmax"), std::string::npos);
+  EXPECT_TRUE(other.tokens.empty());
 }
 
 // Tolerances: F32/F16/BF16 weights keep f32 activations: the bar, 1e-3 (seen

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <chrono>
 #include <fstream>
@@ -263,20 +264,14 @@ TYPED_TEST(Stories, LogprobsAreTheModelsAndChangeNoToken) {
 // drawn, for 0, 3 and 20 listed; the steps' op ran, and never with the
 // switch off.
 TYPED_TEST(Stories, LogprobsInTheStepAreTheHostsBitForBit) {
-  auto steps = stories_engine([](EngineConfig& c) {
+  Engine* steps = this->engine_;  // the default: the steps'
+  ASSERT_TRUE(EngineConfig{}.logprobs_in_step);
+  auto host = stories_engine([](EngineConfig& c) {
     c.lookahead = TypeParam::value;
-    c.logprobs_in_step = true;
+    c.logprobs_in_step = false;
   });
-  ASSERT_NE(steps, nullptr);
-  Engine* host = this->engine_;  // the default: the host's
-  ASSERT_FALSE(EngineConfig{}.logprobs_in_step);
+  ASSERT_NE(host, nullptr);
   const std::vector<int32_t> prompt = this->engine_->tokenize("Once upon a time", true, false);
-  auto logprobs_ops = [](const Engine& e) {
-    for (const auto& [name, ms, calls] : e.profile()) {
-      if (name == "logprobs") return calls;
-    }
-    return int64_t{0};
-  };
   for (const bool sampled : {false, true}) {
     for (const int n : {0, 3, kMaxTopLogprobs}) {
       SCOPED_TRACE(testing::Message() << (sampled ? "sampled" : "greedy") << ", top " << n);
@@ -288,11 +283,11 @@ TYPED_TEST(Stories, LogprobsInTheStepAreTheHostsBitForBit) {
       }
       steps->set_profiling(true);
       const GenerationResult a = steps->generate(req, nullptr, nullptr);
-      const int64_t in_step = logprobs_ops(*steps);
+      const int64_t in_step = test::op_calls(*steps, "logprobs");
       steps->set_profiling(false);
       host->set_profiling(true);
       const GenerationResult b = host->generate(req, nullptr, nullptr);
-      EXPECT_EQ(logprobs_ops(*host), 0);
+      EXPECT_EQ(test::op_calls(*host, "logprobs"), 0);
       host->set_profiling(false);
       ASSERT_NE(a.finish, FinishReason::kError) << a.error->message;
       ASSERT_NE(b.finish, FinishReason::kError) << b.error->message;
@@ -710,6 +705,73 @@ TEST(EnginePrefill, PromptLogprobsScoreEveryPromptTokenAcrossSteps) {
   const GenerationResult needs_top = (*e)->generate(plain, nullptr, nullptr);
   ASSERT_EQ(needs_top.finish, FinishReason::kError);
   EXPECT_NE(needs_top.error->message.find("prompt_logprobs needs top_logprobs"), std::string::npos);
+}
+
+// A scored prompt whose prefill steps score their rows (the default:
+// EngineConfig::logprobs_in_step, Logits::kScore) against one whose rows'
+// logits come back to the host: bit for bit the same prompt and generated
+// log-probabilities, top lists and tokens — 150 tokens in three steps —
+// with the op counted once a scoring step and once a decode step, and never
+// on the host's engine.
+TEST(EngineScoring, ScoredStepsAreTheHostsBitForBit) {
+  auto engine = [](bool in_step) {
+    return stories_engine([&](EngineConfig& c) { c.logprobs_in_step = in_step; });
+  };
+  auto steps = engine(true), host = engine(false);
+  ASSERT_TRUE(steps && host);
+  const std::vector<int32_t> words = steps->tokenize("Once upon a time there was a little dog who liked to run", true, false);
+  GenerationRequest req;
+  for (int i = 0; i < 150; ++i) req.prompt.push_back(words[static_cast<size_t>(i) % words.size()]);
+  req.max_tokens = 5;
+  req.ignore_eos = true;
+  req.top_logprobs = 3;
+  req.prompt_logprobs = true;
+  req.sampling.temperature = 0.0f;
+  steps->set_profiling(true);
+  host->set_profiling(true);
+  const GenerationResult a = steps->generate(req, nullptr, nullptr), b = host->generate(req, nullptr, nullptr);
+  ASSERT_NE(a.finish, FinishReason::kError) << a.error->message;
+  ASSERT_NE(b.finish, FinishReason::kError) << b.error->message;
+  EXPECT_EQ(test::op_calls(*steps, "logprobs"), 3 + a.n_generated - 1);
+  EXPECT_EQ(test::op_calls(*host, "logprobs"), 0);
+  EXPECT_EQ(a.tokens, b.tokens);
+  ASSERT_EQ(a.prompt_logprobs.size(), req.prompt.size());
+  ASSERT_EQ(b.prompt_logprobs.size(), req.prompt.size());
+  auto same = [](const TokenLogprobs& x, const TokenLogprobs& y, size_t i) {
+    EXPECT_EQ(x.chosen.token, y.chosen.token) << i;
+    EXPECT_EQ(std::bit_cast<uint32_t>(x.chosen.logprob), std::bit_cast<uint32_t>(y.chosen.logprob)) << i;
+    EXPECT_EQ(x.chosen.bytes, y.chosen.bytes) << i;
+    ASSERT_EQ(x.top.size(), y.top.size()) << i;
+    for (size_t k = 0; k < x.top.size(); ++k) {
+      EXPECT_EQ(x.top[k].token, y.top[k].token) << i << " " << k;
+      EXPECT_EQ(x.top[k].logprob, y.top[k].logprob) << i << " " << k;
+    }
+  };
+  for (size_t i = 0; i < req.prompt.size(); ++i) {
+    same(a.prompt_logprobs[i], b.prompt_logprobs[i], i);
+    EXPECT_EQ(a.prompt_logprobs[i].top.size(), i == 0 ? 0u : 3u) << i;
+  }
+  ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
+  for (size_t i = 0; i < a.logprobs.size(); ++i) same(a.logprobs[i], b.logprobs[i], i);
+
+  // Steps of 100 (MINFER_SCORE_STEP_TOKENS): two scoring steps, the same
+  // bits; a step of no tokens is refused at load.
+  auto wide = stories_engine([](EngineConfig& c) { c.score_step_tokens = 100; });
+  ASSERT_TRUE(wide);
+  wide->set_profiling(true);
+  const GenerationResult w = wide->generate(req, nullptr, nullptr);
+  ASSERT_NE(w.finish, FinishReason::kError) << w.error->message;
+  EXPECT_EQ(test::op_calls(*wide, "logprobs"), 2 + w.n_generated - 1);
+  ASSERT_EQ(w.prompt_logprobs.size(), req.prompt.size());
+  for (size_t i = 0; i < req.prompt.size(); ++i) same(w.prompt_logprobs[i], b.prompt_logprobs[i], i);
+  EngineConfig none;
+  none.model_path = test::stories_path();
+  none.backend = BackendChoice::kCpu;
+  none.score_step_tokens = 0;
+  const auto refused = Engine::load(none);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("score_step_tokens 0 (MINFER_SCORE_STEP_TOKENS) must be > 0"), std::string::npos)
+      << refused.error().message;
 }
 
 TEST(EnginePrefill, DeadlineStopsBetweenChunksAndKeepsWhatWasDone) {

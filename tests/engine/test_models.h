@@ -6,7 +6,9 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
+#include "engine/api.h"
 #include "engine/synth/synth.h"
 
 namespace minfer::test {
@@ -26,6 +28,15 @@ inline double log_sum_exp(const float* row, int n) {
   double sum = 0.0;
   for (int i = 0; i < n; ++i) sum += std::exp(row[i] - max);
   return max + std::log(sum);
+}
+
+// The calls of the op named `name` ("logprobs") the engine's profile counted
+// (Engine::set_profiling).
+inline int64_t op_calls(const Engine& e, std::string_view name) {
+  for (const auto& [op, ms, calls] : e.profile()) {
+    if (op == name) return calls;
+  }
+  return 0;
 }
 
 }  // namespace minfer::test

@@ -721,12 +721,6 @@ TEST(CudaLogprobs, TheStepsAreTheHostsFromCopiedLogits) {
   };
   std::unique_ptr<Engine> host = engine(false, true);
   ASSERT_TRUE(host);
-  auto logprobs_ops = [](const Engine& e) {
-    for (const auto& [name, ms, calls] : e.profile()) {
-      if (name == "logprobs") return calls;
-    }
-    return int64_t{0};
-  };
   for (const bool graphs : {true, false}) {
     std::unique_ptr<Engine> steps = engine(true, graphs);
     ASSERT_TRUE(steps);
@@ -762,7 +756,7 @@ TEST(CudaLogprobs, TheStepsAreTheHostsFromCopiedLogits) {
       steps->set_profiling(true);
       const GenerationResult p = steps->generate(req, nullptr, nullptr);
       EXPECT_EQ(p.tokens, a.tokens);
-      EXPECT_EQ(logprobs_ops(*steps), p.n_generated - 1);
+      EXPECT_EQ(test::op_calls(*steps, "logprobs"), p.n_generated - 1);
       steps->set_profiling(false);
     }
   }
@@ -909,12 +903,25 @@ TEST(CudaConstrained, CheckedArgmaxGivesTheHostsTokens) {
 // Scoring a prompt on the GPU (prompt_logprobs): 150 tokens, three prefill
 // steps of every row's logits (which grows the logits buffer, so the decode
 // graphs are captured again), within the CPU engine's log-probabilities; a
-// greedy request after it still gets the tokens it got before.
+// greedy request after it still gets the tokens it got before. The steps
+// score their rows on the device (Logits::kScore: one kLogprobs launch a
+// step, counted) and agree with the host's scoring of the same device's
+// copied logits (logprobs_in_step off): the same top tokens, the same
+// log-probabilities but for the last bits of a double sum taken in another
+// order.
 TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
   MINFER_REQUIRE_GPU();
   const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
-  std::unique_ptr<Engine> engines[2] = {load_engine(path, BackendChoice::kCpu), load_engine(path, BackendChoice::kCuda)};
-  ASSERT_TRUE(engines[0] && engines[1]);
+  EngineConfig host_config;
+  host_config.model_path = path;
+  host_config.backend = BackendChoice::kCuda;
+  host_config.n_ctx = 256;
+  host_config.logprobs_in_step = false;
+  auto host = Engine::load(host_config);
+  ASSERT_TRUE(host.has_value()) << host.error().message;
+  std::unique_ptr<Engine> engines[3] = {load_engine(path, BackendChoice::kCpu), load_engine(path, BackendChoice::kCuda),
+                                        std::move(*host)};
+  ASSERT_TRUE(engines[0] && engines[1] && engines[2]);
   GenerationRequest greedy;
   greedy.prompt = some_tokens(9, 512, 4);
   greedy.max_tokens = 24;
@@ -924,10 +931,14 @@ TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
   GenerationRequest score;
   score.prompt = some_tokens(150, 512, 8);
   score.max_tokens = 0;
-  score.top_logprobs = 0;
+  score.top_logprobs = 5;
   score.prompt_logprobs = true;
-  const GenerationResult results[2] = {engines[0]->generate(score, nullptr, nullptr),
-                                       engines[1]->generate(score, nullptr, nullptr)};
+  engines[1]->set_profiling(true);
+  const GenerationResult results[3] = {engines[0]->generate(score, nullptr, nullptr),
+                                       engines[1]->generate(score, nullptr, nullptr),
+                                       engines[2]->generate(score, nullptr, nullptr)};
+  EXPECT_EQ(test::op_calls(*engines[1], "logprobs"), 3);
+  engines[1]->set_profiling(false);
   for (const GenerationResult& r : results) {
     ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
     ASSERT_EQ(r.prompt_logprobs.size(), score.prompt.size());
@@ -939,6 +950,16 @@ TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
     const LogprobReference cpu = logprob_reference(cpu_logits->data() + (i - 1) * static_cast<size_t>(vocab), vocab);
     EXPECT_NEAR(results[1].prompt_logprobs[i].chosen.logprob, results[0].prompt_logprobs[i].chosen.logprob, cpu.tol)
         << "prompt token " << i;
+    const TokenLogprobs &device = results[1].prompt_logprobs[i], &copied = results[2].prompt_logprobs[i];
+    EXPECT_EQ(device.chosen.token, score.prompt[i]);
+    EXPECT_NEAR(device.chosen.logprob, copied.chosen.logprob, 1e-5f * std::max(1.0f, std::fabs(copied.chosen.logprob)))
+        << "prompt token " << i;
+    ASSERT_EQ(device.top.size(), 5u) << i;
+    ASSERT_EQ(copied.top.size(), 5u) << i;
+    for (size_t k = 0; k < 5; ++k) {
+      EXPECT_EQ(device.top[k].token, copied.top[k].token) << i << " " << k;
+      EXPECT_NEAR(device.top[k].logprob, copied.top[k].logprob, 1e-5f * std::max(1.0f, std::fabs(copied.top[k].logprob)));
+    }
   }
   const GenerationResult after = engines[1]->generate(greedy, nullptr, nullptr);
   EXPECT_EQ(after.tokens, before.tokens);

@@ -9,10 +9,12 @@
 // against step_logprobs_raw (engine/sampling/logprobs.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <set>
+#include <span>
 
 #include "engine/sampling/logprobs.h"
 #include "engine/sampling/top_k_draw.h"
@@ -227,7 +229,7 @@ TEST(GpuLogprobs, TheStepsListAndSumAreTheHosts) {
         id.upload({chosen});
         key.upload({argmax_key(logits[static_cast<size_t>(chosen)], chosen)});
         out.poison();
-        CUDA_ASSERT(kernels::launch_logprobs(dl.get(), vocab, by_key ? key.get() : nullptr, by_key ? nullptr : id.get(),
+        CUDA_ASSERT(kernels::launch_logprobs(dl.get(), vocab, 1, by_key ? key.get() : nullptr, by_key ? nullptr : id.get(),
                                              scratch.get(), count.get(), out.get(), nullptr));
         ++launches;
         const kernels::LogprobsOut got = out.download()[0];
@@ -246,7 +248,11 @@ TEST(GpuLogprobs, TheStepsListAndSumAreTheHosts) {
         // The log-probabilities the host hands out from either: the same bits
         // but where the sums' last bits differ at a float's rounding.
         const StepLogprobs a = step_logprobs(got, kernels::kLogprobsTop), b = step_logprobs(want, kernels::kLogprobsTop);
-        EXPECT_NEAR(a.chosen, b.chosen, 1e-6f * std::max(1.0f, std::fabs(b.chosen)));
+        if (std::isinf(b.chosen)) {
+          EXPECT_EQ(a.chosen, b.chosen);  // a refused (-inf) token: no difference to take
+        } else {
+          EXPECT_NEAR(a.chosen, b.chosen, 1e-6f * std::max(1.0f, std::fabs(b.chosen)));
+        }
       }
     }
   }
@@ -259,12 +265,67 @@ TEST(GpuLogprobs, TheStepsListAndSumAreTheHosts) {
   DeviceArray<float> dl;
   dl.upload(inf_logits);
   id.upload({4321});
-  CUDA_ASSERT(kernels::launch_logprobs(dl.get(), 5000, nullptr, id.get(), scratch.get(), count.get(), out.get(),
+  CUDA_ASSERT(kernels::launch_logprobs(dl.get(), 5000, 1, nullptr, id.get(), scratch.get(), count.get(), out.get(),
                                        nullptr));
   const kernels::LogprobsOut got = out.download()[0];
   EXPECT_TRUE(std::isnan(got.log_z));
   EXPECT_TRUE(std::isnan(step_logprobs_raw(inf_logits, 4321).log_z));
   EXPECT_EQ(got.top[0], 4321);
+}
+
+// A scored prompt's step: every row in one launch, row r against its own
+// token (out of range: NaN, as the host's), each row the host's — the
+// same list and logits, log Σ exp within a few ulps of a double — and a
+// second launch on the same counts the same (each row's count back at zero).
+TEST(GpuLogprobs, EveryRowOfAScoredStepIsTheHosts) {
+  MINFER_REQUIRE_GPU();
+  for (const int vocab : {100, 151936}) {
+    const int rows = 37;
+    std::vector<float> logits;
+    std::vector<int32_t> next(static_cast<size_t>(rows));
+    std::mt19937_64 rng(static_cast<uint64_t>(vocab));
+    for (int r = 0; r < rows; ++r) {
+      const std::vector<float> row = draw_logits(vocab, static_cast<uint64_t>(vocab) * 7 + r, r % 3 == 1);
+      logits.insert(logits.end(), row.begin(), row.end());
+      next[static_cast<size_t>(r)] = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+    }
+    next.back() = -1;  // the prompt's last row: no token after it
+    DeviceArray<float> dl;
+    dl.upload(logits);
+    DeviceArray<int32_t> ids;
+    ids.upload(next);
+    DeviceArray<unsigned char> scratch(kernels::logprobs_scratch_bytes(vocab, rows));
+    DeviceArray<unsigned int> counts;
+    counts.upload(std::vector<unsigned int>(static_cast<size_t>(rows), 0u));
+    DeviceArray<kernels::LogprobsOut> out(static_cast<size_t>(rows));
+    for (int launch = 0; launch < 2; ++launch) {
+      out.poison();
+      CUDA_ASSERT(kernels::launch_logprobs(dl.get(), vocab, rows, nullptr, ids.get(), scratch.get(), counts.get(),
+                                           out.get(), nullptr));
+      const std::vector<kernels::LogprobsOut> got = out.download();
+      for (int r = 0; r < rows; ++r) {
+        SCOPED_TRACE(testing::Message() << "vocab " << vocab << ", row " << r << ", launch " << launch);
+        const kernels::LogprobsOut want = step_logprobs_raw(
+            std::span<const float>(logits).subspan(static_cast<size_t>(r) * vocab, static_cast<size_t>(vocab)),
+            next[static_cast<size_t>(r)]);
+        const kernels::LogprobsOut& g = got[static_cast<size_t>(r)];
+        EXPECT_NEAR(g.log_z, want.log_z, 1e-10 * std::max(1.0, std::fabs(want.log_z)));
+        EXPECT_EQ(g.chosen, want.chosen);
+        if (std::isnan(want.chosen_logit)) {
+          EXPECT_TRUE(std::isnan(g.chosen_logit));
+        } else {
+          EXPECT_EQ(g.chosen_logit, want.chosen_logit);
+        }
+        ASSERT_EQ(g.n_top, want.n_top);
+        for (int i = 0; i < want.n_top; ++i) {
+          EXPECT_EQ(g.top[i], want.top[i]) << "rank " << i;
+          EXPECT_EQ(g.top_logit[i], want.top_logit[i]) << "rank " << i;
+        }
+      }
+    }
+    const std::vector<unsigned int> left = counts.download();
+    EXPECT_EQ(std::count(left.begin(), left.end(), 0u), rows) << "each row's count back at zero";
+  }
 }
 
 TEST(GpuLogprobs, BadArgumentsAreRefused) {
@@ -275,12 +336,20 @@ TEST(GpuLogprobs, BadArgumentsAreRefused) {
   DeviceArray<kernels::LogprobsOut> out(1);
   DeviceArray<int32_t> id(1);
   DeviceArray<unsigned long long> key(1);
-  EXPECT_EQ(kernels::launch_logprobs(dl.get(), kernels::kSampleMaxVocab + 1, nullptr, id.get(), scratch.get(),
+  EXPECT_EQ(kernels::launch_logprobs(dl.get(), kernels::kSampleMaxVocab + 1, 1, nullptr, id.get(), scratch.get(),
                                      count.get(), out.get(), nullptr),
             cudaErrorInvalidValue);
-  EXPECT_EQ(kernels::launch_logprobs(dl.get(), 1, key.get(), id.get(), scratch.get(), count.get(), out.get(), nullptr),
+  EXPECT_EQ(kernels::launch_logprobs(dl.get(), 1, 1, key.get(), id.get(), scratch.get(), count.get(), out.get(), nullptr),
             cudaErrorInvalidValue);
-  EXPECT_EQ(kernels::launch_logprobs(dl.get(), 1, nullptr, nullptr, scratch.get(), count.get(), out.get(), nullptr),
+  EXPECT_EQ(kernels::launch_logprobs(dl.get(), 1, 1, nullptr, nullptr, scratch.get(), count.get(), out.get(), nullptr),
+            cudaErrorInvalidValue);
+  // A fused argmax's key names one row's pick; rows are counted from one.
+  EXPECT_EQ(kernels::launch_logprobs(dl.get(), 1, 2, key.get(), nullptr, scratch.get(), count.get(), out.get(), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(kernels::launch_logprobs(dl.get(), 1, 0, nullptr, id.get(), scratch.get(), count.get(), out.get(), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(kernels::launch_logprobs(dl.get(), 1, kernels::kLogprobsMaxRows + 1, nullptr, id.get(), scratch.get(),
+                                     count.get(), out.get(), nullptr),
             cudaErrorInvalidValue);
 }
 

@@ -99,6 +99,7 @@ Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out)
   rope_table_.build(rope_, in.positions, in.n_tokens);
   argmax_.clear();
   logprobs_.reset();
+  row_logprobs_.clear();
   for (const Node& n : graph.nodes) {
     const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const double trace_t0 = trace_ != nullptr ? trace_->now_us() : 0.0;
@@ -127,6 +128,7 @@ Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out)
   }
   ++trace_step_;
   const Activation& logits = buf(Buf::kLogits);
+  out->row_logprobs = row_logprobs_;
   if (graph.options.logits == Logits::kNone) {
     out->rows = 0;
     out->logits.clear();
@@ -136,7 +138,12 @@ Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out)
   }
   out->rows = logits.rows;
   out->logprobs = logprobs_;
-  if (graph.picks_token()) {
+  if (graph.scores_rows()) {  // the last row's logits, as Logits::kLast's
+    out->rows = 1;
+    out->argmax.clear();
+    out->logits.assign(logits.data.begin() + static_cast<ptrdiff_t>(logits.rows - 1) * logits.width,
+                       logits.data.begin() + static_cast<ptrdiff_t>(logits.rows) * logits.width);
+  } else if (graph.picks_token()) {
     out->argmax = argmax_;
     out->logits.clear();
   } else {
@@ -293,6 +300,19 @@ Status CpuBackend::run_node(const Node& n, const StepInput& in) {
     }
     case Op::kLogprobs: {
       const Activation& l = buf(n.src);
+      if (n.rows == Rows::kAll) {
+        // A scored prompt's step: row t against the token after it, rows
+        // shared out over the threads.
+        row_logprobs_.resize(static_cast<size_t>(l.rows));
+        pool_->run(l.rows, [&](int64_t t, int) {
+          const int32_t next = t + 1 < in.n_tokens ? in.tokens[t + 1] : in.next_token;
+          row_logprobs_[static_cast<size_t>(t)] =
+              step_logprobs_raw(std::span<const float>(l.data).subspan(static_cast<size_t>(t) * l.width,
+                                                                       static_cast<size_t>(l.width)),
+                                next);
+        });
+        return ok_status();
+      }
       if (argmax_.empty()) return unexpected(ErrorCode::kInternal, "logprobs before the step picked its token");
       logprobs_ = step_logprobs_raw(std::span<const float>(l.data).subspan(static_cast<size_t>(l.rows - 1) * l.width,
                                                                          static_cast<size_t>(l.width)),

@@ -65,6 +65,7 @@ class CpuBackend final : public Backend {
   std::vector<int32_t> argmax_;  // kArgmax's ids, kSample's one
   std::vector<float> draw_logits_;  // kSample: the row, biased
   std::optional<kernels::LogprobsOut> logprobs_;  // kLogprobs's
+  std::vector<kernels::LogprobsOut> row_logprobs_;  // kLogprobs over every row's (Logits::kScore)
   Candidates draw_candidates_;
   std::vector<float> draw_terms_;
 };

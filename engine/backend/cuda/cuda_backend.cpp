@@ -53,6 +53,7 @@ CudaBackend::~CudaBackend() {
     if (slot.done) cudaEventDestroy(slot.done);
   }
   if (h_logits_) cudaFreeHost(h_logits_);
+  if (h_row_logprobs_) cudaFreeHost(h_row_logprobs_);
   // A stall left unreleased would keep the device busy for its 30 s.
   debug_release_stall();
   if (done_) cudaEventDestroy(done_);
@@ -565,7 +566,7 @@ Status CudaBackend::alloc_buffers() {
   MINFER_ASSIGN_OR_RETURN(void* in, pool_.acquire(sizeof(int32_t) * header_words));
   d_n_seq_ = static_cast<int32_t*>(in);
   d_tokens_ = d_n_seq_ + 1;
-  d_positions_ = d_tokens_ + max_t;
+  d_positions_ = d_tokens_ + max_t + 1;
   d_kv_cells_ = d_positions_ + max_t;
   d_feed_ = d_kv_cells_ + max_t;
   d_draw_ = reinterpret_cast<kernels::DrawArgs*>(d_n_seq_ + header_words_draw());
@@ -650,10 +651,11 @@ Status CudaBackend::upload_inputs(const StepInput& in, Slot& slot) {
     header[1] = -1;  // launch_step_start writes it
   } else {
     std::memcpy(header + 1, in.tokens, sizeof(int32_t) * n);
+    header[1 + n] = in.next_token;  // a scoring step's last row's token (d_tokens_ + 1 are the rows')
   }
-  std::memcpy(header + 1 + max_t, in.positions, sizeof(int32_t) * n);
-  std::memcpy(header + 1 + 2 * max_t, in.kv_cells, sizeof(int32_t) * n);
-  header[1 + 3 * max_t] = in.token_from_previous ? feed_next_ : 0;
+  std::memcpy(header + 2 + max_t, in.positions, sizeof(int32_t) * n);
+  std::memcpy(header + 2 + 2 * max_t, in.kv_cells, sizeof(int32_t) * n);
+  header[2 + 3 * max_t] = in.token_from_previous ? feed_next_ : 0;
   size_t words = header_words_draw();
   if (in.draw != nullptr) {
     std::memcpy(header + words, in.draw, sizeof(kernels::DrawArgs));
@@ -1210,11 +1212,18 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
                       n);
     }
     case Op::kLogprobs: {
+      const Act& l = act(n.src);
+      if (n.rows == Rows::kAll) {
+        // A scoring step: row t against the step's token t + 1 (the header's
+        // tokens, then StepInput::next_token).
+        return launched(kernels::launch_logprobs(l.f32, l.width, l.rows, nullptr, d_tokens_ + 1, score_scratch_,
+                                                 score_counts_, d_row_logprobs_, stream_),
+                        n);
+      }
       // After the step's pick (kArgmax, folded into the head or not, or
       // kSample): its token is the argmax key's or d_argmax_[0].
-      const Act& l = act(n.src);
       const float* row = l.f32 + static_cast<size_t>(l.rows - 1) * l.width;
-      return launched(kernels::launch_logprobs(row, l.width, argmax_fused_ ? d_argmax_key_ : nullptr,
+      return launched(kernels::launch_logprobs(row, l.width, 1, argmax_fused_ ? d_argmax_key_ : nullptr,
                                                argmax_fused_ ? nullptr : d_argmax_, logprobs_scratch_, logprobs_count_,
                                                d_logprobs_, stream_),
                       n);
@@ -1227,10 +1236,13 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
 
 Status CudaBackend::ensure_logits(const Graph& g, int n_tokens) {
   if (g.options.logits == Logits::kNone) return ok_status();
-  // One row unless every token's logits are wanted (tests, scoring).
-  const int rows = g.options.logits == Logits::kAll ? n_tokens : 1;
+  // One row unless every token's logits are wanted (tests, scoring), on the
+  // host (kAll) or on the device only (kScore).
+  const bool all_rows = g.options.logits == Logits::kAll || g.scores_rows();
+  const int rows = all_rows ? n_tokens : 1;
+  if (g.scores_rows() && n_tokens > score_rows_) MINFER_TRY(ensure_score_rows(n_tokens));
   // The pinned host copy too: nothing may be allocated inside a capture.
-  const size_t floats = static_cast<size_t>(rows) * act(Buf::kLogits).width;
+  const size_t floats = static_cast<size_t>(g.options.logits == Logits::kAll ? rows : 1) * act(Buf::kLogits).width;
   if (floats > h_logits_floats_) {
     if (h_logits_) cudaFreeHost(h_logits_);
     h_logits_ = nullptr;
@@ -1245,6 +1257,27 @@ Status CudaBackend::ensure_logits(const Graph& g, int n_tokens) {
   MINFER_ASSIGN_OR_RETURN(void* p, pool_.acquire(sizeof(float) * static_cast<size_t>(rows) * logits.width));
   logits.f32 = static_cast<float*>(p);
   logits_capacity_rows_ = rows;
+  return ok_status();
+}
+
+Status CudaBackend::ensure_score_rows(int rows) {
+  if (score_scratch_) pool_.release(score_scratch_);
+  if (score_counts_) pool_.release(score_counts_);
+  if (d_row_logprobs_) pool_.release(d_row_logprobs_);
+  if (h_row_logprobs_) cudaFreeHost(h_row_logprobs_);
+  score_scratch_ = nullptr;
+  score_counts_ = nullptr;
+  d_row_logprobs_ = nullptr;
+  h_row_logprobs_ = nullptr;
+  score_rows_ = 0;
+  MINFER_ASSIGN_OR_RETURN(score_scratch_, pool_.acquire(kernels::logprobs_scratch_bytes(config_.vocab_size, rows)));
+  MINFER_ASSIGN_OR_RETURN(void* counts, pool_.acquire(sizeof(unsigned int) * rows));
+  score_counts_ = static_cast<unsigned int*>(counts);
+  CUDA_TRY(cudaMemsetAsync(score_counts_, 0, sizeof(unsigned int) * rows, stream_));
+  MINFER_ASSIGN_OR_RETURN(void* out, pool_.acquire(sizeof(kernels::LogprobsOut) * rows));
+  d_row_logprobs_ = static_cast<kernels::LogprobsOut*>(out);
+  CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_row_logprobs_), sizeof(kernels::LogprobsOut) * rows));
+  score_rows_ = rows;
   return ok_status();
 }
 
@@ -1312,6 +1345,10 @@ Status CudaBackend::enqueue_output_copy(const Graph& g, int n_tokens, Slot& slot
   if (g.options.logits == Logits::kNone) return ok_status();
   const Act& logits = act(Buf::kLogits);
   out_rows_ = g.options.logits == Logits::kAll && !g.options.sample ? n_tokens : 1;
+  if (g.scores_rows()) {
+    CUDA_TRY(cudaMemcpyAsync(h_row_logprobs_, d_row_logprobs_, sizeof(kernels::LogprobsOut) * n_tokens,
+                             cudaMemcpyDeviceToHost, stream_));
+  }
   if (g.picks_token()) {
     if (argmax_fused_) {
       CUDA_TRY(cudaMemcpyAsync(slot.h_argmax_key, d_argmax_key_, sizeof(unsigned long long), cudaMemcpyDeviceToHost,
@@ -1330,7 +1367,9 @@ Status CudaBackend::enqueue_output_copy(const Graph& g, int n_tokens, Slot& slot
     return unexpected(ErrorCode::kInternal, fmt::format("cuda backend: logits copy of {} floats exceeds the staged {}",
                                                         floats, h_logits_floats_));
   }
-  CUDA_TRY(cudaMemcpyAsync(h_logits_, logits.f32, sizeof(float) * floats, cudaMemcpyDeviceToHost, stream_));
+  // A scoring step hands back its last row, as a Logits::kLast step.
+  const float* from = logits.f32 + (g.scores_rows() ? static_cast<size_t>(n_tokens - 1) * logits.width : 0);
+  CUDA_TRY(cudaMemcpyAsync(h_logits_, from, sizeof(float) * floats, cudaMemcpyDeviceToHost, stream_));
   return ok_status();
 }
 
@@ -1504,6 +1543,7 @@ Status CudaBackend::submit(const Graph& graph, const StepInput& in) {
   slot.argmax_fused = argmax_fused_;
   slot.logprobs = graph.has_logprobs();
   slot.out_rows = out_rows_;
+  slot.scored_rows = graph.scores_rows() ? in.n_tokens : 0;
   feed_next_ = graph.picks_token() && out_rows_ == 1 ? (argmax_fused_ ? 1 : 2) : 0;
   next_slot_ = (next_slot_ + 1) % kSlots;
   ++submitted_;
@@ -1528,6 +1568,7 @@ Status CudaBackend::collect(StepOutput* out) {
   out->rows = slot.out_rows;
   out->logprobs.reset();
   if (slot.logprobs) out->logprobs = *slot.h_logprobs;
+  out->row_logprobs.assign(h_row_logprobs_, h_row_logprobs_ + slot.scored_rows);
   if (slot.logits == Logits::kNone) {
     out->logits.clear();
     out->argmax.clear();

@@ -93,12 +93,15 @@ class CudaBackend final : public Backend {
     bool argmax_fused = false;
     bool logprobs = false;
     int out_rows = 0;
+    int scored_rows = 0;  // a scoring step's (Logits::kScore): row_logprobs
   };
   static constexpr int kSlots = 2;
   static_assert(sizeof(kernels::DrawArgs) % sizeof(int32_t) == 0 && alignof(kernels::DrawArgs) <= sizeof(int32_t));
   static constexpr size_t kDrawWords = sizeof(kernels::DrawArgs) / sizeof(int32_t);
-  // The header's words before the draw: n_seq, three arrays of max_tokens, feed.
-  size_t header_words_draw() const { return 2 + 3 * static_cast<size_t>(options_.max_tokens); }
+  // The header's words before the draw: n_seq, the step's tokens and the one
+  // after them (a scoring step's: StepInput::next_token) in max_tokens + 1,
+  // positions and kv_cells in max_tokens each, feed.
+  size_t header_words_draw() const { return 3 + 3 * static_cast<size_t>(options_.max_tokens); }
 
   Status upload_inputs(const StepInput& in, Slot& slot);
   // A step of an argmax graph begins with kernels::launch_step_start.
@@ -107,6 +110,7 @@ class CudaBackend final : public Backend {
   Status enqueue(const Graph& g, int n_tokens);
   Status enqueue_output_copy(const Graph& g, int n_tokens, Slot& slot);
   Status ensure_logits(const Graph& g, int n_tokens);
+  Status ensure_score_rows(int rows);
   Status run_node(const Graph& g, size_t& i, int n_tokens);
   Status matmul(const Node& n, const Node* residual_add, float* dst_override);
   // qkv_tail: the kQkvTail node after q, k and v, folded into their launch
@@ -172,6 +176,14 @@ class CudaBackend final : public Backend {
   void* logprobs_scratch_ = nullptr;            // kernels::launch_logprobs's, and its count
   unsigned int* logprobs_count_ = nullptr;
   kernels::LogprobsOut* d_logprobs_ = nullptr;  // a kLogprobs step's output
+  // A scoring step's (Logits::kScore) kLogprobs over every row: its scratch,
+  // counts and output for score_rows_ rows, and the pinned copy of the output
+  // (one: a scoring step never runs behind another).
+  void* score_scratch_ = nullptr;
+  unsigned int* score_counts_ = nullptr;
+  kernels::LogprobsOut* d_row_logprobs_ = nullptr;
+  kernels::LogprobsOut* h_row_logprobs_ = nullptr;
+  int score_rows_ = 0;
   int32_t* d_argmax_ = nullptr;
   unsigned long long* d_argmax_key_ = nullptr;  // the fused argmax of a one-row output head
   bool argmax_fused_ = false;                   // this step's argmax came from the output matvec
