@@ -38,10 +38,11 @@ struct EngineConfig {
   BackendChoice backend = BackendChoice::kAuto;  // kCuda: a failed weight gate is a start-up error
   int n_ctx = 4096;          // KV cells; clamped to the model's training context; 0: the training context
   int n_batch = 512;         // most prompt tokens per forward step
-  // Most tokens per forward step of a scored prompt (prompt_logprobs), whose
-  // steps compute every row's logits (rows × the vocabulary, on the device);
-  // at most n_batch. MINFER_SCORE_STEP_TOKENS=N for measurements.
-  int score_step_tokens = 64;
+  // A scored prompt's (prompt_logprobs) rows of logits held at once (rows ×
+  // the vocabulary): the CUDA backend computes and scores its steps' rows in
+  // slices of this many; the CPU backend, and the host's scoring from copied
+  // logits, take steps of at most this many tokens. MINFER_SCORE_ROWS=N.
+  int score_rows = 64;
   std::string kv_type = "f16";  // f16 | f32
   int n_threads = 0;         // CPU threads; 0: all cores
   bool fuse_qkv = true;      // A/B switches (MINFER_NO_FUSE_QKV=1 ...); output must not change
@@ -100,7 +101,7 @@ struct EngineConfig {
   // Applies the MINFER_* environment switches (MINFER_NO_FUSE_QKV,
   // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_CUDA_GRAPH, MINFER_NO_LOOKAHEAD,
   // MINFER_NO_DRAW_IN_STEP, MINFER_NO_LOGPROBS_IN_STEP, MINFER_CONSTRAINED_LOOKAHEAD, MINFER_CACHE_TYPE, MINFER_TRACE,
-  // MINFER_SCORE_STEP_TOKENS) on top of the
+  // MINFER_SCORE_ROWS) on top of the
   // configured values.
   void apply_environment();
 };

@@ -93,8 +93,8 @@ void EngineConfig::apply_environment() {
   if (flag("MINFER_CONSTRAINED_LOOKAHEAD")) constrained_lookahead = true;
   if (const char* v = std::getenv("MINFER_CACHE_TYPE"); v != nullptr && *v != '\0') kv_type = v;
   if (const char* v = std::getenv("MINFER_TRACE"); v != nullptr && *v != '\0') trace_path = v;
-  if (const char* v = std::getenv("MINFER_SCORE_STEP_TOKENS"); v != nullptr && *v != '\0') {
-    score_step_tokens = std::atoi(v);  // not a positive number: refused at load
+  if (const char* v = std::getenv("MINFER_SCORE_ROWS"); v != nullptr && *v != '\0') {
+    score_rows = std::atoi(v);  // not a positive number: refused at load
   }
 }
 
@@ -304,13 +304,15 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     }
     return ok_status();
   };
-  // Scoring reads every row's logits: in steps of at most
-  // score_step_tokens, so that they take 64 rows × the vocabulary (39 MB for
-  // Qwen's 151,936) by default, not --batch-size rows, on the device (and in
-  // pinned host memory where the host scores them).
+  // Scoring reads every row's logits: score_rows at a time (64 rows × the
+  // vocabulary by default, 39 MB for Qwen's 151,936), not --batch-size rows,
+  // on the device (and in pinned host memory where the host scores them) —
+  // in steps of at most that many tokens, unless the backend's steps score
+  // their rows in slices of it (CUDA).
   const Logits prefill_logits =
       !req.prompt_logprobs ? Logits::kLast : (score_in_step ? Logits::kScore : Logits::kAll);
-  const int step_tokens = req.prompt_logprobs ? config.score_step_tokens : 0;
+  const int step_tokens =
+      !req.prompt_logprobs || (score_in_step && backend->scores_in_slices()) ? 0 : config.score_rows;
   if (Status st = runner->eval(seq, pending, prefill_logits, device_argmax, &out, after_chunk, step_tokens); !st) {
     if (st.error().code == ErrorCode::kCancelled || st.error().code == ErrorCode::kTimeout) {
       // The chunks evaluated so far stay in the cache for the next request.
@@ -492,9 +494,9 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
     return unexpected(ErrorCode::kInvalidArgument,
                       fmt::format("n_ctx {} must be >= 0 and n_batch {} > 0", config.n_ctx, config.n_batch));
   }
-  if (config.score_step_tokens <= 0) {
+  if (config.score_rows <= 0) {
     return unexpected(ErrorCode::kInvalidArgument,
-                      fmt::format("score_step_tokens {} (MINFER_SCORE_STEP_TOKENS) must be > 0", config.score_step_tokens));
+                      fmt::format("score_rows {} (MINFER_SCORE_ROWS) must be > 0", config.score_rows));
   }
   if (!std::isfinite(config.step_timeout_ms) || config.step_timeout_ms <= 0 ||
       !std::isfinite(config.step_timeout_per_token_ms) || config.step_timeout_per_token_ms < 0) {
@@ -512,6 +514,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   bo.max_tokens = std::min(config.n_batch, n_ctx);
   bo.kv_type = *kv_type;
   bo.n_threads = config.n_threads;
+  bo.score_rows = config.score_rows;
   bo.cuda_graphs = config.cuda_graphs;
   bo.fa_prefill = config.fa_prefill;
   bo.step_timeout_ms = config.step_timeout_ms;

@@ -27,6 +27,7 @@ struct BackendOptions {
   int max_tokens = 512;       // most tokens one step may carry (prefill chunk)
   DType kv_type = DType::kF16;
   int n_threads = 0;          // CPU worker threads; 0: all cores
+  int score_rows = 64;        // a scoring step's logits rows held at once (EngineConfig::score_rows)
   // CUDA: A/B switches and the bounded wait's deadline per step
   // (base + per token), see engine/backend/cuda/bounded_wait.h.
   bool cuda_graphs = true;
@@ -86,6 +87,10 @@ class Backend {
   // Whether submit() returns before the step has run (CUDA): where it does
   // not, submitting ahead only delays the host's handling of a token.
   virtual bool overlaps_steps() const { return false; }
+  // Whether a scoring step (Logits::kScore) of any size holds only
+  // BackendOptions::score_rows rows of logits at once, computing and scoring
+  // them in slices (CUDA); otherwise it holds all its rows'.
+  virtual bool scores_in_slices() const { return false; }
 
   // Set once the backend can no longer run steps (a GPU wait missed its
   // deadline, or a sticky CUDA error): why. Empty while healthy.

@@ -754,9 +754,9 @@ TEST(EngineScoring, ScoredStepsAreTheHostsBitForBit) {
   ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
   for (size_t i = 0; i < a.logprobs.size(); ++i) same(a.logprobs[i], b.logprobs[i], i);
 
-  // Steps of 100 (MINFER_SCORE_STEP_TOKENS): two scoring steps, the same
-  // bits; a step of no tokens is refused at load.
-  auto wide = stories_engine([](EngineConfig& c) { c.score_step_tokens = 100; });
+  // Steps of 100 (MINFER_SCORE_ROWS): two scoring steps, the same bits;
+  // no rows is refused at load.
+  auto wide = stories_engine([](EngineConfig& c) { c.score_rows = 100; });
   ASSERT_TRUE(wide);
   wide->set_profiling(true);
   const GenerationResult w = wide->generate(req, nullptr, nullptr);
@@ -767,10 +767,10 @@ TEST(EngineScoring, ScoredStepsAreTheHostsBitForBit) {
   EngineConfig none;
   none.model_path = test::stories_path();
   none.backend = BackendChoice::kCpu;
-  none.score_step_tokens = 0;
+  none.score_rows = 0;
   const auto refused = Engine::load(none);
   ASSERT_FALSE(refused.has_value());
-  EXPECT_NE(refused.error().message.find("score_step_tokens 0 (MINFER_SCORE_STEP_TOKENS) must be > 0"), std::string::npos)
+  EXPECT_NE(refused.error().message.find("score_rows 0 (MINFER_SCORE_ROWS) must be > 0"), std::string::npos)
       << refused.error().message;
 }
 

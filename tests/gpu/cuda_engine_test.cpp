@@ -900,15 +900,17 @@ TEST(CudaConstrained, CheckedArgmaxGivesTheHostsTokens) {
   }
 }
 
-// Scoring a prompt on the GPU (prompt_logprobs): 150 tokens, three prefill
-// steps of every row's logits (which grows the logits buffer, so the decode
-// graphs are captured again), within the CPU engine's log-probabilities; a
-// greedy request after it still gets the tokens it got before. The steps
-// score their rows on the device (Logits::kScore: one kLogprobs launch a
-// step, counted) and agree with the host's scoring of the same device's
-// copied logits (logprobs_in_step off): the same top tokens, the same
-// log-probabilities but for the last bits of a double sum taken in another
-// order.
+// Scoring a prompt on the GPU (prompt_logprobs): 150 tokens, within the CPU
+// engine's log-probabilities; a greedy request after it still gets the
+// tokens it got before (the scoring grew the logits buffer, so the decode
+// graphs are captured again). The prefill scores its rows on the device
+// (Logits::kScore) in one step, its head computed and scored in slices of 64
+// rows (CudaBackend::score_head), and agrees with the host's scoring of the
+// same device's copied logits (logprobs_in_step off, with room for the 150
+// rows: one step too, for the same layers' arithmetic; in steps of 64 the
+// logits differ by ~1e-4, H100, session 44): the same top tokens, the same
+// log-probabilities within 1e-4 (the head's GEMM of 64 rows, not 150, and
+// a double sum taken in another order).
 TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
   MINFER_REQUIRE_GPU();
   const std::string path = test::synth_model("qwen2.5-0.5b", "q8_0", 2, 512);
@@ -917,6 +919,7 @@ TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
   host_config.backend = BackendChoice::kCuda;
   host_config.n_ctx = 256;
   host_config.logprobs_in_step = false;
+  host_config.score_rows = 256;
   auto host = Engine::load(host_config);
   ASSERT_TRUE(host.has_value()) << host.error().message;
   std::unique_ptr<Engine> engines[3] = {load_engine(path, BackendChoice::kCpu), load_engine(path, BackendChoice::kCuda),
@@ -933,12 +936,12 @@ TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
   score.max_tokens = 0;
   score.top_logprobs = 5;
   score.prompt_logprobs = true;
-  engines[1]->set_profiling(true);
+  const uint64_t steps_before[2] = {engines[1]->health().steps, engines[2]->health().steps};
   const GenerationResult results[3] = {engines[0]->generate(score, nullptr, nullptr),
                                        engines[1]->generate(score, nullptr, nullptr),
                                        engines[2]->generate(score, nullptr, nullptr)};
-  EXPECT_EQ(test::op_calls(*engines[1], "logprobs"), 3);
-  engines[1]->set_profiling(false);
+  EXPECT_EQ(engines[1]->health().steps, steps_before[0] + 1);
+  EXPECT_EQ(engines[2]->health().steps, steps_before[1] + 1);
   for (const GenerationResult& r : results) {
     ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
     ASSERT_EQ(r.prompt_logprobs.size(), score.prompt.size());
@@ -952,13 +955,12 @@ TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
         << "prompt token " << i;
     const TokenLogprobs &device = results[1].prompt_logprobs[i], &copied = results[2].prompt_logprobs[i];
     EXPECT_EQ(device.chosen.token, score.prompt[i]);
-    EXPECT_NEAR(device.chosen.logprob, copied.chosen.logprob, 1e-5f * std::max(1.0f, std::fabs(copied.chosen.logprob)))
-        << "prompt token " << i;
+    EXPECT_NEAR(device.chosen.logprob, copied.chosen.logprob, 1e-4f) << "prompt token " << i;
     ASSERT_EQ(device.top.size(), 5u) << i;
     ASSERT_EQ(copied.top.size(), 5u) << i;
     for (size_t k = 0; k < 5; ++k) {
       EXPECT_EQ(device.top[k].token, copied.top[k].token) << i << " " << k;
-      EXPECT_NEAR(device.top[k].logprob, copied.top[k].logprob, 1e-5f * std::max(1.0f, std::fabs(copied.top[k].logprob)));
+      EXPECT_NEAR(device.top[k].logprob, copied.top[k].logprob, 1e-4f) << i << " " << k;
     }
   }
   const GenerationResult after = engines[1]->generate(greedy, nullptr, nullptr);

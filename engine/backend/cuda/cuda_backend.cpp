@@ -707,6 +707,11 @@ Status CudaBackend::ensure_f16(Act& a) {
 Status CudaBackend::gemm(const Weight& w, const Act& src, int first_row, int rows, float* y, int ldy, bool accumulate) {
   // Dequantize the weight to f16 once per use, then one tensor-core GEMM:
   //   y[rows][n_out] (+)= x16[rows][k] · W16[n_out][k]ᵀ
+  MINFER_TRY(dequantize_for_gemm(w));
+  return gemm_dequantized(w, src, first_row, rows, y, ldy, accumulate);
+}
+
+Status CudaBackend::dequantize_for_gemm(const Weight& w) {
   const size_t need = static_cast<size_t>(w.n_out) * w.n_in * 2;
   if (need > gemm_w16_bytes_) {
     if (gemm_w16_) pool_.release(gemm_w16_);
@@ -715,6 +720,11 @@ Status CudaBackend::gemm(const Weight& w, const Act& src, int first_row, int row
   }
   ++launches_;
   CUDA_TRY(kernels::launch_dequantize_f16(dw(w), gemm_w16_, stream_));
+  return ok_status();
+}
+
+Status CudaBackend::gemm_dequantized(const Weight& w, const Act& src, int first_row, int rows, float* y, int ldy,
+                                     bool accumulate) {
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   const void* x16 = static_cast<const uint16_t*>(src.f16) + static_cast<size_t>(first_row) * src.width;
   ++launches_;
@@ -1049,6 +1059,7 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
         i += group.size() - 1 + (residual || fuse_argmax ? 1 : 0) + (tail_norm ? 1 : 0) + (tail_folded ? 1 : 0);
         return ok_status();
       }
+      if (g.scores_rows() && n.dst == Buf::kLogits) return score_head(g, i, src);
       // Many rows: tensor-core GEMM, residual folded in as beta = 1.
       MINFER_TRY(ensure_f16(src));
       Act& out = residual ? act(next->dst) : act(n.dst);
@@ -1214,7 +1225,8 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
     case Op::kLogprobs: {
       const Act& l = act(n.src);
       if (n.rows == Rows::kAll) {
-        // A scoring step: row t against the step's token t + 1 (the header's
+        // A scoring step of one row (its head a matvec; more rows go through
+        // score_head): row t against the step's token t + 1 (the header's
         // tokens, then StepInput::next_token).
         return launched(kernels::launch_logprobs(l.f32, l.width, l.rows, nullptr, d_tokens_ + 1, score_scratch_,
                                                  score_counts_, d_row_logprobs_, stream_),
@@ -1238,8 +1250,9 @@ Status CudaBackend::ensure_logits(const Graph& g, int n_tokens) {
   if (g.options.logits == Logits::kNone) return ok_status();
   // One row unless every token's logits are wanted (tests, scoring), on the
   // host (kAll) or on the device only (kScore).
-  const bool all_rows = g.options.logits == Logits::kAll || g.scores_rows();
-  const int rows = all_rows ? n_tokens : 1;
+  const int rows = g.options.logits == Logits::kAll ? n_tokens
+                   : g.scores_rows()                 ? std::min(n_tokens, options_.score_rows)
+                                                     : 1;
   if (g.scores_rows() && n_tokens > score_rows_) MINFER_TRY(ensure_score_rows(n_tokens));
   // The pinned host copy too: nothing may be allocated inside a capture.
   const size_t floats = static_cast<size_t>(g.options.logits == Logits::kAll ? rows : 1) * act(Buf::kLogits).width;
@@ -1261,23 +1274,50 @@ Status CudaBackend::ensure_logits(const Graph& g, int n_tokens) {
 }
 
 Status CudaBackend::ensure_score_rows(int rows) {
-  if (score_scratch_) pool_.release(score_scratch_);
-  if (score_counts_) pool_.release(score_counts_);
+  const int slice = options_.score_rows;
+  if (score_scratch_ == nullptr) {
+    MINFER_ASSIGN_OR_RETURN(score_scratch_, pool_.acquire(kernels::logprobs_scratch_bytes(config_.vocab_size, slice)));
+    MINFER_ASSIGN_OR_RETURN(void* counts, pool_.acquire(sizeof(unsigned int) * slice));
+    score_counts_ = static_cast<unsigned int*>(counts);
+    CUDA_TRY(cudaMemsetAsync(score_counts_, 0, sizeof(unsigned int) * slice, stream_));
+  }
   if (d_row_logprobs_) pool_.release(d_row_logprobs_);
   if (h_row_logprobs_) cudaFreeHost(h_row_logprobs_);
-  score_scratch_ = nullptr;
-  score_counts_ = nullptr;
   d_row_logprobs_ = nullptr;
   h_row_logprobs_ = nullptr;
   score_rows_ = 0;
-  MINFER_ASSIGN_OR_RETURN(score_scratch_, pool_.acquire(kernels::logprobs_scratch_bytes(config_.vocab_size, rows)));
-  MINFER_ASSIGN_OR_RETURN(void* counts, pool_.acquire(sizeof(unsigned int) * rows));
-  score_counts_ = static_cast<unsigned int*>(counts);
-  CUDA_TRY(cudaMemsetAsync(score_counts_, 0, sizeof(unsigned int) * rows, stream_));
   MINFER_ASSIGN_OR_RETURN(void* out, pool_.acquire(sizeof(kernels::LogprobsOut) * rows));
   d_row_logprobs_ = static_cast<kernels::LogprobsOut*>(out);
   CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_row_logprobs_), sizeof(kernels::LogprobsOut) * rows));
   score_rows_ = rows;
+  return ok_status();
+}
+
+Status CudaBackend::score_head(const Graph& g, size_t& i, Act& src) {
+  const Node& head = g.nodes[i];
+  if (i + 1 >= g.nodes.size() || g.nodes[i + 1].op != Op::kLogprobs || g.nodes[i + 1].rows != Rows::kAll) {
+    return unexpected(ErrorCode::kInternal,
+                      fmt::format("cuda backend: scoring step's head '{}' is not followed by its scoring", head.name));
+  }
+  const Node& score = g.nodes[i + 1];
+  MINFER_TRY(ensure_f16(src));
+  MINFER_TRY(dequantize_for_gemm(*head.w));  // once for every slice
+  Act& logits = act(Buf::kLogits);
+  logits.q8_ok = logits.f16_ok = false;
+  for (int first = 0; first < src.rows; first += options_.score_rows) {
+    const int rows = std::min(options_.score_rows, src.rows - first);
+    logits.rows = rows;
+    MINFER_TRY(gemm_dequantized(*head.w, src, first, rows, logits.f32, logits.width, false));
+    if (head.bias != nullptr) {
+      MINFER_TRY(launched(kernels::launch_add_bias(logits.f32, dv(head.bias), rows, logits.width, stream_), head));
+    }
+    // Row t against the step's token t + 1 (the header's tokens, then
+    // StepInput::next_token).
+    MINFER_TRY(launched(kernels::launch_logprobs(logits.f32, logits.width, rows, nullptr, d_tokens_ + 1 + first,
+                                                 score_scratch_, score_counts_, d_row_logprobs_ + first, stream_),
+                        score));
+  }
+  ++i;
   return ok_status();
 }
 
@@ -1367,8 +1407,9 @@ Status CudaBackend::enqueue_output_copy(const Graph& g, int n_tokens, Slot& slot
     return unexpected(ErrorCode::kInternal, fmt::format("cuda backend: logits copy of {} floats exceeds the staged {}",
                                                         floats, h_logits_floats_));
   }
-  // A scoring step hands back its last row, as a Logits::kLast step.
-  const float* from = logits.f32 + (g.scores_rows() ? static_cast<size_t>(n_tokens - 1) * logits.width : 0);
+  // A scoring step hands back its last row (its last slice's), as a
+  // Logits::kLast step.
+  const float* from = logits.f32 + (g.scores_rows() ? static_cast<size_t>(logits.rows - 1) * logits.width : 0);
   CUDA_TRY(cudaMemcpyAsync(h_logits_, from, sizeof(float) * floats, cudaMemcpyDeviceToHost, stream_));
   return ok_status();
 }

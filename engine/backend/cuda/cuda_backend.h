@@ -43,6 +43,7 @@ class CudaBackend final : public Backend {
   Status collect(StepOutput* output) override;
   int max_in_flight() const override { return profiling_ || trace_ != nullptr ? 1 : kSlots; }
   bool overlaps_steps() const override { return true; }
+  bool scores_in_slices() const override { return true; }
   std::string wedged_reason() const override { return wedged_; }
   double capture_ms() const override { return capture_ms_; }
   int decode_launches() const override { return decode_launches_; }
@@ -110,7 +111,11 @@ class CudaBackend final : public Backend {
   Status enqueue(const Graph& g, int n_tokens);
   Status enqueue_output_copy(const Graph& g, int n_tokens, Slot& slot);
   Status ensure_logits(const Graph& g, int n_tokens);
+  // A scoring step's buffers: slices of options_.score_rows rows, out[rows].
   Status ensure_score_rows(int rows);
+  // A scoring step's output head and its kLogprobs node (i: the head's; left
+  // on the kLogprobs), in slices (Backend::scores_in_slices).
+  Status score_head(const Graph& g, size_t& i, Act& src);
   Status run_node(const Graph& g, size_t& i, int n_tokens);
   Status matmul(const Node& n, const Node* residual_add, float* dst_override);
   // qkv_tail: the kQkvTail node after q, k and v, folded into their launch
@@ -122,6 +127,10 @@ class CudaBackend final : public Backend {
   // The arguments of a kQkvTail or kKvStore node's launch.
   kernels::QkvTailArgs qkv_tail_args(const Node& n);
   Status gemm(const Weight& w, const Act& src, int first_row, int rows, float* y, int ldy, bool accumulate);
+  // gemm's two halves: w dequantized to f16 (gemm_w16_), and the product
+  // with it, which may follow the first more than once.
+  Status dequantize_for_gemm(const Weight& w);
+  Status gemm_dequantized(const Weight& w, const Act& src, int first_row, int rows, float* y, int ldy, bool accumulate);
   // The seam at g.nodes[i] (a one-row product, its residual add, the
   // deferrable norm of the stream, the products of the norm) in one bridge
   // launch (kernels::launch_bridge): true, with i at the seam's last node;
@@ -176,9 +185,10 @@ class CudaBackend final : public Backend {
   void* logprobs_scratch_ = nullptr;            // kernels::launch_logprobs's, and its count
   unsigned int* logprobs_count_ = nullptr;
   kernels::LogprobsOut* d_logprobs_ = nullptr;  // a kLogprobs step's output
-  // A scoring step's (Logits::kScore) kLogprobs over every row: its scratch,
-  // counts and output for score_rows_ rows, and the pinned copy of the output
-  // (one: a scoring step never runs behind another).
+  // A scoring step's (Logits::kScore) kLogprobs over every row: its scratch
+  // and counts for a slice of options_.score_rows rows (null until the first
+  // scoring step), its output for score_rows_ rows, and the pinned copy of
+  // the output (one: a scoring step never runs behind another).
   void* score_scratch_ = nullptr;
   unsigned int* score_counts_ = nullptr;
   kernels::LogprobsOut* d_row_logprobs_ = nullptr;
