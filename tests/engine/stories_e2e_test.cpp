@@ -754,6 +754,21 @@ TEST(EngineScoring, ScoredStepsAreTheHostsBitForBit) {
   ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
   for (size_t i = 0; i < a.logprobs.size(); ++i) same(a.logprobs[i], b.logprobs[i], i);
 
+  // Short prompts: one token (nothing to score), two, 65 (a step of 64 and
+  // one of a single row).
+  for (const int n : {1, 2, 65}) {
+    GenerationRequest short_req = req;
+    short_req.prompt.resize(static_cast<size_t>(n));
+    const GenerationResult x = steps->generate(short_req, nullptr, nullptr);
+    const GenerationResult y = host->generate(short_req, nullptr, nullptr);
+    ASSERT_NE(x.finish, FinishReason::kError) << x.error->message;
+    ASSERT_NE(y.finish, FinishReason::kError) << y.error->message;
+    EXPECT_EQ(x.tokens, y.tokens) << n;
+    ASSERT_EQ(x.prompt_logprobs.size(), static_cast<size_t>(n));
+    ASSERT_EQ(y.prompt_logprobs.size(), static_cast<size_t>(n));
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i) same(x.prompt_logprobs[i], y.prompt_logprobs[i], i);
+  }
+
   // Steps of 100 (MINFER_SCORE_ROWS): two scoring steps, the same bits;
   // no rows is refused at load.
   auto wide = stories_engine([](EngineConfig& c) { c.score_rows = 100; });

@@ -963,6 +963,28 @@ TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
       EXPECT_NEAR(device.top[k].logprob, copied.top[k].logprob, 1e-4f) << i << " " << k;
     }
   }
+  // Short prompts: one token (nothing to score; a one-row step, replayed as
+  // a graph: the head a matvec, then kLogprobs alone), two (one slice), 65
+  // (a last slice of one row), with generated tokens after each.
+  for (const int n : {1, 2, 65}) {
+    GenerationRequest short_score = score;
+    short_score.prompt = some_tokens(n, 512, 30 + n);
+    short_score.max_tokens = 2;
+    short_score.ignore_eos = true;
+    short_score.sampling.temperature = 0.0f;
+    const GenerationResult device = engines[1]->generate(short_score, nullptr, nullptr);
+    const GenerationResult copied = engines[2]->generate(short_score, nullptr, nullptr);
+    ASSERT_NE(device.finish, FinishReason::kError) << device.error->message;
+    ASSERT_NE(copied.finish, FinishReason::kError) << copied.error->message;
+    EXPECT_EQ(device.tokens, copied.tokens) << n;
+    ASSERT_EQ(device.prompt_logprobs.size(), static_cast<size_t>(n));
+    ASSERT_EQ(copied.prompt_logprobs.size(), static_cast<size_t>(n));
+    for (size_t i = 1; i < static_cast<size_t>(n); ++i) {
+      EXPECT_EQ(device.prompt_logprobs[i].chosen.token, short_score.prompt[i]);
+      EXPECT_NEAR(device.prompt_logprobs[i].chosen.logprob, copied.prompt_logprobs[i].chosen.logprob, 1e-4f)
+          << n << " tokens, prompt token " << i;
+    }
+  }
   const GenerationResult after = engines[1]->generate(greedy, nullptr, nullptr);
   EXPECT_EQ(after.tokens, before.tokens);
 }
