@@ -35,8 +35,9 @@ void EngineSwitches::add_to(po::options_description& desc) {
       ("draw-in-step", po::value(&draw_in_step)->default_value(draw_in_step, shown(draw_in_step)),
        "A/B switch: sampled tokens drawn inside the decode step, on the GPU with CUDA (MINFER_NO_DRAW_IN_STEP=1)")
       ("logprobs-in-step", po::value(&logprobs_in_step)->default_value(logprobs_in_step, shown(logprobs_in_step)),
-       "A/B switch: log-probabilities computed inside the decode step that picks the token, on the GPU with CUDA, "
-       "instead of by the host from copied logits (MINFER_NO_LOGPROBS_IN_STEP=1)")
+       "A/B switch: log-probabilities computed inside the decode step that picks the token, and a scored prompt's "
+       "inside its prefill steps, on the GPU with CUDA, instead of by the host from copied logits "
+       "(MINFER_NO_LOGPROBS_IN_STEP=1)")
       ("constrained-lookahead",
        po::value(&constrained_lookahead)->default_value(constrained_lookahead, shown(constrained_lookahead)),
        "A/B switch: greedy JSON-mode, structured-output and tool-call requests take each step's argmax when the "
