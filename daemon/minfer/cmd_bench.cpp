@@ -11,12 +11,13 @@
 // min-p 0.05) instead of taking the argmax, and names them tgN@tT;
 // --repeat-penalty P adds that penalty over the last 64 tokens (@rpP).
 // --logprobs N asks each decode token's log-probability and its N most
-// likely alternatives (@lpN), as a request with `logprobs` does: the host
-// computes them from logits copied back each step and picks the token (with
-// --logprobs-in-step true the decode steps compute them after their pick). --score has the prompt tests score
-// every prompt token instead (ppN@score: `echo` with `logprobs` and
-// max_tokens 0, what evaluation harnesses send; the log-probabilities of
-// each prefill step's rows, on the host). --json-object holds the
+// likely alternatives (@lpN), as a request with `logprobs` does: the decode
+// steps compute them after their pick (with --logprobs-in-step false the
+// host, from logits copied back each step, and it picks the token). --score
+// has the prompt tests score every prompt token instead (ppN@score: `echo`
+// with `logprobs` and max_tokens 0, what evaluation harnesses send; each
+// prefill step scores its rows, or the host from copied logits with
+// --logprobs-in-step false). --json-object holds the
 // decode tests to one JSON object (@json): {"items": [strings...]} of at
 // least a million strings, so that no test ends it and every token is
 // constrained (JSON mode's {} would end a random model's test at once).

@@ -59,6 +59,10 @@
 #     bench-sampled  tg128 sampled (temperature 0.8, the default filters; and with a repetition
 #                  penalty 1.1) with the draw in the step and on the host, next to greedy: synth
 #                  0.5B Q8_0 and 7B Q4_K_M
+#     bench-logprobs tg128 with --logprobs 5 computed in the step (the default) and on the host
+#                  (MINFER_NO_LOGPROBS_IN_STEP=1), and a scored prompt (pp512@score: echo with
+#                  logprobs) scored by the prefill steps and by the host, next to plain pp512:
+#                  synth 0.5B Q8_0 and 7B Q4_K_M (BENCH_LOGPROBS_MODELS="preset:type ...")
 #     jetson       the GPU suites and a decode bench shaped as Jetson AGX Orin (MINFER_DEVICE_SHAPE, kernels.h:
 #                  16 SMs, 163 KiB of shared memory a block, 1,536 threads an SM, no PDL), from a build of
 #                  compute_87 PTX alone that the driver JIT-compiles for this GPU: Orin's device code and
@@ -236,6 +240,20 @@ stage_bench_sampled() {
     BENCH_ARGS="-p 0 -n 128 --temp 0.8" bench "$f" "${m/:/-}-sampled-host" MINFER_NO_DRAW_IN_STEP=1
     BENCH_ARGS="-p 0 -n 128 --temp 0.8 --repeat-penalty 1.1" bench "$f" "${m/:/-}-penalized"
     BENCH_ARGS="-p 0 -n 128 --temp 0.8 --repeat-penalty 1.1" bench "$f" "${m/:/-}-penalized-host" MINFER_NO_DRAW_IN_STEP=1
+  done
+}
+
+# Log-probabilities: in the decode step and the prefill steps (the default,
+# Op::kLogprobs, Logits::kScore) against the host's from copied logits.
+stage_bench_logprobs() {
+  note "| model | results |"
+  note "|---|---|"
+  local m f
+  for m in ${BENCH_LOGPROBS_MODELS:-qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m}; do
+    f=$(synth "${m%%:*}" "${m##*:}")
+    BENCH_ARGS="-p 512 -n 128" bench "$f" "${m/:/-}"
+    BENCH_ARGS="-p 512 -n 128 --logprobs 5 --score" bench "$f" "${m/:/-}-logprobs"
+    BENCH_ARGS="-p 512 -n 128 --logprobs 5 --score" bench "$f" "${m/:/-}-logprobs-host" MINFER_NO_LOGPROBS_IN_STEP=1
   done
 }
 
@@ -626,6 +644,7 @@ for s in "${stages[@]}"; do
     daemon) stage_daemon || status=1 ;;
     serve) stage_serve || status=1 ;;
     bench-sampled) stage_bench_sampled || status=1 ;;
+    bench-logprobs) stage_bench_logprobs || status=1 ;;
     jetson) stage_jetson || status=1 ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac
