@@ -12,6 +12,7 @@ namespace minfer::cli {
 int cmd_generate(const std::vector<std::string>& args);
 int cmd_tokenize(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
+int cmd_perplexity(const std::vector<std::string>& args);
 int cmd_gguf(const std::vector<std::string>& args);
 int cmd_synth(const std::vector<std::string>& args);
 // Clients of minferd over its socket.
@@ -29,6 +30,7 @@ const Command kCommands[] = {
     {"generate", "generate text from a prompt with a local model", minfer::cli::cmd_generate},
     {"tokenize", "print the token ids of a text", minfer::cli::cmd_tokenize},
     {"bench", "measure prefill and decode speed (like llama-bench)", minfer::cli::cmd_bench},
+    {"perplexity", "a model's perplexity over a text file (like llama-perplexity)", minfer::cli::cmd_perplexity},
     {"gguf", "show what a GGUF file holds (gguf info FILE)", minfer::cli::cmd_gguf},
     {"synth", "write a synthetic model: real shapes, random weights", minfer::cli::cmd_synth},
     {"complete", "stream a completion from minferd (over its socket)", minfer::cli::cmd_complete},

@@ -1,17 +1,22 @@
 // The `minfer` client commands against a real daemon: complete streams the
 // reference text, chat keeps the conversation, health and metrics print and
 // set the exit status, and a missing daemon is a clear error.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "engine/api.h"
 #include "tests/daemon/daemon_process.h"
 #include "tests/daemon/daemon_suite.h"
+#include "tests/engine/test_models.h"
 
 namespace minfer::test {
 namespace {
@@ -267,6 +272,99 @@ TEST(MinferBench, DecodeTestsWithLogprobs) {
 // every speed switch off the greedy text is still the reference and a seeded
 // sample the same text, the warning names what is off, and a deadline that
 // is not positive is refused.
+// minfer perplexity over a text of the story model's own words (four times
+// its reference continuation): chunks of 64 tokens, BOS first, the second
+// half of each scored, as llama-perplexity does. The JSON's perplexity, its
+// running value after each chunk and its uncertainty are the ones computed
+// here from the engine's logits of each chunk (rows 32..62 against tokens
+// 33..63); the text form ends with the same value. --chunks caps the
+// chunks; a missing file, a text shorter than a chunk, a chunk past the
+// context and a chunk of fewer than 3 tokens are refused with the reason.
+TEST(MinferPerplexity, IsTheChunksLogitsPerplexity) {
+  TempDir dir;
+  const std::string text_file = dir.file("story.txt");
+  {
+    std::ofstream f(text_file);
+    for (int i = 0; i < 4; ++i) {
+      f << "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, "
+           "she saw a big, red ball. She wanted to play with it, but it was too high.\nLily's mom said, \"Lily, "
+           "let's go to\n";
+    }
+  }
+  std::ifstream in(text_file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EngineConfig c;
+  c.model_path = stories_model_path();
+  c.backend = BackendChoice::kCpu;
+  c.n_ctx = 256;
+  auto engine = Engine::load(c);
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  const std::vector<int32_t> tokens = (*engine)->tokenize(text, true, false);
+  const int vocab = (*engine)->info().vocab_size;
+  const size_t n_chunks = tokens.size() / 64;
+  ASSERT_GE(n_chunks, 3u);
+  double sum = 0.0, sum_sq = 0.0;
+  int64_t count = 0;
+  std::vector<double> running;
+  for (size_t k = 0; k < n_chunks; ++k) {
+    std::vector<int32_t> chunk(tokens.begin() + static_cast<ptrdiff_t>(k * 64), tokens.begin() + static_cast<ptrdiff_t>(k * 64 + 64));
+    chunk[0] = tokens[0];  // BOS
+    const auto logits = (*engine)->eval_logits(chunk);
+    ASSERT_TRUE(logits.has_value()) << logits.error().message;
+    for (size_t j = 32; j < 63; ++j) {
+      const float* row = logits->data() + j * static_cast<size_t>(vocab);
+      const double nll = test::log_sum_exp(row, vocab) - row[chunk[j + 1]];
+      sum += nll;
+      sum_sq += nll * nll;
+      ++count;
+    }
+    running.push_back(std::exp(sum / static_cast<double>(count)));
+  }
+  const double mean = sum / static_cast<double>(count);
+  const double ppl = std::exp(mean);
+  const double error = ppl * std::sqrt((sum_sq / static_cast<double>(count) - mean * mean) / static_cast<double>(count - 1));
+
+  const std::string perplexity = std::string(MINFER_PATH) + " perplexity -m " + stories_model_path() +
+                                 " --backend cpu -c 256 -t 1 --chunk 64 -f " + text_file;
+  const CommandRun as_json = run("sh -c \"" + perplexity + " -o json 2>/dev/null\"");
+  ASSERT_EQ(as_json.status, 0) << as_json.out;
+  const nlohmann::json j = nlohmann::json::parse(as_json.out);
+  EXPECT_EQ(j["chunks"], n_chunks);
+  EXPECT_EQ(j["chunk"], 64);
+  EXPECT_EQ(j["tokens_scored"], count);
+  EXPECT_NEAR(j["ppl"].get<double>(), ppl, 1e-5 * ppl);
+  EXPECT_NEAR(j["ppl_error"].get<double>(), error, 1e-4 * error);
+  ASSERT_EQ(j["running_ppl"].size(), n_chunks);
+  for (size_t k = 0; k < n_chunks; ++k) EXPECT_NEAR(j["running_ppl"][k].get<double>(), running[k], 1e-5 * running[k]) << k;
+  EXPECT_GT(ppl, 1.0);
+  EXPECT_LT(ppl, 10.0) << "the model's own words";
+
+  const CommandRun as_text = run(perplexity);
+  ASSERT_EQ(as_text.status, 0) << as_text.out;
+  EXPECT_NE(as_text.out.find(fmt::format("[1]{:.4f},[2]{:.4f}", running[0], running[1])), std::string::npos) << as_text.out;
+  EXPECT_NE(as_text.out.find(fmt::format("PPL = {:.4f} +/- ", ppl)), std::string::npos) << as_text.out;
+  EXPECT_NE(as_text.out.find(fmt::format("{} chunks of 64 tokens ({} scored)", n_chunks, count)), std::string::npos)
+      << as_text.out;
+  const CommandRun capped = run("sh -c \"" + perplexity + " --chunks 2 -o json 2>/dev/null\"");
+  ASSERT_EQ(capped.status, 0) << capped.out;
+  EXPECT_NEAR(nlohmann::json::parse(capped.out)["ppl"].get<double>(), running[1], 1e-5 * running[1]);
+
+  const std::string base = std::string(MINFER_PATH) + " perplexity -m " + stories_model_path() + " --backend cpu -c 256";
+  const CommandRun missing = run(base + " -f " + dir.file("none.txt"));
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.out.find("none.txt"), std::string::npos) << missing.out;
+  std::ofstream(dir.file("short.txt")) << "Once upon a time";
+  const CommandRun short_text = run(base + " --chunk 64 -f " + dir.file("short.txt"));
+  EXPECT_EQ(short_text.status, 1);
+  EXPECT_NE(short_text.out.find("tokens; a chunk needs 64"), std::string::npos) << short_text.out;
+  const CommandRun too_long = run(base + " --chunk 512 -f " + text_file);
+  EXPECT_EQ(too_long.status, 1);
+  EXPECT_NE(too_long.out.find("--chunk 512 is longer than the context, 256 tokens"), std::string::npos) << too_long.out;
+  const CommandRun tiny = run(base + " --chunk 2 -f " + text_file);
+  EXPECT_EQ(tiny.status, 2);
+  EXPECT_NE(tiny.out.find("--chunk is 2; it must be at least 3"), std::string::npos) << tiny.out;
+}
+
 TEST(MinferGenerate, EngineSwitchesLeaveTheTextUnchanged) {
   const std::string generate =
       std::string(MINFER_PATH) + " generate -m " + stories_model_path() + " --backend cpu -c 256 -t 1 -p 'Once upon a time'";
