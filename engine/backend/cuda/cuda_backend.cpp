@@ -1253,7 +1253,7 @@ Status CudaBackend::ensure_logits(const Graph& g, int n_tokens) {
   const int rows = g.options.logits == Logits::kAll ? n_tokens
                    : g.scores_rows()                 ? std::min(n_tokens, options_.score_rows)
                                                      : 1;
-  if (g.scores_rows() && n_tokens > score_rows_) MINFER_TRY(ensure_score_rows(n_tokens));
+  if (g.scores_rows() && n_tokens > row_logprobs_capacity_) MINFER_TRY(ensure_score_rows(n_tokens));
   // The pinned host copy too: nothing may be allocated inside a capture.
   const size_t floats = static_cast<size_t>(g.options.logits == Logits::kAll ? rows : 1) * act(Buf::kLogits).width;
   if (floats > h_logits_floats_) {
@@ -1285,11 +1285,11 @@ Status CudaBackend::ensure_score_rows(int rows) {
   if (h_row_logprobs_) cudaFreeHost(h_row_logprobs_);
   d_row_logprobs_ = nullptr;
   h_row_logprobs_ = nullptr;
-  score_rows_ = 0;
+  row_logprobs_capacity_ = 0;
   MINFER_ASSIGN_OR_RETURN(void* out, pool_.acquire(sizeof(kernels::LogprobsOut) * rows));
   d_row_logprobs_ = static_cast<kernels::LogprobsOut*>(out);
   CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&h_row_logprobs_), sizeof(kernels::LogprobsOut) * rows));
-  score_rows_ = rows;
+  row_logprobs_capacity_ = rows;
   return ok_status();
 }
 

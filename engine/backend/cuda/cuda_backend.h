@@ -111,7 +111,8 @@ class CudaBackend final : public Backend {
   Status enqueue(const Graph& g, int n_tokens);
   Status enqueue_output_copy(const Graph& g, int n_tokens, Slot& slot);
   Status ensure_logits(const Graph& g, int n_tokens);
-  // A scoring step's buffers: slices of options_.score_rows rows, out[rows].
+  // A scoring step's buffers: the scratch for slices of options_.score_rows
+  // rows, and row_logprobs_capacity_ >= rows outputs.
   Status ensure_score_rows(int rows);
   // A scoring step's output head and its kLogprobs node (i: the head's; left
   // on the kLogprobs), in slices (Backend::scores_in_slices).
@@ -187,13 +188,13 @@ class CudaBackend final : public Backend {
   kernels::LogprobsOut* d_logprobs_ = nullptr;  // a kLogprobs step's output
   // A scoring step's (Logits::kScore) kLogprobs over every row: its scratch
   // and counts for a slice of options_.score_rows rows (null until the first
-  // scoring step), its output for score_rows_ rows, and the pinned copy of
+  // scoring step), its output for row_logprobs_capacity_ rows, and the pinned copy of
   // the output (one: a scoring step never runs behind another).
   void* score_scratch_ = nullptr;
   unsigned int* score_counts_ = nullptr;
   kernels::LogprobsOut* d_row_logprobs_ = nullptr;
   kernels::LogprobsOut* h_row_logprobs_ = nullptr;
-  int score_rows_ = 0;
+  int row_logprobs_capacity_ = 0;
   int32_t* d_argmax_ = nullptr;
   unsigned long long* d_argmax_key_ = nullptr;  // the fused argmax of a one-row output head
   bool argmax_fused_ = false;                   // this step's argmax came from the output matvec
