@@ -9,11 +9,6 @@
 namespace minfer::kernels {
 namespace {
 
-int grid_for(int64_t n, int threads) {
-  const int64_t blocks = (n + threads - 1) / threads;
-  return static_cast<int>(blocks < 65535 ? blocks : 65535);
-}
-
 __global__ void swiglu_kernel(const float* g, const float* u, int64_t n, float* y, __half* y16) {
   pdl_begin();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {

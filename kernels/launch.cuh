@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <utility>
 
 #include "kernels/kernels.h"
@@ -34,6 +35,12 @@ cudaError_t set_attention_probe(unsigned long long* fields);
 cudaError_t set_norm_probe(unsigned long long* fields);
 cudaError_t set_gate_up_probe(unsigned long long* fields);
 cudaError_t set_sample_probe(unsigned long long* fields);  // two kinds' fields
+
+// Blocks of `threads` for a grid-stride loop over n elements, at most 65,535.
+inline int grid_for(int64_t n, int threads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<int>(blocks < 65535 ? blocks : 65535);
+}
 
 template <class... Params, class... Args>
 cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,

@@ -91,11 +91,6 @@ __global__ void to_f16_kernel(const float* x, __half* y, int64_t n) {
   }
 }
 
-int grid_for(int64_t n, int threads) {
-  const int64_t blocks = (n + threads - 1) / threads;
-  return static_cast<int>(blocks < 65535 ? blocks : 65535);
-}
-
 }  // namespace
 
 cudaError_t launch_rms_norm(const float* x, const float* w, int rows, int n, float eps, float* y_f32, void* y_f16,
