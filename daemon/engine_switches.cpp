@@ -29,6 +29,9 @@ void EngineSwitches::add_to(po::options_description& desc) {
        "A/B switch: gate/up products and SwiGLU fused (MINFER_NO_FUSE_FFN=1)")
       ("fa-prefill", po::value(&fa_prefill)->default_value(fa_prefill, shown(fa_prefill)),
        "A/B switch: flash-attention prefill kernel on CUDA (MINFER_NO_FA_PREFILL=1)")
+      ("fused-gemm", po::value(&fused_gemm)->default_value(fused_gemm, shown(fused_gemm)),
+       "A/B switch: prefill steps of up to 64 tokens multiply the quantized weights on one fused kernel on CUDA, "
+       "instead of dequantizing each weight to f16 for cuBLAS (MINFER_NO_FUSED_GEMM=1)")
       ("lookahead", po::value(&lookahead)->default_value(lookahead, shown(lookahead)),
        "A/B switch: decode steps queued on the GPU ahead of the host's handling of the token before "
        "(MINFER_NO_LOOKAHEAD=1)")
@@ -73,6 +76,7 @@ void EngineSwitches::apply_to(EngineConfig* config) const {
   config->fuse_qkv = fuse_qkv;
   config->fuse_ffn = fuse_ffn;
   config->fa_prefill = fa_prefill;
+  config->fused_gemm = fused_gemm;
   // On: the backend's choice (EngineConfig::lookahead -1: CUDA runs steps
   // ahead, the CPU does not); off: never.
   config->lookahead = lookahead ? EngineConfig{}.lookahead : 0;

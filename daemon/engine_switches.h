@@ -22,6 +22,7 @@ struct EngineSwitches {
   bool fuse_qkv = EngineConfig{}.fuse_qkv;
   bool fuse_ffn = EngineConfig{}.fuse_ffn;
   bool fa_prefill = EngineConfig{}.fa_prefill;
+  bool fused_gemm = EngineConfig{}.fused_gemm;
   bool lookahead = EngineConfig{}.lookahead != 0;
   bool draw_in_step = EngineConfig{}.draw_in_step;
   bool logprobs_in_step = EngineConfig{}.logprobs_in_step;

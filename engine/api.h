@@ -48,6 +48,10 @@ struct EngineConfig {
   bool fuse_qkv = true;      // A/B switches (MINFER_NO_FUSE_QKV=1 ...); output must not change
   bool fuse_ffn = true;
   bool fa_prefill = true;    // CUDA: flash-attention prefill kernel (MINFER_NO_FA_PREFILL=1: generic kernel)
+  // CUDA: prefill steps of few tokens multiply the quantized weights on the
+  // fused kernel (MINFER_NO_FUSED_GEMM=1: every weight dequantized to f16,
+  // then cuBLAS, at every step size).
+  bool fused_gemm = true;
   bool cuda_graphs = true;   // CUDA: capture and replay decode steps (MINFER_NO_CUDA_GRAPH=1: eager launches)
   double step_timeout_ms = 10000.0;          // CUDA bounded wait per step: base ...
   double step_timeout_per_token_ms = 20.0;   // ... plus this per token of the step
@@ -99,7 +103,7 @@ struct EngineConfig {
   int debug_gpu_stall_at_step = -1;
 
   // Applies the MINFER_* environment switches (MINFER_NO_FUSE_QKV,
-  // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_CUDA_GRAPH, MINFER_NO_LOOKAHEAD,
+  // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_FUSED_GEMM, MINFER_NO_CUDA_GRAPH, MINFER_NO_LOOKAHEAD,
   // MINFER_NO_DRAW_IN_STEP, MINFER_NO_LOGPROBS_IN_STEP, MINFER_CONSTRAINED_LOOKAHEAD, MINFER_CACHE_TYPE, MINFER_TRACE,
   // MINFER_SCORE_ROWS) on top of the
   // configured values.

@@ -86,6 +86,7 @@ void EngineConfig::apply_environment() {
   if (flag("MINFER_NO_FUSE_QKV")) fuse_qkv = false;
   if (flag("MINFER_NO_FUSE_FFN")) fuse_ffn = false;
   if (flag("MINFER_NO_FA_PREFILL")) fa_prefill = false;
+  if (flag("MINFER_NO_FUSED_GEMM")) fused_gemm = false;
   if (flag("MINFER_NO_CUDA_GRAPH")) cuda_graphs = false;
   if (flag("MINFER_NO_LOOKAHEAD")) lookahead = 0;
   if (flag("MINFER_NO_DRAW_IN_STEP")) draw_in_step = false;
@@ -127,6 +128,7 @@ std::string switches_off(const EngineConfig& c) {
   add(d.fuse_qkv && !c.fuse_qkv, "fuse-qkv");
   add(d.fuse_ffn && !c.fuse_ffn, "fuse-ffn");
   add(d.fa_prefill && !c.fa_prefill, "fa-prefill");
+  add(d.fused_gemm && !c.fused_gemm, "fused-gemm");
   add(d.lookahead != 0 && c.lookahead == 0, "lookahead");
   add(d.draw_in_step && !c.draw_in_step, "draw-in-step");
   add(d.logprobs_in_step && !c.logprobs_in_step, "logprobs-in-step");
@@ -517,6 +519,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   bo.score_rows = config.score_rows;
   bo.cuda_graphs = config.cuda_graphs;
   bo.fa_prefill = config.fa_prefill;
+  if (!config.fused_gemm) bo.fused_gemm_rows = 0;
   bo.step_timeout_ms = config.step_timeout_ms;
   bo.step_timeout_per_token_ms = config.step_timeout_per_token_ms;
   bo.debug_gpu_stall_at_step = config.debug_gpu_stall_at_step;

@@ -137,6 +137,20 @@ cudaError_t launch_embed(const DeviceWeight& table, const int32_t* tokens, int n
 // The whole matrix as f16 [n_rows][k] (prefill GEMM operand).
 cudaError_t launch_dequantize_f16(const DeviceWeight& w, void* out, cudaStream_t stream);
 
+// ---- prefill products of few tokens (gemm_fused.cu) -------------------------
+
+// y[t][n] (+)= Σ_i W[n][i] · x16[t][i] for `tokens` rows of f16 x (ldx apart,
+// 16-byte aligned) into f32 y (ldy apart), on tensor cores, the weight read
+// once and dequantized in registers: the operands of launch_dequantize_f16 +
+// a GEMM without the f16 copy of the weight. Every weight type (Q8_0, Q4_K
+// and Q6_K unpacked from 16-byte loads, the others through dequant.cuh);
+// needs k % 128 == 0 (gemm_fused_supported), else cudaErrorInvalidValue.
+// The same bits at every run.
+bool gemm_fused_supported(const DeviceWeight& w, int ldx);
+cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, int tokens, float* y, int ldy,
+                              bool accumulate, cudaStream_t stream);
+uint64_t gemm_fused_launches();  // launch_gemm_fused calls so far (tests check which path ran)
+
 // ---- sampling (decode) -----------------------------------------------------
 
 // The largest vocabulary launch_sample takes (64 blocks of 4,096 logits).

@@ -32,6 +32,10 @@ struct BackendOptions {
   // (base + per token), see engine/backend/cuda/bounded_wait.h.
   bool cuda_graphs = true;
   bool fa_prefill = true;
+  // Prefill products of at most this many tokens on the fused dequantize
+  // and multiply kernel (kernels::launch_gemm_fused), more on dequantize +
+  // cuBLAS; 0: always the latter (EngineConfig::fused_gemm).
+  int fused_gemm_rows = 64;
   double step_timeout_ms = 10000.0;
   double step_timeout_per_token_ms = 20.0;
   int debug_gpu_stall_at_step = -1;  // fault injection (tests only), see EngineConfig

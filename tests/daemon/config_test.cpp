@@ -94,7 +94,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
       ++settings;
     }
   }
-  EXPECT_EQ(settings, 35);
+  EXPECT_EQ(settings, 36);
   DaemonConfig c;
   std::string msg;
   ASSERT_EQ(parse({"--config", write_file(uncommented)}, &c, &msg), ConfigOutcome::kRun) << msg << "\n" << uncommented;
@@ -130,6 +130,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
   EXPECT_EQ(from_file.fuse_qkv, defaults.fuse_qkv);
   EXPECT_EQ(from_file.fuse_ffn, defaults.fuse_ffn);
   EXPECT_EQ(from_file.fa_prefill, defaults.fa_prefill);
+  EXPECT_EQ(from_file.fused_gemm, defaults.fused_gemm);
   EXPECT_EQ(from_file.lookahead, defaults.lookahead);
   EXPECT_EQ(from_file.draw_in_step, defaults.draw_in_step);
   EXPECT_EQ(from_file.logprobs_in_step, defaults.logprobs_in_step);
@@ -142,7 +143,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
 TEST(Config, EngineSwitchesReachTheEngineConfig) {
   const std::string file = write_file(
       "cuda-graphs = false\nstep-timeout-ms = 2500\nstep-timeout-per-token-ms = 0.5\nfuse-qkv = no\n"
-      "fuse-ffn = off\nfa-prefill = 0\nlookahead = false\ndraw-in-step = false\nprefix-cache = false\n"
+      "fuse-ffn = off\nfa-prefill = 0\nfused-gemm = false\nlookahead = false\ndraw-in-step = false\nprefix-cache = false\n"
       "constrained-lookahead = true\nlogprobs-in-step = false\n"
       "trace = /var/lib/minfer/trace.json\n");
   DaemonConfig c;
@@ -156,6 +157,7 @@ TEST(Config, EngineSwitchesReachTheEngineConfig) {
   EXPECT_TRUE(e.fuse_qkv);  // the command line wins over the file
   EXPECT_FALSE(e.fuse_ffn);
   EXPECT_FALSE(e.fa_prefill);
+  EXPECT_FALSE(e.fused_gemm);
   EXPECT_EQ(e.lookahead, 0);
   EXPECT_FALSE(e.draw_in_step);
   EXPECT_FALSE(e.logprobs_in_step);
@@ -196,7 +198,7 @@ TEST(Config, HelpListsEveryOption) {
                            "--heartbeat-timeout-ms", "--http-threads", "--log-level", "--log-sink",
                            "--debug-stall-engine-after-tokens", "--debug-token-delay-ms", "--debug-load-delay-ms",
                            "--cuda-graphs", "--step-timeout-ms", "--step-timeout-per-token-ms", "--fuse-qkv",
-                           "--fuse-ffn", "--fa-prefill", "--lookahead", "--draw-in-step", "--logprobs-in-step", "--prefix-cache",
+                           "--fuse-ffn", "--fa-prefill", "--fused-gemm", "--lookahead", "--draw-in-step", "--logprobs-in-step", "--prefix-cache",
                            "--trace"}) {
     EXPECT_NE(msg.find(name), std::string::npos) << name;
   }

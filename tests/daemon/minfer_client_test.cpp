@@ -369,7 +369,8 @@ TEST(MinferGenerate, EngineSwitchesLeaveTheTextUnchanged) {
   const std::string generate =
       std::string(MINFER_PATH) + " generate -m " + stories_model_path() + " --backend cpu -c 256 -t 1 -p 'Once upon a time'";
   const std::string off =
-      " --cuda-graphs false --fuse-qkv false --fuse-ffn false --fa-prefill false --lookahead false --draw-in-step false "
+      " --cuda-graphs false --fuse-qkv false --fuse-ffn false --fa-prefill false --fused-gemm false --lookahead false "
+      "--draw-in-step false "
       "--logprobs-in-step false "
       "--prefix-cache false --step-timeout-ms 5000";
   auto text = [](const std::string& command) { return run("sh -c \"" + command + " 2>/dev/null\""); };
@@ -385,7 +386,7 @@ TEST(MinferGenerate, EngineSwitchesLeaveTheTextUnchanged) {
   EXPECT_GT(sampled.out.size(), 40u) << sampled.out;
   EXPECT_EQ(sampled_off.out, sampled.out);
   const CommandRun logged = run(generate + " -n 1" + off);
-  EXPECT_NE(logged.out.find("engine switches off: cuda-graphs, fuse-qkv, fuse-ffn, fa-prefill, lookahead, "
+  EXPECT_NE(logged.out.find("engine switches off: cuda-graphs, fuse-qkv, fuse-ffn, fa-prefill, fused-gemm, lookahead, "
                             "draw-in-step, logprobs-in-step, prefix-cache"),
             std::string::npos)
       << logged.out;

@@ -163,9 +163,19 @@ TEST_P(CudaSynthParity, PrefillAnd64DecodeSteps) {
   const auto prompt = some_tokens(20, m.config.vocab_size, 1);
   const auto cont = some_tokens(64, m.config.vocab_size, 2);
   auto cpu = make_backend(false, m, {});
-  auto gpu = make_backend(true, m, {});
-  expect_rows_close(run_sequence(*gpu, m, prompt, cont), run_sequence(*cpu, m, prompt, cont), m.config.vocab_size,
-                    c.prefill_tol, 20, c.decode_tol, c.preset + " " + c.type);
+  const std::vector<float> want = run_sequence(*cpu, m, prompt, cont);
+  // Both prefill products: the fused kernel (20 tokens, the default) and the
+  // dequantized weight with cuBLAS (fused_gemm_rows 0).
+  for (int fused_rows : {BackendOptions{}.fused_gemm_rows, 0}) {
+    BackendOptions o;
+    o.fused_gemm_rows = fused_rows;
+    auto gpu = make_backend(true, m, o);
+    const uint64_t fused_before = kernels::gemm_fused_launches();
+    const std::vector<float> got = run_sequence(*gpu, m, prompt, cont);
+    EXPECT_EQ(kernels::gemm_fused_launches() > fused_before, fused_rows > 0) << "fused_gemm_rows " << fused_rows;
+    expect_rows_close(got, want, m.config.vocab_size, c.prefill_tol, 20, c.decode_tol,
+                      c.preset + " " + c.type + (fused_rows > 0 ? " (fused prefill products)" : " (cuBLAS prefill products)"));
+  }
 }
 
 // F16 weights: f16 GEMM activations in prefill (1e-2), f32 in decode (2e-3).
@@ -474,6 +484,27 @@ TEST_F(CudaSwitches, NoFlashPrefillMatchesWithinF16Rounding) {
   off.fa_prefill = false;
   // The flash kernel rounds Q, K, V and P to f16; the generic one stays f32.
   expect_rows_close(run(off), run({}), m_->config.vocab_size, 4e-2, 40, 4e-2, "fa_prefill off vs on");
+}
+
+TEST_F(CudaSwitches, FusedGemmMatchesTheCublasProducts) {
+  // The same f16 operands either way, summed in another order: the 40
+  // prefill rows within f32 rounding; decode rows read K/V rows that differ
+  // by as much, which can move a Q8 activation across a rounding step.
+  BackendOptions off;
+  off.fused_gemm_rows = 0;
+  const uint64_t before = kernels::gemm_fused_launches();
+  const std::vector<float> cublas = run(off);
+  EXPECT_EQ(kernels::gemm_fused_launches(), before);
+  const std::vector<float> fused = run({});
+  EXPECT_GT(kernels::gemm_fused_launches(), before);
+  expect_rows_close(fused, cublas, m_->config.vocab_size, 1e-3, 40, 4e-2, "fused prefill products vs cuBLAS");
+  // More rows than the crossover: the cuBLAS path again (the step of 40 with the crossover at 39).
+  ::setenv("MINFER_FUSED_GEMM_ROWS", "39", 1);
+  const uint64_t before_env = kernels::gemm_fused_launches();
+  const std::vector<float> crossed = run({});
+  ::unsetenv("MINFER_FUSED_GEMM_ROWS");
+  EXPECT_EQ(kernels::gemm_fused_launches(), before_env);
+  expect_same_bits(crossed, cublas);
 }
 
 TEST_F(CudaSwitches, CacheF32MatchesF16WithinRounding) {

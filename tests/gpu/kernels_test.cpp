@@ -2010,6 +2010,125 @@ TEST(GpuEmbedAndDequantize, EveryTypeMatchesTheCpuDequantizer) {
   }
 }
 
+// The fused prefill product (kernels/gemm_fused.cu) against its operands'
+// product on the host: W dequantized by the CPU (ref::embed_ref gives a row)
+// and rounded to f16, x rounded to f16, the sums in double — the kernel may
+// differ only by its f32 sums (1e-4 of a row's Σ|terms|; one misplaced pair
+// of elements is ~1e-2) — and against the f32 reference product within the
+// f16 rounding of both operands. Every type, with and without the residual
+// add, padded strides, a partial row block, 1 to 70 tokens (one, two and
+// four tiles of 8; a second block of tokens), chunks of k that fill a
+// warp's loads and ones that do not; the same bits twice.
+struct FusedCase {
+  DType type;
+  int rows, k;
+};
+
+TEST(GpuGemmFused, EveryTypeMatchesItsF16OperandsProduct) {
+  MINFER_REQUIRE_GPU();
+  std::vector<FusedCase> cases;
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                     DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    cases.push_back({type, 200, 512});
+  }
+  cases.push_back({DType::kQ8_0, 129, 896});    // 7 chunks: 4 warps, one short
+  cases.push_back({DType::kQ8_0, 8, 4864});     // 38 chunks, one row block of 8 rows
+  cases.push_back({DType::kQ4_K, 520, 3584});   // 7B's k
+  cases.push_back({DType::kQ6_K, 100, 18944});  // 7B's ffn_down k
+  cases.push_back({DType::kF16, 33, 128});      // one chunk
+  for (const FusedCase& c : cases) {
+    SCOPED_TRACE(std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k));
+    TestWeight w(c.type, c.rows, c.k, 900 + static_cast<uint32_t>(c.rows), 1.0f);
+    std::vector<float> w32(static_cast<size_t>(c.rows) * c.k);
+    for (int r = 0; r < c.rows; ++r) ref::embed_ref(w.cpu, r, w32.data() + static_cast<size_t>(r) * c.k);
+    std::vector<float> w16(w32);  // W as f16 values
+    for (float& v : w16) v = f16_to_f32(f32_to_f16(v));
+    for (int tokens : {1, 3, 8, 9, 16, 17, 32, 33, 70}) {
+      SCOPED_TRACE("tokens " + std::to_string(tokens));
+      const int ldx = c.k + (tokens == 17 ? 8 : 0), ldy = c.rows + (tokens == 9 ? 3 : 0);
+      const std::vector<float> xf = test::random_floats(static_cast<size_t>(tokens) * ldx, 31 + static_cast<uint32_t>(tokens));
+      std::vector<uint16_t> x16(xf.size());
+      for (size_t i = 0; i < xf.size(); ++i) x16[i] = f32_to_f16(xf[i]);
+      const std::vector<float> resid = test::random_floats(static_cast<size_t>(tokens) * ldy, 41);
+      // want[t][n] = Σ w16 x16 (double), scale Σ|terms|, ref32 the f32 operands' product.
+      std::vector<double> want(static_cast<size_t>(tokens) * c.rows), scale(want.size()), ref32(want.size());
+      for (int t = 0; t < tokens; ++t) {
+        for (int n = 0; n < c.rows; ++n) {
+          double acc = 0, mag = 0, acc32 = 0;
+          for (int i = 0; i < c.k; ++i) {
+            const size_t wi = static_cast<size_t>(n) * c.k + i, xi = static_cast<size_t>(t) * ldx + i;
+            const double term = static_cast<double>(w16[wi]) * f16_to_f32(x16[xi]);
+            acc += term;
+            mag += std::abs(term);
+            acc32 += static_cast<double>(w32[wi]) * xf[xi];
+          }
+          const size_t o = static_cast<size_t>(t) * c.rows + n;
+          want[o] = acc;
+          scale[o] = mag;
+          ref32[o] = acc32;
+        }
+      }
+      DeviceArray<uint16_t> dx;
+      dx.upload(x16);
+      std::vector<float> first;
+      for (int accumulate = 0; accumulate < 2; ++accumulate) {
+        SCOPED_TRACE(accumulate ? "residual" : "plain");
+        DeviceArray<float> dy;
+        if (accumulate) {
+          dy.upload(resid);
+        } else {
+          dy.resize(resid.size());
+          dy.poison();
+        }
+        CUDA_ASSERT(kernels::launch_gemm_fused(w.dev, dx.get(), ldx, tokens, dy.get(), ldy, accumulate == 1, nullptr));
+        const std::vector<float> y = dy.download();
+        if (!accumulate) first = y;
+        double worst = 0, worst32 = 0;
+        size_t at = 0;
+        for (int t = 0; t < tokens; ++t) {
+          for (int n = 0; n < ldy; ++n) {
+            const size_t yo = static_cast<size_t>(t) * ldy + n;
+            if (n >= c.rows) {  // the stride's padding: untouched
+              if (accumulate) {
+                ASSERT_EQ(y[yo], resid[yo]) << "padding t " << t << " n " << n;
+              }
+              continue;
+            }
+            const size_t o = static_cast<size_t>(t) * c.rows + n;
+            const double got = y[yo] - (accumulate ? resid[yo] : 0.0);
+            const double e = std::isfinite(got) ? std::abs(got - want[o]) / (scale[o] + 1e-30) : 1e30;
+            if (e > worst) {
+              worst = e;
+              at = o;
+            }
+            worst32 = std::max(worst32, std::abs(got - ref32[o]) / (scale[o] + 1e-30));
+          }
+        }
+        EXPECT_LE(worst, 1e-4) << "token " << at / c.rows << " row " << at % c.rows << ": want " << want[at];
+        EXPECT_LE(worst32, 2e-3) << "against the f32 operands";
+      }
+      DeviceArray<float> again(resid.size());
+      CUDA_ASSERT(kernels::launch_gemm_fused(w.dev, dx.get(), ldx, tokens, again.get(), ldy, false, nullptr));
+      const std::vector<float> y2 = again.download();
+      for (int t = 0; t < tokens; ++t) {
+        ASSERT_EQ(std::memcmp(first.data() + static_cast<size_t>(t) * ldy, y2.data() + static_cast<size_t>(t) * ldy,
+                              sizeof(float) * c.rows), 0)
+            << "token " << t << ": not the same bits twice";
+      }
+    }
+  }
+  // What it does not take: k % 128 != 0, x not 16-byte aligned.
+  TestWeight odd(DType::kF32, 4, 172, 5);
+  EXPECT_FALSE(kernels::gemm_fused_supported(odd.dev, 172));
+  DeviceArray<uint16_t> x(4 * 256);
+  DeviceArray<float> y(16);
+  EXPECT_EQ(kernels::launch_gemm_fused(odd.dev, x.get(), 172, 2, y.get(), 4, false, nullptr), cudaErrorInvalidValue);
+  TestWeight even(DType::kF32, 4, 128, 6);
+  EXPECT_TRUE(kernels::gemm_fused_supported(even.dev, 128));
+  EXPECT_EQ(kernels::launch_gemm_fused(even.dev, x.get() + 1, 128, 2, y.get(), 4, false, nullptr), cudaErrorInvalidValue);
+  cudaGetLastError();
+}
+
 TEST(GpuArgmax, FirstIndexOnTiesAndLargeRows) {
   MINFER_REQUIRE_GPU();
   std::vector<float> x = test::random_floats(151936 * 2, 61);

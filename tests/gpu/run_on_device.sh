@@ -63,6 +63,10 @@
 #                  (MINFER_NO_LOGPROBS_IN_STEP=1), and a scored prompt (pp512@score: echo with
 #                  logprobs) scored by the prefill steps and by the host, next to plain pp512:
 #                  synth 0.5B Q8_0 and 7B Q4_K_M (BENCH_LOGPROBS_MODELS="preset:type ...")
+#     bench-prefill  prefill of short prompts (pp1 .. pp512, -n 0) with the fused prefill products
+#                  (kernels::launch_gemm_fused) up to 512 tokens (MINFER_FUSED_GEMM_ROWS=512) and with
+#                  every weight dequantized for cuBLAS (MINFER_NO_FUSED_GEMM=1): the crossover;
+#                  synth 0.5B Q8_0 and 7B Q4_K_M (BENCH_PREFILL_MODELS="preset:type ...")
 #     jetson       the GPU suites and a decode bench shaped as Jetson AGX Orin (MINFER_DEVICE_SHAPE, kernels.h:
 #                  16 SMs, 163 KiB of shared memory a block, 1,536 threads an SM, no PDL), from a build of
 #                  compute_87 PTX alone that the driver JIT-compiles for this GPU: Orin's device code and
@@ -254,6 +258,20 @@ stage_bench_logprobs() {
     BENCH_ARGS="-p 512 -n 128" bench "$f" "${m/:/-}"
     BENCH_ARGS="-p 512 -n 128 --logprobs 5 --score" bench "$f" "${m/:/-}-logprobs"
     BENCH_ARGS="-p 512 -n 128 --logprobs 5 --score" bench "$f" "${m/:/-}-logprobs-host" MINFER_NO_LOGPROBS_IN_STEP=1
+  done
+}
+
+# Prefill of short prompts: the fused products (kernels::launch_gemm_fused)
+# up to 512 tokens against every weight dequantized for cuBLAS: where the
+# default crossover (64 tokens) should be.
+stage_bench_prefill() {
+  note "| model | results |"
+  note "|---|---|"
+  local m f
+  for m in ${BENCH_PREFILL_MODELS:-qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m}; do
+    f=$(synth "${m%%:*}" "${m##*:}")
+    BENCH_ARGS="-p 1 2 4 8 16 32 64 128 256 512 -n 0" bench "$f" "${m/:/-}-fused" MINFER_FUSED_GEMM_ROWS=512
+    BENCH_ARGS="-p 1 2 4 8 16 32 64 128 256 512 -n 0" bench "$f" "${m/:/-}-cublas" MINFER_NO_FUSED_GEMM=1
   done
 }
 
@@ -645,6 +663,7 @@ for s in "${stages[@]}"; do
     serve) stage_serve || status=1 ;;
     bench-sampled) stage_bench_sampled || status=1 ;;
     bench-logprobs) stage_bench_logprobs || status=1 ;;
+    bench-prefill) stage_bench_prefill || status=1 ;;
     jetson) stage_jetson || status=1 ;;
     *) echo "unknown stage $s"; exit 2 ;;
   esac

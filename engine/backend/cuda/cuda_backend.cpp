@@ -366,6 +366,12 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // rounding, not bit for bit).
   const char* defer_norm = std::getenv("MINFER_DEFER_NORM");
   defer_norm_ = defer_norm == nullptr || *defer_norm == '\0' || std::string_view(defer_norm) != "0";
+  // Prefill products of few tokens on the fused kernel (gemm()):
+  // MINFER_FUSED_GEMM_ROWS=N moves the crossover (benchmarks; 0: never).
+  fused_gemm_rows_ = std::max(0, options.fused_gemm_rows);
+  if (const char* v = std::getenv("MINFER_FUSED_GEMM_ROWS"); v != nullptr && *v != '\0' && options.fused_gemm_rows > 0) {
+    fused_gemm_rows_ = std::max(0, std::atoi(v));
+  }
   const char* fuse_norm = std::getenv("MINFER_FUSE_NORM");
   fuse_norm_max_width_ = fuse_norm == nullptr || *fuse_norm == '\0' ? kFuseNormMaxWidth
                         : std::string_view(fuse_norm) != "0"     ? INT_MAX
@@ -705,8 +711,16 @@ Status CudaBackend::ensure_f16(Act& a) {
 }
 
 Status CudaBackend::gemm(const Weight& w, const Act& src, int first_row, int rows, float* y, int ldy, bool accumulate) {
-  // Dequantize the weight to f16 once per use, then one tensor-core GEMM:
   //   y[rows][n_out] (+)= x16[rows][k] · W16[n_out][k]ᵀ
+  // Few rows: the fused kernel reads the quantized weight once. More: the
+  // weight dequantized to f16 whole, then one cuBLAS tensor-core GEMM.
+  const kernels::DeviceWeight d = dw(w);
+  if (rows <= fused_gemm_rows_ && kernels::gemm_fused_supported(d, src.width)) {
+    const void* x16 = static_cast<const uint16_t*>(src.f16) + static_cast<size_t>(first_row) * src.width;
+    ++launches_;
+    CUDA_TRY(kernels::launch_gemm_fused(d, x16, src.width, rows, y, ldy, accumulate, stream_));
+    return ok_status();
+  }
   MINFER_TRY(dequantize_for_gemm(w));
   return gemm_dequantized(w, src, first_row, rows, y, ldy, accumulate);
 }

@@ -201,6 +201,9 @@ class CudaBackend final : public Backend {
   float* partials_ = nullptr;
   void* gemm_w16_ = nullptr;
   size_t gemm_w16_bytes_ = 0;
+  // kernels::launch_gemm_fused takes products of at most fused_gemm_rows_
+  // rows (options_.fused_gemm_rows, MINFER_FUSED_GEMM_ROWS).
+  int fused_gemm_rows_ = 0;
   // Pinned host staging a step in flight (header: [n_seq, tokens..,
   // positions.., kv_cells.., feed, draw (kSample's DrawArgs)]); the oldest in
   // flight is submitted_ slots before next_slot_.
