@@ -26,6 +26,7 @@
 // blocks of the next 32 (grid y) read the weight again.
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 
 #include "kernels/common.cuh"
 #include "kernels/dequant.cuh"
@@ -41,6 +42,7 @@ constexpr int kChunk = 128;    // k a warp's step: 8 mma k-steps
 constexpr int kMaxTiles = 4;   // token tiles of 8 a block
 
 std::atomic<uint64_t> g_launches{0};
+std::atomic<int> g_shape{0};
 
 __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                           uint32_t b1) {
@@ -222,9 +224,19 @@ __device__ __forceinline__ void multiply_group(const DeviceWeight& w, int ra, in
 // the next two while multiplying the last two (a second group of raw
 // registers) was slower on an H100 at every size (session 45, run 3: 7B
 // Q4_K_M pp16 2,235 against 2,457 tok/s, pp64 3,431 against 3,990).
-template <WType T, int kTiles>
-__global__ void __launch_bounds__(kWarps * kWarp) gemm_fused_kernel(DeviceWeight w, const __half* x, int ldx, int tokens,
-                                                                    float* y, int ldy, bool accumulate) {
+// Session 45, run 4 measures three shapes of a warp's loop (set_gemm_fused_shape;
+// the same bits): 0 four chunks a group, registers as ptxas likes (128-180:
+// two blocks an SM); 1 two chunks a group, at most 128 registers (four
+// blocks an SM); 2 four chunks, at most 168 (three blocks).
+template <int kShape>
+struct LoopShape {
+  static constexpr int kUnroll = kShape == 1 ? 2 : 4;
+  static constexpr int kMinBlocks = kShape == 1 ? 4 : kShape == 2 ? 3 : 0;  // 0: no minimum
+};
+
+template <WType T, int kTiles, int kShape>
+__global__ void __launch_bounds__(kWarps * kWarp, LoopShape<kShape>::kMinBlocks)
+    gemm_fused_kernel(DeviceWeight w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate) {
   __shared__ float sums[kWarps][kTiles][4][kWarp];
   pdl_begin();
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
@@ -237,7 +249,7 @@ __global__ void __launch_bounds__(kWarps * kWarp) gemm_fused_kernel(DeviceWeight
 #pragma unroll
   for (int i = 0; i < kTiles; ++i) c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.0f;
 
-  constexpr int kUnroll = 4;
+  constexpr int kUnroll = LoopShape<kShape>::kUnroll;
   for (int first = warp; first < chunks; first += kWarps * kUnroll) {
     Group<T, kUnroll> gr;
     load_group<T, kUnroll>(w, ra, rb, first, chunks, t, gr);
@@ -263,7 +275,7 @@ __global__ void __launch_bounds__(kWarps * kWarp) gemm_fused_kernel(DeviceWeight
   }
 }
 
-template <int kTiles>
+template <int kTiles, int kShape>
 cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate,
                          cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((w.n_rows + kRows - 1) / kRows),
@@ -271,10 +283,10 @@ cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int to
   const dim3 block(kWarps * kWarp);
   auto go = [&](auto kernel) { return launch_kernel(kernel, grid, block, 0, stream, w, x, ldx, tokens, y, ldy, accumulate); };
   switch (w.type) {
-    case WType::kQ8_0: return go(gemm_fused_kernel<WType::kQ8_0, kTiles>);
-    case WType::kQ4_K: return go(gemm_fused_kernel<WType::kQ4_K, kTiles>);
-    case WType::kQ6_K: return go(gemm_fused_kernel<WType::kQ6_K, kTiles>);
-    default: return go(gemm_fused_kernel<WType::kF32, kTiles>);  // dequant8 reads w.type
+    case WType::kQ8_0: return go(gemm_fused_kernel<WType::kQ8_0, kTiles, kShape>);
+    case WType::kQ4_K: return go(gemm_fused_kernel<WType::kQ4_K, kTiles, kShape>);
+    case WType::kQ6_K: return go(gemm_fused_kernel<WType::kQ6_K, kTiles, kShape>);
+    default: return go(gemm_fused_kernel<WType::kF32, kTiles, kShape>);  // dequant8 reads w.type
   }
 }
 
@@ -295,9 +307,19 @@ cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, i
   }
   g_launches.fetch_add(1, std::memory_order_relaxed);
   const __half* x = static_cast<const __half*>(x16);
-  if (tokens <= 8) return launch_tiles<1>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-  if (tokens <= 16) return launch_tiles<2>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-  return launch_tiles<kMaxTiles>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+  auto shaped = [&](auto shape) {
+    constexpr int kShape = decltype(shape)::value;
+    if (tokens <= 8) return launch_tiles<1, kShape>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+    if (tokens <= 16) return launch_tiles<2, kShape>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+    return launch_tiles<kMaxTiles, kShape>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+  };
+  switch (g_shape.load(std::memory_order_relaxed)) {
+    case 1: return shaped(std::integral_constant<int, 1>{});
+    case 2: return shaped(std::integral_constant<int, 2>{});
+    default: return shaped(std::integral_constant<int, 0>{});
+  }
 }
+
+void set_gemm_fused_shape(int shape) { g_shape.store(shape >= 0 && shape <= 2 ? shape : 0, std::memory_order_relaxed); }
 
 }  // namespace minfer::kernels
