@@ -26,7 +26,6 @@
 // blocks of the next 32 (grid y) read the weight again.
 #include <algorithm>
 #include <atomic>
-#include <type_traits>
 
 #include "kernels/common.cuh"
 #include "kernels/dequant.cuh"
@@ -42,7 +41,6 @@ constexpr int kChunk = 128;    // k a warp's step: 8 mma k-steps
 constexpr int kMaxTiles = 4;   // token tiles of 8 a block
 
 std::atomic<uint64_t> g_launches{0};
-std::atomic<int> g_shape{0};
 
 __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                           uint32_t b1) {
@@ -220,22 +218,16 @@ __device__ __forceinline__ void multiply_group(const DeviceWeight& w, int ra, in
   }
 }
 
-// A warp loads four chunks of k (both rows), then multiplies them. Loading
-// the next two while multiplying the last two (a second group of raw
-// registers) was slower on an H100 at every size (session 45, run 3: 7B
-// Q4_K_M pp16 2,235 against 2,457 tok/s, pp64 3,431 against 3,990).
-// Session 45, run 4 measures three shapes of a warp's loop (set_gemm_fused_shape;
-// the same bits): 0 four chunks a group, registers as ptxas likes (128-180:
-// two blocks an SM); 1 two chunks a group, at most 128 registers (four
-// blocks an SM); 2 four chunks, at most 168 (three blocks).
-template <int kShape>
-struct LoopShape {
-  static constexpr int kUnroll = kShape == 1 ? 2 : 4;
-  static constexpr int kMinBlocks = kShape == 1 ? 4 : kShape == 2 ? 3 : 0;  // 0: no minimum
-};
-
-template <WType T, int kTiles, int kShape>
-__global__ void __launch_bounds__(kWarps * kWarp, LoopShape<kShape>::kMinBlocks)
+// A warp loads four chunks of k (both rows), then multiplies them; at most
+// 168 registers, three blocks an SM. H100, session 45 (pp2 .. pp64): loading
+// the next two chunks while multiplying the last two was slower at every size
+// (run 3: 7B Q4_K_M pp16 2,235 against 2,457 tok/s, pp64 3,431 against
+// 3,990); against ptxas's own 128-180 registers (two blocks an SM) the bound
+// won 1-8% at every size on 7B Q4_K_M and 0.5B Q8_0 (run 4: 7B pp2 377 / 350,
+// pp64 4,036 / 3,983; 0.5B pp8 6,450 / 6,033); two chunks a group in at most
+// 128 registers (four blocks) was mixed.
+template <WType T, int kTiles>
+__global__ void __launch_bounds__(kWarps * kWarp, 3)
     gemm_fused_kernel(DeviceWeight w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate) {
   __shared__ float sums[kWarps][kTiles][4][kWarp];
   pdl_begin();
@@ -249,7 +241,7 @@ __global__ void __launch_bounds__(kWarps * kWarp, LoopShape<kShape>::kMinBlocks)
 #pragma unroll
   for (int i = 0; i < kTiles; ++i) c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.0f;
 
-  constexpr int kUnroll = LoopShape<kShape>::kUnroll;
+  constexpr int kUnroll = 4;
   for (int first = warp; first < chunks; first += kWarps * kUnroll) {
     Group<T, kUnroll> gr;
     load_group<T, kUnroll>(w, ra, rb, first, chunks, t, gr);
@@ -275,7 +267,7 @@ __global__ void __launch_bounds__(kWarps * kWarp, LoopShape<kShape>::kMinBlocks)
   }
 }
 
-template <int kTiles, int kShape>
+template <int kTiles>
 cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate,
                          cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((w.n_rows + kRows - 1) / kRows),
@@ -283,10 +275,10 @@ cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int to
   const dim3 block(kWarps * kWarp);
   auto go = [&](auto kernel) { return launch_kernel(kernel, grid, block, 0, stream, w, x, ldx, tokens, y, ldy, accumulate); };
   switch (w.type) {
-    case WType::kQ8_0: return go(gemm_fused_kernel<WType::kQ8_0, kTiles, kShape>);
-    case WType::kQ4_K: return go(gemm_fused_kernel<WType::kQ4_K, kTiles, kShape>);
-    case WType::kQ6_K: return go(gemm_fused_kernel<WType::kQ6_K, kTiles, kShape>);
-    default: return go(gemm_fused_kernel<WType::kF32, kTiles, kShape>);  // dequant8 reads w.type
+    case WType::kQ8_0: return go(gemm_fused_kernel<WType::kQ8_0, kTiles>);
+    case WType::kQ4_K: return go(gemm_fused_kernel<WType::kQ4_K, kTiles>);
+    case WType::kQ6_K: return go(gemm_fused_kernel<WType::kQ6_K, kTiles>);
+    default: return go(gemm_fused_kernel<WType::kF32, kTiles>);  // dequant8 reads w.type
   }
 }
 
@@ -307,19 +299,9 @@ cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, i
   }
   g_launches.fetch_add(1, std::memory_order_relaxed);
   const __half* x = static_cast<const __half*>(x16);
-  auto shaped = [&](auto shape) {
-    constexpr int kShape = decltype(shape)::value;
-    if (tokens <= 8) return launch_tiles<1, kShape>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-    if (tokens <= 16) return launch_tiles<2, kShape>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-    return launch_tiles<kMaxTiles, kShape>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-  };
-  switch (g_shape.load(std::memory_order_relaxed)) {
-    case 1: return shaped(std::integral_constant<int, 1>{});
-    case 2: return shaped(std::integral_constant<int, 2>{});
-    default: return shaped(std::integral_constant<int, 0>{});
-  }
+  if (tokens <= 8) return launch_tiles<1>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+  if (tokens <= 16) return launch_tiles<2>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+  return launch_tiles<kMaxTiles>(w, x, ldx, tokens, y, ldy, accumulate, stream);
 }
-
-void set_gemm_fused_shape(int shape) { g_shape.store(shape >= 0 && shape <= 2 ? shape : 0, std::memory_order_relaxed); }
 
 }  // namespace minfer::kernels

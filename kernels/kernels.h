@@ -150,9 +150,6 @@ bool gemm_fused_supported(const DeviceWeight& w, int ldx);
 cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, int tokens, float* y, int ldy,
                               bool accumulate, cudaStream_t stream);
 uint64_t gemm_fused_launches();  // launch_gemm_fused calls so far (tests check which path ran)
-// Its warps' loop (gemm_fused.cu LoopShape: 0, the default, 1 or 2;
-// MINFER_GEMM_FUSED_SHAPE, A/B runs). The same bits in every shape.
-void set_gemm_fused_shape(int shape);
 
 // ---- sampling (decode) -----------------------------------------------------
 

@@ -239,8 +239,6 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   kernels::set_matvec_lanes(lanes_sv == "8" ? 8 : lanes_sv == "32" ? 32 : 0);
   // Short-row matvecs of one wave load their weights into registers before
   // the PDL wait (kernels.h) unless MINFER_MATVEC_PRELOAD=0 (A/B runs).
-  const char* gemm_shape = std::getenv("MINFER_GEMM_FUSED_SHAPE");
-  kernels::set_gemm_fused_shape(gemm_shape == nullptr ? 0 : std::atoi(gemm_shape));
   const char* preload = std::getenv("MINFER_MATVEC_PRELOAD");
   kernels::set_matvec_preload(preload == nullptr || std::string_view(preload) != "0");
   // Two-type q/k/v launches on kernels compiled for both types (kernels.h)
