@@ -223,9 +223,10 @@ __device__ __forceinline__ void multiply_group(const DeviceWeight& w, int ra, in
 // the next two chunks while multiplying the last two was slower at every size
 // (run 3: 7B Q4_K_M pp16 2,235 against 2,457 tok/s, pp64 3,431 against
 // 3,990); against ptxas's own 128-180 registers (two blocks an SM) the bound
-// won 1-8% at every size on 7B Q4_K_M and 0.5B Q8_0 (run 4: 7B pp2 377 / 350,
-// pp64 4,036 / 3,983; 0.5B pp8 6,450 / 6,033); two chunks a group in at most
-// 128 registers (four blocks) was mixed.
+// won by 1-8% in nine of ten cells on 7B Q4_K_M and 0.5B Q8_0 (run 4: 7B pp2
+// 377 / 350, pp64 4,036 / 3,983; 0.5B pp8 6,450 / 6,033; 7B pp8 1,308 /
+// 1,320); two chunks a group in at most 128 registers (four blocks) was
+// mixed.
 template <WType T, int kTiles>
 __global__ void __launch_bounds__(kWarps * kWarp, 3)
     gemm_fused_kernel(DeviceWeight w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate) {
