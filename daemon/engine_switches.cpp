@@ -46,6 +46,12 @@ void EngineSwitches::add_to(po::options_description& desc) {
        "A/B switch: greedy JSON-mode, structured-output and tool-call requests take each step's argmax when the "
        "constraint allows it, with steps queued ahead, instead of the host picking from copied logits "
        "(MINFER_CONSTRAINED_LOOKAHEAD=1)")
+      ("constrained-candidates",
+       po::value(&constrained_candidates)->default_value(constrained_candidates, shown(constrained_candidates)),
+       "A/B switch: on CUDA, greedy JSON-mode, structured-output and tool-call requests take the first of each "
+       "decode step's best candidates, listed on the GPU, that the constraint allows, and copy the logits only when "
+       "it allows none, instead of the host picking from every step's copied logits "
+       "(MINFER_NO_CONSTRAINED_CANDIDATES=1)")
       ("prefix-cache", po::value(&prefix_cache)->default_value(prefix_cache, shown(prefix_cache)),
        "reuse the KV cache rows of the previous request's common prompt prefix")
       ("trace", po::value(&trace)->default_value(trace),
@@ -83,6 +89,8 @@ void EngineSwitches::apply_to(EngineConfig* config) const {
   config->draw_in_step = draw_in_step;
   config->logprobs_in_step = logprobs_in_step;
   config->constrained_lookahead = constrained_lookahead;
+  // On: the backend's choice (-1: where steps run on a device); off: never.
+  config->constrained_candidates = constrained_candidates ? EngineConfig{}.constrained_candidates : 0;
   config->prefix_cache = prefix_cache;
   config->trace_path = trace;
   config->chat_template_file = chat_template_file;

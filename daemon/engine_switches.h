@@ -27,6 +27,7 @@ struct EngineSwitches {
   bool draw_in_step = EngineConfig{}.draw_in_step;
   bool logprobs_in_step = EngineConfig{}.logprobs_in_step;
   bool constrained_lookahead = EngineConfig{}.constrained_lookahead;
+  bool constrained_candidates = EngineConfig{}.constrained_candidates != 0;
   bool prefix_cache = EngineConfig{}.prefix_cache;
   std::string trace;  // EngineConfig::trace_path
   std::string chat_template_file;  // EngineConfig::chat_template_file

@@ -90,6 +90,18 @@ struct EngineConfig {
   // step's logits are copied and the host picks. Tokens are the same either
   // way.
   bool constrained_lookahead = false;
+  // Greedy constrained requests have each decode step list its best
+  // candidates (Op::kLogprobs: its kLogprobsTop best tokens, the larger logit
+  // first, the lower id on ties), and the host takes the first the
+  // constraint allows — the token it would pick from the whole logits —
+  // copying the logits only when it allows none of them
+  // (GenerationResult::n_logits_fetched). -1: where the steps run on a
+  // device (CUDA: the logits stay there); the CPU backend's are in host
+  // memory already, where listing cost 5% of a 0.5B JSON-mode token (2-core
+  // machine). 0 never (MINFER_NO_CONSTRAINED_CANDIDATES=1): every step's
+  // logits are copied and the host picks from them. 1 on every backend
+  // (tests). Tokens are the same either way.
+  int constrained_candidates = -1;
   bool warmup = true;        // run a short generation at load (captures the CUDA decode graphs)
   std::string trace_path;    // MINFER_TRACE: Chrome trace of every node of every step (debugging; slow)
   // A Jinja chat template file used instead of the model's
@@ -104,8 +116,8 @@ struct EngineConfig {
 
   // Applies the MINFER_* environment switches (MINFER_NO_FUSE_QKV,
   // MINFER_NO_FUSE_FFN, MINFER_NO_FA_PREFILL, MINFER_NO_FUSED_GEMM, MINFER_NO_CUDA_GRAPH, MINFER_NO_LOOKAHEAD,
-  // MINFER_NO_DRAW_IN_STEP, MINFER_NO_LOGPROBS_IN_STEP, MINFER_CONSTRAINED_LOOKAHEAD, MINFER_CACHE_TYPE, MINFER_TRACE,
-  // MINFER_SCORE_ROWS) on top of the
+  // MINFER_NO_DRAW_IN_STEP, MINFER_NO_LOGPROBS_IN_STEP, MINFER_CONSTRAINED_LOOKAHEAD, MINFER_NO_CONSTRAINED_CANDIDATES,
+  // MINFER_CACHE_TYPE, MINFER_TRACE, MINFER_SCORE_ROWS) on top of the
   // configured values.
   void apply_environment();
 };
@@ -227,6 +239,9 @@ struct GenerationResult {
   std::vector<TokenLogprobs> prompt_logprobs;
   double prefill_ms = 0, decode_ms = 0, ttft_ms = 0;
   int n_repicked = 0;               // EngineConfig::constrained_lookahead: argmaxes refused, picked again
+  // EngineConfig::constrained_candidates: decode steps none of whose listed
+  // candidates the constraint allowed, whose logits were copied for the host.
+  int n_logits_fetched = 0;
   std::optional<Error> error;       // set when finish == kError
 
   double prefill_tokens_per_s() const;

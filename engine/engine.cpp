@@ -92,6 +92,7 @@ void EngineConfig::apply_environment() {
   if (flag("MINFER_NO_DRAW_IN_STEP")) draw_in_step = false;
   if (flag("MINFER_NO_LOGPROBS_IN_STEP")) logprobs_in_step = false;
   if (flag("MINFER_CONSTRAINED_LOOKAHEAD")) constrained_lookahead = true;
+  if (flag("MINFER_NO_CONSTRAINED_CANDIDATES")) constrained_candidates = 0;
   if (const char* v = std::getenv("MINFER_CACHE_TYPE"); v != nullptr && *v != '\0') kv_type = v;
   if (const char* v = std::getenv("MINFER_TRACE"); v != nullptr && *v != '\0') trace_path = v;
   if (const char* v = std::getenv("MINFER_SCORE_ROWS"); v != nullptr && *v != '\0') {
@@ -132,6 +133,7 @@ std::string switches_off(const EngineConfig& c) {
   add(d.lookahead != 0 && c.lookahead == 0, "lookahead");
   add(d.draw_in_step && !c.draw_in_step, "draw-in-step");
   add(d.logprobs_in_step && !c.logprobs_in_step, "logprobs-in-step");
+  add(d.constrained_candidates != 0 && c.constrained_candidates == 0, "constrained-candidates");
   add(d.prefix_cache && !c.prefix_cache, "prefix-cache");
   return off;
 }
@@ -274,6 +276,14 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // its first token, from the prefill's logits, is the host's.
   const bool checked_argmax = config.constrained_lookahead && constrained && !want_logprobs &&
                               req.sampling.plain_greedy() && decode_ahead(true) > 0;
+  // A greedy constrained request's decode steps list their best candidates
+  // (EngineConfig::constrained_candidates; Op::kLogprobs), and the host
+  // takes the first the constraint allows: a few hundred bytes a step come
+  // back, the logits only when it allows none of them.
+  const bool list_steps = config.constrained_candidates > 0 ||
+                          (config.constrained_candidates < 0 && backend->overlaps_steps());
+  const bool listed = constrained && list_steps && req.sampling.plain_greedy() && backend->supports(Op::kLogprobs) &&
+                      (!want_logprobs || config.logprobs_in_step);
   // A sampled request's decode steps draw their tokens themselves where they
   // can; the first token, from the prefill's logits, is the host's (the same
   // draw: the generator's numbers are taken in token order either way).
@@ -343,7 +353,8 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // before it are the history less its last `unseen` ones, then `then`.
   const auto submit = [&](std::optional<int32_t> t, size_t unseen, std::span<const int32_t> then) {
     if (draw_in_step) draw = host.sampler().step_draw(std::span<const int32_t>(history).first(history.size() - unseen), then);
-    return runner->submit_decode(seq, t, step_argmax, draw_in_step ? &draw : nullptr, logprobs_in_step);
+    return runner->submit_decode(seq, t, step_argmax || listed, draw_in_step ? &draw : nullptr,
+                                 logprobs_in_step || listed);
   };
   StreamDecoder decoder(*tokenizer);
   StopMatcher stops(req.stop);
@@ -354,6 +365,16 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     return k < req.max_tokens && static_cast<int>(seq.cells.size()) + 1 < runner->n_ctx();
   };
   const auto pick_on_host = [&] { return host.pick(out.logits.data(), history); };
+  // A listed step's pick; where its list does not settle it, its logits are
+  // copied and the host picks from them.
+  const auto pick_from_list = [&]() -> Expected<int32_t> {
+    if (!out.logprobs) return unexpected(ErrorCode::kInternal, "a decode step listed no candidates");
+    const int32_t t = host.pick_listed(*out.logprobs);
+    if (t != HostPick::kNotListed) return t;
+    ++r.n_logits_fetched;
+    MINFER_TRY(runner->fetch_logits(&out));
+    return pick_on_host();
+  };
   const auto t_decode = Clock::now();
   const auto no_token = [&] {
     return Error(ErrorCode::kUnsupported,
@@ -412,7 +433,15 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     }
     if (Status st = runner->collect_decode(seq, &out); !st) return fail(st.error());
     record_step();
-    token = picked ? out.argmax.at(0) : pick_on_host();
+    if (picked) {
+      token = out.argmax.at(0);
+    } else if (listed) {
+      auto t = pick_from_list();
+      if (!t) return fail(t.error());
+      token = *t;
+    } else {
+      token = pick_on_host();
+    }
     if (logprobs_in_step) {
       if (!out.logprobs) return fail(Error(ErrorCode::kInternal, "a decode step returned no log-probabilities"));
       host.took_step_logprobs(*out.logprobs);
@@ -423,12 +452,16 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
       // request's) for the logits the host picks from.
       ++r.n_repicked;
       if (Status st = runner->drain(seq); !st) return fail(st.error());
-      const int32_t last = seq.tokens.back();
-      runner->cells().truncate(seq, seq.n_past() - 1);
-      if (Status st = runner->submit_decode(seq, last, false); !st) return fail(st.error());
-      if (Status st = runner->collect_decode(seq, &out); !st) return fail(st.error());
-      record_step();
-      token = pick_on_host();
+      // Its list may hold the token the host would pick.
+      token = listed && out.logprobs ? host.pick_listed(*out.logprobs) : HostPick::kNotListed;
+      if (token == HostPick::kNotListed) {
+        const int32_t last = seq.tokens.back();
+        runner->cells().truncate(seq, seq.n_past() - 1);
+        if (Status st = runner->submit_decode(seq, last, false); !st) return fail(st.error());
+        if (Status st = runner->collect_decode(seq, &out); !st) return fail(st.error());
+        record_step();
+        token = pick_on_host();
+      }
     }
     if (token < 0) return fail(no_token());
   }

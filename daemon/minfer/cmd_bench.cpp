@@ -21,8 +21,11 @@
 // decode tests to one JSON object (@json): {"items": [strings...]} of at
 // least a million strings, so that no test ends it and every token is
 // constrained (JSON mode's {} would end a random model's test at once).
-// Greedy, with --constrained-lookahead the steps take their argmax where it
-// is allowed, and the JSON output's "repicked" counts those refused.
+// Greedy: each step lists its best candidates and the host takes the first
+// allowed ("fetched" in the JSON output counts the steps whose logits were
+// copied because none was; with --constrained-candidates false every step's
+// are); with --constrained-lookahead the steps take their argmax where it is
+// allowed, and "repicked" counts those refused.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,6 +48,7 @@ struct TestResult {
   std::vector<double> tokens_per_s;
   std::vector<std::tuple<std::string, double, int64_t>> profile;
   int repicked = 0;  // GenerationResult::n_repicked, over the timed runs
+  int fetched = 0;   // GenerationResult::n_logits_fetched, over the timed runs
   double median() const {
     std::vector<double> v = tokens_per_s;
     std::sort(v.begin(), v.end());
@@ -123,8 +127,9 @@ int cmd_bench(const std::vector<std::string>& args) {
       ("score", po::bool_switch(&decode.score),
        "prompt tests score every prompt token (echo with logprobs, max_tokens 0: ppN@score)")
       ("json-object", po::bool_switch(&decode.json_object),
-       "decode tests hold the output to one JSON object (JSON mode: on CUDA the host picks the tokens, or with "
-       "--constrained-lookahead checks the steps' argmax)")
+       "decode tests hold the output to one JSON object (JSON mode: the host takes the first allowed of each "
+       "step's best candidates, from copied logits where none is or with --constrained-candidates false; with "
+       "--constrained-lookahead it checks the steps' argmax first)")
       ("output,o", po::value(&output)->default_value(output), "md | json")
       ("profile", "also report where the time goes, per op kind");
   po::variables_map vm;
@@ -181,6 +186,7 @@ int cmd_bench(const std::vector<std::string>& args) {
       // Decode: n_gen tokens, the first from the prefill, n_gen - 1 decode steps.
       t.tokens_per_s.push_back(prefill ? r.prefill_tokens_per_s() : r.decode_tokens_per_s());
       t.repicked += r.n_repicked;
+      t.fetched += r.n_logits_fetched;
     }
     if (profile) {
       t.profile = e.profile();
@@ -238,7 +244,10 @@ int cmd_bench(const std::vector<std::string>& args) {
         r["weight_gb_per_s"] = decode_gbps(t);
         if (copy_gbps > 0) r["fraction_of_copy_bandwidth"] = decode_gbps(t) / copy_gbps;
       }
-      if (decode.json_object && t.name.rfind("tg", 0) == 0) r["repicked"] = t.repicked;
+      if (decode.json_object && t.name.rfind("tg", 0) == 0) {
+        r["repicked"] = t.repicked;
+        r["fetched"] = t.fetched;
+      }
       for (const auto& [op, ms, calls] : t.profile) r["profile_ms"][op] = ms;
       j["results"].push_back(r);
     }

@@ -38,4 +38,8 @@ Status Backend::collect(StepOutput* output) {
   return ok_status();
 }
 
+Status Backend::fetch_logits(StepOutput*) {
+  return unexpected(ErrorCode::kUnsupported, fmt::format("{} backend: no logits to fetch after a step", name()));
+}
+
 }  // namespace minfer

@@ -87,6 +87,11 @@ class Backend {
   virtual Status submit(const Graph& graph, const StepInput& input);
   virtual Status collect(StepOutput* output);
   virtual int max_in_flight() const { return 2; }
+  // The logits row of the step collected last, which picked its token and so
+  // did not hand them back (a constrained request's step whose candidates
+  // the constraint refused): while nothing is in flight, an error otherwise
+  // or where that step computed no logits.
+  virtual Status fetch_logits(StepOutput* output);
   int in_flight() const { return static_cast<int>(queued_.size()) + submitted_; }
   // Whether submit() returns before the step has run (CUDA): where it does
   // not, submitting ahead only delays the host's handling of a token.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <thread>
 
@@ -76,6 +77,27 @@ bool HostPick::take(int32_t token) {
   if (constraint_ && !constraint_->unconstrained() && !allows(token)) return false;
   if (constraint_) constraint_->advance(token_text_[static_cast<size_t>(token)]);
   return true;
+}
+
+int32_t HostPick::pick_listed(const kernels::LogprobsOut& step) {
+  // log Σ exp is finite only when no logit is NaN or +inf.
+  if (!std::isfinite(step.log_z)) return kNotListed;
+  const bool constrained = constraint_ && !constraint_->unconstrained();
+  for (int i = 0; i < step.n_top; ++i) {
+    const int32_t id = step.top[i];
+    if (constrained && !allows(id)) continue;
+    // Among -inf logits the host takes the lowest id of the vocabulary.
+    if (!std::isfinite(step.top_logit[i])) return kNotListed;
+    if (constraint_) constraint_->advance(token_text_[static_cast<size_t>(id)]);
+    if (request_.top_logprobs >= 0) {
+      kernels::LogprobsOut mine = step;
+      mine.chosen = id;
+      mine.chosen_logit = step.top_logit[i];
+      took_step_logprobs(mine);
+    }
+    return id;
+  }
+  return step.n_top >= vocab_size_ ? -1 : kNotListed;
 }
 
 PromptScorer::PromptScorer(const GenerationRequest& request, const Tokenizer& tokenizer, int vocab_size,

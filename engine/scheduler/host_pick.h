@@ -43,6 +43,16 @@ class HostPick {
   // Takes `token`, picked elsewhere (the device's argmax), if the constraint
   // allows it there: false, and nothing changes, when it does not.
   bool take(int32_t token);
+  // A greedy request's pick from the candidates its decode step listed
+  // (Op::kLogprobs: the step's best tokens, the larger logit first, the
+  // lower id on ties — the order in which the host's greedy pick meets
+  // them): the first the constraint allows, the token pick() would take from
+  // the whole logits, with its log-probabilities when asked for. kNotListed
+  // when that is not settled by the list: the constraint allows none of them
+  // (and the vocabulary holds more), or the logits hold a NaN or an infinity
+  // (the host's order is then its own) — pick() from the logits then.
+  static constexpr int32_t kNotListed = -2;
+  int32_t pick_listed(const kernels::LogprobsOut& step);
   // The log-probabilities of a token the step picked, as the step computed
   // them (EngineConfig::logprobs_in_step): what take_logprobs() hands out next.
   void took_step_logprobs(const kernels::LogprobsOut& raw) {

@@ -120,6 +120,11 @@ Status Runner::collect_decode(Sequence& seq, StepOutput* out) {
   return ok_status();
 }
 
+Status Runner::fetch_logits(StepOutput* out) {
+  if (!in_flight_.empty()) return unexpected(ErrorCode::kInternal, "logits fetched with a decode step in flight");
+  return backend_.fetch_logits(out);
+}
+
 Status Runner::drain(Sequence& seq) {
   Status first = ok_status();
   StepOutput out;

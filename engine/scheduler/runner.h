@@ -56,6 +56,9 @@ class Runner {
                        const kernels::DrawArgs* draw = nullptr, bool logprobs = false);
   Status collect_decode(Sequence& seq, StepOutput* out);
   Status drain(Sequence& seq);
+  // The logits of the step collected last, which picked its token
+  // (Backend::fetch_logits): nothing may be in flight.
+  Status fetch_logits(StepOutput* out);
   int in_flight() const { return static_cast<int>(in_flight_.size()); }
 
   KvCells& cells() { return cells_; }

@@ -94,7 +94,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
       ++settings;
     }
   }
-  EXPECT_EQ(settings, 36);
+  EXPECT_EQ(settings, 37);
   DaemonConfig c;
   std::string msg;
   ASSERT_EQ(parse({"--config", write_file(uncommented)}, &c, &msg), ConfigOutcome::kRun) << msg << "\n" << uncommented;
@@ -135,6 +135,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
   EXPECT_EQ(from_file.draw_in_step, defaults.draw_in_step);
   EXPECT_EQ(from_file.logprobs_in_step, defaults.logprobs_in_step);
   EXPECT_EQ(from_file.constrained_lookahead, defaults.constrained_lookahead);
+  EXPECT_EQ(from_file.constrained_candidates, defaults.constrained_candidates);
   EXPECT_EQ(from_file.prefix_cache, defaults.prefix_cache);
   EXPECT_EQ(from_file.chat_template_file, defaults.chat_template_file);
   EXPECT_EQ(from_file.trace_path, defaults.trace_path);
@@ -144,7 +145,7 @@ TEST(Config, EngineSwitchesReachTheEngineConfig) {
   const std::string file = write_file(
       "cuda-graphs = false\nstep-timeout-ms = 2500\nstep-timeout-per-token-ms = 0.5\nfuse-qkv = no\n"
       "fuse-ffn = off\nfa-prefill = 0\nfused-gemm = false\nlookahead = false\ndraw-in-step = false\nprefix-cache = false\n"
-      "constrained-lookahead = true\nlogprobs-in-step = false\n"
+      "constrained-lookahead = true\nconstrained-candidates = false\nlogprobs-in-step = false\n"
       "trace = /var/lib/minfer/trace.json\n");
   DaemonConfig c;
   std::string msg;
@@ -162,6 +163,7 @@ TEST(Config, EngineSwitchesReachTheEngineConfig) {
   EXPECT_FALSE(e.draw_in_step);
   EXPECT_FALSE(e.logprobs_in_step);
   EXPECT_TRUE(e.constrained_lookahead);
+  EXPECT_EQ(e.constrained_candidates, 0);
   EXPECT_FALSE(e.prefix_cache);
   EXPECT_EQ(e.trace_path, "/var/lib/minfer/trace.json");
   // On, lookahead is the backend's choice (-1), not forced on every backend (1).
@@ -198,7 +200,8 @@ TEST(Config, HelpListsEveryOption) {
                            "--heartbeat-timeout-ms", "--http-threads", "--log-level", "--log-sink",
                            "--debug-stall-engine-after-tokens", "--debug-token-delay-ms", "--debug-load-delay-ms",
                            "--cuda-graphs", "--step-timeout-ms", "--step-timeout-per-token-ms", "--fuse-qkv",
-                           "--fuse-ffn", "--fa-prefill", "--fused-gemm", "--lookahead", "--draw-in-step", "--logprobs-in-step", "--prefix-cache",
+                           "--fuse-ffn", "--fa-prefill", "--fused-gemm", "--lookahead", "--draw-in-step", "--logprobs-in-step",
+                           "--constrained-lookahead", "--constrained-candidates", "--prefix-cache",
                            "--trace"}) {
     EXPECT_NE(msg.find(name), std::string::npos) << name;
   }

@@ -342,12 +342,13 @@ TEST(DaemonLifecycle, EngineSwitchesAndTraceFromTheConfigurationFile) {
   std::ofstream(dir.file("minferd.conf"))
       << "cuda-graphs = false\nfuse-qkv = false\nfuse-ffn = false\nfa-prefill = false\nfused-gemm = false\n"
          "lookahead = false\n"
-         "draw-in-step = false\nlogprobs-in-step = false\nprefix-cache = false\nstep-timeout-ms = 5000\ntrace = "
+         "draw-in-step = false\nlogprobs-in-step = false\nconstrained-candidates = false\nprefix-cache = false\n"
+         "step-timeout-ms = 5000\ntrace = "
       << dir.file("trace.json") << "\n";
   DaemonProcess d(dir, DaemonSpec{true, {"--config", dir.file("minferd.conf")}, {}, -1});
   ASSERT_TRUE(d.wait_ready()) << d.log();
   EXPECT_NE(d.log().find("engine switches off: cuda-graphs, fuse-qkv, fuse-ffn, fa-prefill, fused-gemm, lookahead, "
-                         "draw-in-step, logprobs-in-step, prefix-cache"),
+                         "draw-in-step, logprobs-in-step, constrained-candidates, prefix-cache"),
             std::string::npos)
       << d.log();
   EXPECT_NE(d.log().find("tracing every node to " + dir.file("trace.json")), std::string::npos) << d.log();

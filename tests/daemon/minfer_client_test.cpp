@@ -371,7 +371,7 @@ TEST(MinferGenerate, EngineSwitchesLeaveTheTextUnchanged) {
   const std::string off =
       " --cuda-graphs false --fuse-qkv false --fuse-ffn false --fa-prefill false --fused-gemm false --lookahead false "
       "--draw-in-step false "
-      "--logprobs-in-step false "
+      "--logprobs-in-step false --constrained-candidates false "
       "--prefix-cache false --step-timeout-ms 5000";
   auto text = [](const std::string& command) { return run("sh -c \"" + command + " 2>/dev/null\""); };
   const CommandRun greedy = text(generate + " -n 27 --temp 0");
@@ -387,7 +387,7 @@ TEST(MinferGenerate, EngineSwitchesLeaveTheTextUnchanged) {
   EXPECT_EQ(sampled_off.out, sampled.out);
   const CommandRun logged = run(generate + " -n 1" + off);
   EXPECT_NE(logged.out.find("engine switches off: cuda-graphs, fuse-qkv, fuse-ffn, fa-prefill, fused-gemm, lookahead, "
-                            "draw-in-step, logprobs-in-step, prefix-cache"),
+                            "draw-in-step, logprobs-in-step, constrained-candidates, prefix-cache"),
             std::string::npos)
       << logged.out;
   const CommandRun bad = run(generate + " -n 1 --step-timeout-ms 0");

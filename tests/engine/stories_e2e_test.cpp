@@ -433,22 +433,28 @@ TEST(EngineLookahead, BothOrdersGiveTheSameResults) {
                                              FinishReason::kLength, FinishReason::kLength, FinishReason::kLength}));
 }
 
-// Greedy constrained requests that take their steps' argmax, checked by the
-// constraint (EngineConfig::constrained_lookahead, with steps ahead; without
-// them the switch changes nothing) against the host picking from every
-// step's logits: the same tokens, text
-// and ends — JSON mode, schemas the story model keeps running into (its
-// argmax refused, the step evaluated again, the host's pick), a forced
-// tool call, and a request that reuses a prefix.
+// Greedy constrained requests whose steps list their best candidates, the
+// host taking the first allowed (EngineConfig::constrained_candidates; the
+// logits copied where none is), and that take their steps' argmax, checked by
+// the constraint (EngineConfig::constrained_lookahead, with steps ahead;
+// without them the switch changes nothing; with the lists a refused argmax's
+// step runs again only where its list holds nothing allowed), against the
+// host picking from every step's logits: the same tokens, text and ends —
+// JSON mode, schemas the story model keeps running into (its argmax and at
+// times its whole list refused), a forced tool call, and a request that
+// reuses a prefix.
 TEST(EngineConstrained, CheckedArgmaxGivesTheHostsTokens) {
   struct Arm {
+    bool constrained_candidates;
     bool constrained_lookahead;
     int lookahead;
   };
-  const Arm arms[3] = {{false, 0}, {true, 1}, {true, 0}};
-  std::unique_ptr<Engine> engines[3];
-  for (int a = 0; a < 3; ++a) {
+  constexpr int kArms = 5;
+  const Arm arms[kArms] = {{false, false, 0}, {false, true, 1}, {false, true, 0}, {true, false, 0}, {true, true, 1}};
+  std::unique_ptr<Engine> engines[kArms];
+  for (int a = 0; a < kArms; ++a) {
     engines[a] = stories_engine([&](EngineConfig& c) {
+      c.constrained_candidates = arms[a].constrained_candidates ? 1 : 0;  // 1: on the CPU backend too
       c.constrained_lookahead = arms[a].constrained_lookahead;
       c.lookahead = arms[a].lookahead;
     });
@@ -483,15 +489,20 @@ TEST(EngineConstrained, CheckedArgmaxGivesTheHostsTokens) {
   call.tool_call_style = ToolStyle::kLlama3;
   requests.push_back(call);
 
-  int repicked[3] = {0, 0, 0};
+  int repicked[kArms] = {}, fetched[kArms] = {}, generated[kArms] = {};
+  uint64_t steps[kArms] = {};
   for (size_t i = 0; i < requests.size(); ++i) {
-    GenerationResult results[3];
-    for (int a = 0; a < 3; ++a) {
+    GenerationResult results[kArms];
+    for (int a = 0; a < kArms; ++a) {
+      const uint64_t before = engines[a]->health().steps;
       results[a] = engines[a]->generate(requests[i], nullptr, nullptr);
       ASSERT_NE(results[a].finish, FinishReason::kError) << "request " << i << ", arm " << a << ": " << results[a].error->message;
+      steps[a] += engines[a]->health().steps - before;
       repicked[a] += results[a].n_repicked;
+      fetched[a] += results[a].n_logits_fetched;
+      generated[a] += results[a].n_generated;
     }
-    for (int a = 1; a < 3; ++a) {
+    for (int a = 1; a < kArms; ++a) {
       EXPECT_EQ(results[a].tokens, results[0].tokens) << "request " << i << ", arm " << a;
       EXPECT_EQ(results[a].text, results[0].text) << "request " << i << ", arm " << a;
       EXPECT_EQ(results[a].finish, results[0].finish) << "request " << i << ", arm " << a;
@@ -501,6 +512,52 @@ TEST(EngineConstrained, CheckedArgmaxGivesTheHostsTokens) {
   EXPECT_EQ(repicked[0], 0);  // the host picks every token: nothing to pick again
   EXPECT_GT(repicked[1], 0);  // the story model's argmax is refused now and then
   EXPECT_EQ(repicked[2], 0);  // no steps ahead: the host picks, the switch notwithstanding
+  EXPECT_EQ(repicked[4], repicked[1]);  // the same argmaxes refused ...
+  EXPECT_LT(steps[4], steps[1]);        // ... but some settled by their step's list, not run again
+  for (int a : {0, 1, 2}) EXPECT_EQ(fetched[a], 0) << "arm " << a;  // no lists
+  // Listed steps: the list settles most, not all (a decode step a token but
+  // the prefill's first).
+  EXPECT_GT(fetched[3], 0);
+  EXPECT_LT(fetched[3], generated[3] - static_cast<int>(requests.size()));
+  EXPECT_EQ(steps[3], steps[0]);  // a copy of the logits, not a step
+  std::printf("listed: %d of %d tokens' logits fetched; checked argmax: %d refused, %llu vs %llu steps\n", fetched[3],
+              generated[3], repicked[1], static_cast<unsigned long long>(steps[4]),
+              static_cast<unsigned long long>(steps[1]));
+}
+
+// A constrained request for log-probabilities (greedy: the steps list their
+// candidates with the log-probabilities) against the host computing them
+// from every step's logits: the same tokens and top lists, the same
+// log-probabilities (the CPU backend computes both the host's way).
+TEST(EngineConstrained, ListedCandidatesGiveTheHostsLogprobs) {
+  std::unique_ptr<Engine> engines[2];
+  for (int a = 0; a < 2; ++a) {
+    engines[a] = stories_engine([&](EngineConfig& c) { c.constrained_candidates = a; });  // 1: on the CPU too
+    ASSERT_TRUE(engines[a]);
+  }
+  GenerationRequest req = greedy(engines[0]->tokenize("Once upon a time", true, false), 60);
+  req.json_object = true;
+  req.top_logprobs = 3;
+  GenerationResult r[2];
+  for (int a = 0; a < 2; ++a) {
+    r[a] = engines[a]->generate(req, nullptr, nullptr);
+    ASSERT_NE(r[a].finish, FinishReason::kError) << r[a].error->message;
+  }
+  EXPECT_EQ(r[1].tokens, r[0].tokens);
+  EXPECT_EQ(r[0].n_logits_fetched, 0);
+  EXPECT_LT(r[1].n_logits_fetched, r[1].n_generated - 1);  // some tokens came from the lists
+  ASSERT_EQ(r[1].logprobs.size(), r[0].logprobs.size());
+  ASSERT_EQ(r[0].logprobs.size(), r[0].tokens.size());
+  for (size_t i = 0; i < r[0].logprobs.size(); ++i) {
+    const TokenLogprobs &host = r[0].logprobs[i], &listed = r[1].logprobs[i];
+    EXPECT_EQ(listed.chosen.token, host.chosen.token) << "token " << i;
+    EXPECT_EQ(listed.chosen.logprob, host.chosen.logprob) << "token " << i;
+    ASSERT_EQ(listed.top.size(), host.top.size()) << "token " << i;
+    for (size_t k = 0; k < host.top.size(); ++k) {
+      EXPECT_EQ(listed.top[k].token, host.top[k].token) << "token " << i << ", top " << k;
+      EXPECT_EQ(listed.top[k].logprob, host.top[k].logprob) << "token " << i << ", top " << k;
+    }
+  }
 }
 
 // Sampled requests whose steps draw their tokens (Op::kSample; with steps

@@ -876,12 +876,15 @@ TEST(CudaToolCalls, AutoPicksTheDevicesTokensAndForcedCallsMatchTheCpu) {
   EXPECT_EQ(forced[1].tokens, forced[0].tokens) << "cuda: " << forced[1].text << "\ncpu: " << forced[0].text;
 }
 
-// Greedy constrained requests on the GPU taking their steps' argmax, checked
-// by the constraint (EngineConfig::constrained_lookahead: steps queued
-// ahead, fed on the device; a refused argmax's step run again for its
-// logits) against the host picking from every step's copied logits: the
-// same tokens, text and ends, with graphs and eager, on the story model
-// (whose argmax JSON refuses often) — JSON mode, a schema, a forced call.
+// Greedy constrained requests on the GPU whose steps list their best
+// candidates on the device, the host taking the first allowed and copying the
+// logits where none is (EngineConfig::constrained_candidates), and taking
+// their steps' argmax, checked by the constraint (EngineConfig::
+// constrained_lookahead: steps queued ahead, fed on the device; a refused
+// argmax's step run again for its logits unless its list settles it), each
+// against the host picking from every step's copied logits: the same tokens,
+// text and ends, with graphs and eager, on the story model (whose argmax and
+// at times whole list JSON refuses) — JSON mode, a schema, a forced call.
 TEST(CudaConstrained, CheckedArgmaxGivesTheHostsTokens) {
   MINFER_REQUIRE_GPU();
   auto object = JsonSchema::compile(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 3,
@@ -890,21 +893,24 @@ TEST(CudaConstrained, CheckedArgmaxGivesTheHostsTokens) {
   auto call = compile_tool_call_schema(
       {R"({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city", "days"]}}})"});
   ASSERT_TRUE(object && call);
+  // The host picks; checked argmax; listed candidates; both.
+  constexpr int kArms = 4;
   for (int graphs = 0; graphs < 2; ++graphs) {
     SCOPED_TRACE(graphs ? "graphs" : "eager");
-    std::unique_ptr<Engine> engines[2];
-    for (int arm = 0; arm < 2; ++arm) {  // the host picks; checked argmax
+    std::unique_ptr<Engine> engines[kArms];
+    for (int arm = 0; arm < kArms; ++arm) {
       EngineConfig c;
       c.model_path = test::stories_path();
       c.backend = BackendChoice::kCuda;
       c.n_ctx = 256;
       c.cuda_graphs = graphs == 1;
-      c.constrained_lookahead = arm == 1;
+      c.constrained_lookahead = arm % 2 == 1;
+      c.constrained_candidates = arm >= 2 ? -1 : 0;  // -1: the default, on where steps run on a device
       auto e = Engine::load(c);
       ASSERT_TRUE(e.has_value()) << e.error().message;
       engines[arm] = std::move(*e);
     }
-    std::vector<GenerationRequest> requests(3);
+    std::vector<GenerationRequest> requests(4);
     for (GenerationRequest& r : requests) {
       r.prompt = engines[0]->tokenize("Once upon a time", true, false);
       r.max_tokens = 100;
@@ -914,20 +920,50 @@ TEST(CudaConstrained, CheckedArgmaxGivesTheHostsTokens) {
     requests[1].json_schema = *object;
     requests[2].json_schema = *call;
     requests[2].prompt = engines[0]->tokenize("The weather", true, false);
-    int repicked = 0;
+    requests[3].json_object = true;  // with log-probabilities
+    requests[3].top_logprobs = 3;
+    int repicked[kArms] = {}, fetched[kArms] = {}, generated[kArms] = {};
+    uint64_t steps[kArms] = {};
     for (size_t i = 0; i < requests.size(); ++i) {
-      GenerationResult r[2];
-      for (int arm = 0; arm < 2; ++arm) {
+      GenerationResult r[kArms];
+      for (int arm = 0; arm < kArms; ++arm) {
+        const uint64_t before = engines[arm]->health().steps;
         r[arm] = engines[arm]->generate(requests[i], nullptr, nullptr);
-        ASSERT_NE(r[arm].finish, FinishReason::kError) << "request " << i << ": " << r[arm].error->message;
+        ASSERT_NE(r[arm].finish, FinishReason::kError) << "request " << i << ", arm " << arm << ": " << r[arm].error->message;
+        steps[arm] += engines[arm]->health().steps - before;
+        repicked[arm] += r[arm].n_repicked;
+        fetched[arm] += r[arm].n_logits_fetched;
+        generated[arm] += r[arm].n_generated;
       }
-      EXPECT_EQ(r[1].tokens, r[0].tokens) << "request " << i << "\nhost: " << r[0].text << "\nchecked: " << r[1].text;
-      EXPECT_EQ(r[1].finish, r[0].finish) << "request " << i;
-      EXPECT_EQ(r[0].n_repicked, 0);
-      repicked += r[1].n_repicked;
+      for (int arm = 1; arm < kArms; ++arm) {
+        EXPECT_EQ(r[arm].tokens, r[0].tokens) << "request " << i << ", arm " << arm << "\nhost: " << r[0].text
+                                              << "\narm: " << r[arm].text;
+        EXPECT_EQ(r[arm].finish, r[0].finish) << "request " << i << ", arm " << arm;
+      }
+      if (requests[i].top_logprobs > 0) {
+        // The listed steps' log-probabilities (the device's sum) against the
+        // host's from the copied logits.
+        ASSERT_EQ(r[2].logprobs.size(), r[0].logprobs.size());
+        for (size_t t = 0; t < r[0].logprobs.size(); ++t) {
+          EXPECT_EQ(r[2].logprobs[t].chosen.token, r[0].logprobs[t].chosen.token);
+          EXPECT_NEAR(r[2].logprobs[t].chosen.logprob, r[0].logprobs[t].chosen.logprob, 1e-4) << "token " << t;
+          ASSERT_EQ(r[2].logprobs[t].top.size(), r[0].logprobs[t].top.size());
+          for (size_t k = 0; k < r[0].logprobs[t].top.size(); ++k) {
+            EXPECT_EQ(r[2].logprobs[t].top[k].token, r[0].logprobs[t].top[k].token) << "token " << t << ", top " << k;
+          }
+        }
+      }
     }
-    EXPECT_GT(repicked, 0);  // the fallback ran
-    std::printf("%s: %d argmaxes refused and picked again\n", graphs ? "graphs" : "eager", repicked);
+    EXPECT_EQ(repicked[0], 0);
+    EXPECT_GT(repicked[1], 0);  // the fallback ran
+    EXPECT_EQ(repicked[3], repicked[1]);  // the same argmaxes refused
+    EXPECT_LT(steps[3], steps[1]);  // lists settled some refusals without a second step
+    EXPECT_EQ(fetched[0] + fetched[1], 0);
+    EXPECT_GT(fetched[2], 0);
+    EXPECT_LT(fetched[2], generated[2] - static_cast<int>(requests.size()));
+    std::printf("%s: checked argmax %d refused (%llu steps; with lists %llu); listed: %d of %d tokens' logits fetched\n",
+                graphs ? "graphs" : "eager", repicked[1], static_cast<unsigned long long>(steps[1]),
+                static_cast<unsigned long long>(steps[3]), fetched[2], generated[2]);
   }
 }
 

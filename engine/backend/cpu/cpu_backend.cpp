@@ -97,6 +97,7 @@ Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out)
   if (weights_ == nullptr) return unexpected(ErrorCode::kInternal, "cpu backend: run() before prepare()");
   MINFER_TRY(check_input(in));
   rope_table_.build(rope_, in.positions, in.n_tokens);
+  logits_held_ = false;
   argmax_.clear();
   logprobs_.reset();
   row_logprobs_.clear();
@@ -136,6 +137,7 @@ Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out)
     out->logprobs.reset();
     return ok_status();
   }
+  logits_held_ = true;
   out->rows = logits.rows;
   out->logprobs = logprobs_;
   if (graph.scores_rows()) {  // the last row's logits, as Logits::kLast's
@@ -149,6 +151,17 @@ Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out)
   } else {
     out->logits.assign(logits.data.begin(), logits.data.begin() + static_cast<ptrdiff_t>(logits.rows) * logits.width);
   }
+  return ok_status();
+}
+
+Status CpuBackend::fetch_logits(StepOutput* out) {
+  // Steps run at submit(): with one queued, the buffer holds a later step's.
+  if (in_flight() > 0) return unexpected(ErrorCode::kInternal, "cpu backend: logits fetched with a step in flight");
+  if (!logits_held_) return unexpected(ErrorCode::kInternal, "cpu backend: the last step left no logits to fetch");
+  const Activation& logits = buf(Buf::kLogits);
+  out->rows = 1;
+  out->logits.assign(logits.data.begin() + static_cast<ptrdiff_t>(logits.rows - 1) * logits.width,
+                     logits.data.begin() + static_cast<ptrdiff_t>(logits.rows) * logits.width);
   return ok_status();
 }
 

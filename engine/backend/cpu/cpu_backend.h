@@ -25,6 +25,7 @@ class CpuBackend final : public Backend {
   bool supports_weight_type(DType type) const override;
   Status prepare(const ModelConfig& config, const ModelWeights& weights, const BackendOptions& options) override;
   Status run(const Graph& graph, const StepInput& input, StepOutput* output) override;
+  Status fetch_logits(StepOutput* output) override;
 
   int n_threads() const { return pool_ ? pool_->size() : 0; }
 
@@ -63,6 +64,7 @@ class CpuBackend final : public Backend {
   int xq_first_row_ = 0;
   int xq_rows_ = 0;
   std::vector<int32_t> argmax_;  // kArgmax's ids, kSample's one
+  bool logits_held_ = false;     // the last step ran to its end with logits (fetch_logits)
   std::vector<float> draw_logits_;  // kSample: the row, biased
   std::optional<kernels::LogprobsOut> logprobs_;  // kLogprobs's
   std::vector<kernels::LogprobsOut> row_logprobs_;  // kLogprobs over every row's (Logits::kScore)

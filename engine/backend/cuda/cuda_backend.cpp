@@ -1561,6 +1561,7 @@ Status CudaBackend::submit(const Graph& graph, const StepInput& in) {
   }
   MINFER_TRY(check_input(in));
   if (graph.options.sample) MINFER_TRY(check_draw(in.draw, config_.vocab_size, "cuda"));
+  fetchable_row_ = nullptr;  // this step writes the logits buffer
   Slot& slot = slots_[static_cast<size_t>(next_slot_)];
   MINFER_TRY(upload_inputs(in, slot));
   MINFER_TRY(ensure_logits(graph, in.n_tokens));
@@ -1599,6 +1600,7 @@ Status CudaBackend::submit(const Graph& graph, const StepInput& in) {
   slot.logprobs = graph.has_logprobs();
   slot.out_rows = out_rows_;
   slot.scored_rows = graph.scores_rows() ? in.n_tokens : 0;
+  slot.logits_row = graph.options.logits == Logits::kLast && out_rows_ == 1 ? act(Buf::kLogits).f32 : nullptr;
   feed_next_ = graph.picks_token() && out_rows_ == 1 ? (argmax_fused_ ? 1 : 2) : 0;
   next_slot_ = (next_slot_ + 1) % kSlots;
   ++submitted_;
@@ -1620,6 +1622,7 @@ Status CudaBackend::collect(StepOutput* out) {
     return st;
   }
   if (profiling_) accumulate_profile();
+  if (submitted_ == 0) fetchable_row_ = slot.logits_row;
   out->rows = slot.out_rows;
   out->logprobs.reset();
   if (slot.logprobs) out->logprobs = *slot.h_logprobs;
@@ -1637,6 +1640,30 @@ Status CudaBackend::collect(StepOutput* out) {
   } else {
     out->logits.assign(h_logits_, h_logits_ + static_cast<size_t>(slot.out_rows) * act(Buf::kLogits).width);
   }
+  return ok_status();
+}
+
+Status CudaBackend::fetch_logits(StepOutput* out) {
+  if (!wedged_.empty()) {
+    return unexpected(ErrorCode::kDevice, fmt::format("cuda backend is wedged ({}); restart the service", wedged_));
+  }
+  if (submitted_ > 0) return unexpected(ErrorCode::kInternal, "cuda backend: logits fetched with a step in flight");
+  if (fetchable_row_ == nullptr) {
+    return unexpected(ErrorCode::kInternal, "cuda backend: the last step left no one-row logits to fetch");
+  }
+  const size_t width = static_cast<size_t>(act(Buf::kLogits).width);
+  if (width > h_logits_floats_) {
+    return unexpected(ErrorCode::kInternal, fmt::format("cuda backend: a logits row of {} floats exceeds the staged {}",
+                                                        width, h_logits_floats_));
+  }
+  CUDA_TRY(cudaMemcpyAsync(h_logits_, fetchable_row_, sizeof(float) * width, cudaMemcpyDeviceToHost, stream_));
+  const auto deadline = Clock::now() + std::chrono::microseconds(static_cast<int64_t>(1000.0 * options_.step_timeout_ms));
+  if (Status st = cuda::wait_bounded(stream_, done_, deadline); !st) {
+    if (st.error().code == ErrorCode::kTimeout || cuda::is_sticky(cudaEventQuery(done_))) wedge(st.error().message);
+    return st;
+  }
+  out->rows = 1;
+  out->logits.assign(h_logits_, h_logits_ + width);
   return ok_status();
 }
 

@@ -41,6 +41,7 @@ class CudaBackend final : public Backend {
   // tracing: their events and read-backs belong to one step at a time.
   Status submit(const Graph& graph, const StepInput& input) override;
   Status collect(StepOutput* output) override;
+  Status fetch_logits(StepOutput* output) override;
   int max_in_flight() const override { return profiling_ || trace_ != nullptr ? 1 : kSlots; }
   bool overlaps_steps() const override { return true; }
   bool scores_in_slices() const override { return true; }
@@ -95,6 +96,7 @@ class CudaBackend final : public Backend {
     bool logprobs = false;
     int out_rows = 0;
     int scored_rows = 0;  // a scoring step's (Logits::kScore): row_logprobs
+    const float* logits_row = nullptr;  // a one-row step's logits on the device (fetch_logits)
   };
   static constexpr int kSlots = 2;
   static_assert(sizeof(kernels::DrawArgs) % sizeof(int32_t) == 0 && alignof(kernels::DrawArgs) <= sizeof(int32_t));
@@ -198,6 +200,9 @@ class CudaBackend final : public Backend {
   int32_t* d_argmax_ = nullptr;
   unsigned long long* d_argmax_key_ = nullptr;  // the fused argmax of a one-row output head
   bool argmax_fused_ = false;                   // this step's argmax came from the output matvec
+  // The logits row of the step collected last, while no step has been
+  // submitted since (fetch_logits); null otherwise.
+  const float* fetchable_row_ = nullptr;
   float* partials_ = nullptr;
   void* gemm_w16_ = nullptr;
   size_t gemm_w16_bytes_ = 0;
