@@ -164,14 +164,14 @@ __device__ __forceinline__ void unpack(const DeviceWeight& w, int row, int chunk
 
 // A group of kUnroll chunks of a warp: their raw bytes of both rows, then
 // unpacked and multiplied into c.
-template <WType T, int kUnroll>
+template <int kUnroll>
 struct Group {
   Raw a[kUnroll], b[kUnroll];
 };
 
 template <WType T, int kUnroll>
 __device__ __forceinline__ void load_group(const DeviceWeight& w, int ra, int rb, int first, int chunks, int t,
-                                           Group<T, kUnroll>& gr) {
+                                           Group<kUnroll>& gr) {
   if constexpr (T == WType::kQ8_0 || T == WType::kQ4_K || T == WType::kQ6_K) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -187,7 +187,7 @@ __device__ __forceinline__ void load_group(const DeviceWeight& w, int ra, int rb
 template <WType T, int kUnroll, int kTiles>
 __device__ __forceinline__ void multiply_group(const DeviceWeight& w, int ra, int rb, int first, int chunks, int g, int t,
                                                const __half* x, int ldx, int tokens, int tok0,
-                                               const Group<T, kUnroll>& gr, float (&c)[kTiles][4]) {
+                                               const Group<kUnroll>& gr, float (&c)[kTiles][4]) {
   const int r0 = run0<T>(t), r1 = run1<T>(t);
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
@@ -244,7 +244,7 @@ __global__ void __launch_bounds__(kWarps * kWarp, 3)
 
   constexpr int kUnroll = 4;
   for (int first = warp; first < chunks; first += kWarps * kUnroll) {
-    Group<T, kUnroll> gr;
+    Group<kUnroll> gr;
     load_group<T, kUnroll>(w, ra, rb, first, chunks, t, gr);
     multiply_group<T, kUnroll, kTiles>(w, ra, rb, first, chunks, g, t, x, ldx, tokens, tok0, gr, c);
   }
