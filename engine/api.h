@@ -189,10 +189,18 @@ struct GenerationRequest {
   // (no prefix reuse), every position's logits read; max_tokens may be 0
   // (score only, generate nothing).
   bool prompt_logprobs = false;
+  // With prompt_logprobs: the prompt's tokens from this index on are scored;
+  // those before it are context (their entries NaN, with no top list, as the
+  // first token's), evaluated without the output head — the second half of
+  // a perplexity chunk costs half the head and the scoring. 0 or 1: every
+  // token (the first has no context); at most the prompt's length.
+  int prompt_logprobs_from = 0;
   // JSON mode (OpenAI's response_format json_object): every token keeps the
   // output a prefix of one JSON object (JsonSchema::any_object()), and
   // generation ends when the object closes (finish kStop) — or at max_tokens,
-  // possibly mid-object. The host picks the tokens from copied logits.
+  // possibly mid-object. The host picks the tokens (greedy: from the steps'
+  // lists of their best, EngineConfig::constrained_candidates; otherwise
+  // from copied logits).
   bool json_object = false;
   // Structured output (response_format json_schema): the output is one value
   // the compiled schema describes (engine/sampling/json_schema.h), ending as

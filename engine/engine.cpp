@@ -224,6 +224,13 @@ Status EngineImpl::validate(const GenerationRequest& req) const {
   if (req.prompt_logprobs && req.top_logprobs < 0) {
     return unexpected(ErrorCode::kInvalidArgument, "prompt_logprobs needs top_logprobs of 0 or more");
   }
+  if (req.prompt_logprobs_from != 0 &&
+      (!req.prompt_logprobs || req.prompt_logprobs_from < 0 || static_cast<size_t>(req.prompt_logprobs_from) > req.prompt.size())) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("prompt_logprobs_from is {}; it needs prompt_logprobs and must be in [0, {}] (the "
+                                  "prompt's tokens)",
+                                  req.prompt_logprobs_from, req.prompt.size()));
+  }
   if ((req.json_object ? 1 : 0) + (req.json_schema ? 1 : 0) + (req.tool_call_schema ? 1 : 0) > 1) {
     return unexpected(ErrorCode::kInvalidArgument,
                       "json_object, json_schema and tool_call_schema are three output formats; pick one");
@@ -299,11 +306,11 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   // Heartbeat, cancellation and deadline after every prefill chunk: a long
   // prompt on a slow device neither looks stalled nor outlives its client.
   std::optional<PromptScorer> scorer;
-  if (req.prompt_logprobs) scorer.emplace(req, *tokenizer, model.vocab_size, &r.prompt_logprobs);
   // A scored prompt's steps score their rows themselves (Logits::kScore, on
   // the device with CUDA) where log-probabilities are computed in the steps;
   // otherwise every row's logits come back and the host scores them.
   const bool score_in_step = req.prompt_logprobs && config.logprobs_in_step && backend->supports(Op::kLogprobs);
+  if (req.prompt_logprobs) scorer.emplace(req, *tokenizer, model.vocab_size, &r.prompt_logprobs, score_in_step);
   const auto after_chunk = [&]() -> Status {
     record_step();
     if (scorer && score_in_step) MINFER_TRY(scorer->add_scored_rows(out.row_logprobs));
@@ -325,7 +332,12 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
       !req.prompt_logprobs ? Logits::kLast : (score_in_step ? Logits::kScore : Logits::kAll);
   const int step_tokens =
       !req.prompt_logprobs || (score_in_step && backend->scores_in_slices()) ? 0 : config.score_rows;
-  if (Status st = runner->eval(seq, pending, prefill_logits, device_argmax, &out, after_chunk, step_tokens); !st) {
+  // The rows of context before the scored tokens (prompt_logprobs_from)
+  // predict nothing asked for: the steps that score their rows skip them
+  // (no head, no scores); the host skips them in copied logits.
+  const int score_from = prefill_logits == Logits::kScore ? scorer->context() : 0;
+  if (Status st = runner->eval(seq, pending, prefill_logits, device_argmax, &out, after_chunk, step_tokens, score_from);
+      !st) {
     if (st.error().code == ErrorCode::kCancelled || st.error().code == ErrorCode::kTimeout) {
       // The chunks evaluated so far stay in the cache for the next request.
       r.finish = st.error().code == ErrorCode::kCancelled ? FinishReason::kCancelled : FinishReason::kDeadline;

@@ -7,8 +7,10 @@
 // it in the chunk (the first half is context only). Perplexity is
 // exp(mean negative log-likelihood) over every scored token; its uncertainty
 // is the standard error of that mean, times the perplexity. The chunks are
-// scored prompts (GenerationRequest::prompt_logprobs, max_tokens 0): on
-// CUDA the prefill steps score their rows on the device.
+// scored prompts (GenerationRequest::prompt_logprobs, max_tokens 0) whose
+// first half is context (prompt_logprobs_from: evaluated without the output
+// head, its rows not scored): on CUDA the prefill steps score their rows on
+// the device.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -112,6 +114,7 @@ int cmd_perplexity(const std::vector<std::string>& args) {
     req.max_tokens = 0;
     req.top_logprobs = 0;
     req.prompt_logprobs = true;
+    req.prompt_logprobs_from = first + 1;  // the context half without the output head
     const GenerationResult r = e.generate(req, nullptr, nullptr);
     if (r.finish == FinishReason::kError) {
       std::cerr << fmt::format("\nminfer: chunk {}: {}\n", c + 1, r.error->message);

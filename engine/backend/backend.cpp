@@ -38,6 +38,17 @@ Status Backend::collect(StepOutput* output) {
   return ok_status();
 }
 
+Status check_score_from(const Graph& graph, const StepInput& in, std::string_view backend) {
+  if (in.score_from == 0) return ok_status();
+  if (!graph.scores_rows() || in.score_from < 0 || in.score_from >= in.n_tokens) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("{} backend: score_from {} in a {}step of {} tokens (allowed 0{})", backend,
+                                  in.score_from, graph.scores_rows() ? "scoring " : "", in.n_tokens,
+                                  graph.scores_rows() ? fmt::format("..{}", in.n_tokens - 1) : std::string()));
+  }
+  return ok_status();
+}
+
 Status Backend::fetch_logits(StepOutput*) {
   return unexpected(ErrorCode::kUnsupported, fmt::format("{} backend: no logits to fetch after a step", name()));
 }

@@ -61,6 +61,10 @@ struct OpProfile {
   std::array<int64_t, static_cast<size_t>(Op::kCount)> calls{};
 };
 
+// StepInput::score_from against the step: 0, or within a scoring step's
+// tokens (an error naming `backend` and the values otherwise).
+Status check_score_from(const Graph& graph, const StepInput& input, std::string_view backend);
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -152,8 +152,11 @@ Graph build_decoder_graph(const ModelConfig& c, const ModelWeights& mw, const Gr
   b.set_layer(-1);
   if (options.logits == Logits::kNone) return g;
   const Rows rows = options.logits == Logits::kAll || options.logits == Logits::kScore ? Rows::kAll : Rows::kLast;
-  b.add(Op::kRmsNorm, "output_norm", Buf::kXNorm, Buf::kX, &mw.output_norm).rows = rows;
-  // After output_norm with Rows::kLast, xnorm holds one row: the head reads row 0.
+  // A scoring step's head takes the rows from StepInput::score_from.
+  b.add(Op::kRmsNorm, "output_norm", Buf::kXNorm, Buf::kX, &mw.output_norm).rows =
+      options.logits == Logits::kScore ? Rows::kScored : rows;
+  // After output_norm with Rows::kLast, xnorm holds one row: the head reads
+  // row 0; with Rows::kScored, the scored rows from row 0.
   b.add(Op::kMatmul, "output", Buf::kLogits, Buf::kXNorm, &mw.output).rows = rows;
   if (options.argmax) b.add(Op::kArgmax, "argmax", Buf::kNone, Buf::kLogits).rows = rows;
   if (options.sample && !options.argmax) b.add(Op::kSample, "sample", Buf::kNone, Buf::kLogits).rows = Rows::kLast;

@@ -35,7 +35,8 @@ enum class Op : uint8_t {
   kArgmax,        // argmax of each logits row (greedy decoding copies back one id)
   kSample,        // a token drawn from the last logits row with StepInput::draw (sampled decoding, one id back)
   kLogprobs,      // after kArgmax / kSample: the last row's log-probabilities (kernels/logprobs.h) of the step's pick;
-                  // Rows::kAll (Logits::kScore): every row's, of the token after the row's (StepOutput::row_logprobs)
+                  // Rows::kAll (Logits::kScore): every row's, of the token after the row's (StepOutput::row_logprobs;
+                  // the rows from StepInput::score_from)
   // Fused forms, used only where the backend supports them:
   kQkvTail,       // biases + head norms + RoPE on q/k + K/V store, for one layer
   kGateUpSwiglu,  // dst = silu(W_gate · src) * (W_up · src)
@@ -53,9 +54,24 @@ int buf_width(Buf buf, const ModelConfig& c);
 
 // Which rows a node reads and writes: all rows of src, or only its last row,
 // written to row 0 of dst (dst then holds one row) — the output head when only
-// the next token's logits are wanted. Backends track each buffer's row count
+// the next token's logits are wanted — or the rows from StepInput::score_from
+// on, written from row 0 of dst (a scoring step's output norm: the rows of
+// context before them get no head). Backends track each buffer's row count
 // as they walk the graph: kEmbed sets n_tokens, a kLast node sets 1.
-enum class Rows : uint8_t { kAll, kLast };
+enum class Rows : uint8_t { kAll, kLast, kScored };
+
+// The first row of src a node reads and how many.
+struct RowRange {
+  int first = 0, count = 0;
+};
+inline RowRange node_rows(Rows rows, int src_rows, int score_from) {
+  switch (rows) {
+    case Rows::kLast: return {src_rows - 1, 1};
+    case Rows::kScored: return {score_from, src_rows - score_from};
+    case Rows::kAll: break;
+  }
+  return {0, src_rows};
+}
 
 struct Node {
   Op op = Op::kAdd;
@@ -126,6 +142,10 @@ struct StepInput {
   // A scoring step (Logits::kScore): the token after the step's last, which
   // its last row is scored against; -1: none (the prompt's end).
   int32_t next_token = -1;
+  // A scoring step: its rows before this one are context, neither put
+  // through the head nor scored (Rows::kScored); StepOutput::row_logprobs
+  // then starts at it. 0 .. n_tokens - 1.
+  int score_from = 0;
 };
 
 }  // namespace minfer

@@ -101,24 +101,39 @@ int32_t HostPick::pick_listed(const kernels::LogprobsOut& step) {
 }
 
 PromptScorer::PromptScorer(const GenerationRequest& request, const Tokenizer& tokenizer, int vocab_size,
-                           std::vector<TokenLogprobs>* out)
+                           std::vector<TokenLogprobs>* out, bool context_skipped)
     : request_(request), tokenizer_(tokenizer), vocab_size_(vocab_size), out_(out) {
-  const int32_t first = request.prompt.at(0);
-  out_->push_back(TokenLogprobs{TokenLogprob{first, std::numeric_limits<float>::quiet_NaN(), tokenizer.token_bytes(first, true)}, {}});
+  // The first token has no context; those before prompt_logprobs_from are
+  // context only.
+  const size_t unscored = std::max<size_t>(1, static_cast<size_t>(std::max(0, request.prompt_logprobs_from)));
+  for (size_t i = 0; i < unscored; ++i) {
+    const int32_t t = request.prompt.at(i);
+    out_->push_back(TokenLogprobs{TokenLogprob{t, std::numeric_limits<float>::quiet_NaN(), tokenizer.token_bytes(t, true)}, {}});
+  }
+  context_ = unscored - 1;
+  next_row_ = context_skipped ? context_ : 0;
+}
+
+std::pair<size_t, size_t> PromptScorer::scored_of_next(size_t n) const {
+  // The prompt's last row predicts the first generated token, not a prompt one.
+  const size_t end = std::min(next_row_ + n, request_.prompt.size() - 1);
+  const size_t begin = std::max(next_row_, context_);
+  return begin < end ? std::pair{begin - next_row_, end - next_row_} : std::pair{size_t{0}, size_t{0}};
 }
 
 void PromptScorer::add_rows(std::span<const float> logits) {
   const size_t vocab = static_cast<size_t>(vocab_size_);
-  // The rows that predict a prompt token (the prompt's last row predicts the
-  // first generated one).
-  const size_t rows = std::min(logits.size() / vocab, request_.prompt.size() - std::min(request_.prompt.size(), scored_ + 1));
+  const size_t n = logits.size() / vocab;
+  const auto [first, last] = scored_of_next(n);
   // A row's log-softmax is ~1 ms on a Qwen-sized vocabulary (one core of
   // the 2-core machine, sampler_bench's BM_Logprobs5): the rows are shared
   // out over the cores, at least 8 a thread, then described in order.
+  const size_t rows = last - first;
   std::vector<StepLogprobs> lp(rows);
   auto score = [&](size_t from, size_t to) {
     for (size_t j = from; j < to; ++j) {
-      lp[j] = step_logprobs(logits.subspan(j * vocab, vocab), request_.prompt[scored_ + j + 1], request_.top_logprobs);
+      lp[j] = step_logprobs(logits.subspan((first + j) * vocab, vocab), request_.prompt[next_row_ + first + j + 1],
+                            request_.top_logprobs);
     }
   };
   const size_t threads = std::clamp<size_t>(std::min<size_t>(std::thread::hardware_concurrency(), rows / 8), 1, 16);
@@ -127,21 +142,21 @@ void PromptScorer::add_rows(std::span<const float> logits) {
     for (size_t t = 1; t < threads; ++t) pool.emplace_back(score, rows * t / threads, rows * (t + 1) / threads);
     score(0, rows / threads);
   }
-  for (size_t j = 0; j < rows; ++j) out_->push_back(describe(tokenizer_, lp[j], request_.prompt[scored_ + j + 1]));
-  scored_ += logits.size() / vocab;
+  for (size_t j = 0; j < rows; ++j) out_->push_back(describe(tokenizer_, lp[j], request_.prompt[next_row_ + first + j + 1]));
+  next_row_ += n;
 }
 
 Status PromptScorer::add_scored_rows(std::span<const kernels::LogprobsOut> rows) {
-  const size_t n = std::min(rows.size(), request_.prompt.size() - std::min(request_.prompt.size(), scored_ + 1));
-  for (size_t j = 0; j < n; ++j) {
-    const int32_t next = request_.prompt[scored_ + j + 1];
+  const auto [first, last] = scored_of_next(rows.size());
+  for (size_t j = first; j < last; ++j) {
+    const int32_t next = request_.prompt[next_row_ + j + 1];
     if (rows[j].chosen != next) {
       return unexpected(ErrorCode::kInternal, fmt::format("prompt row {} was scored against token {}, not the prompt's {}",
-                                                          scored_ + j, rows[j].chosen, next));
+                                                          next_row_ + j, rows[j].chosen, next));
     }
     out_->push_back(describe(tokenizer_, step_logprobs(rows[j], request_.top_logprobs), next));
   }
-  scored_ += rows.size();
+  next_row_ += rows.size();
   return ok_status();
 }
 

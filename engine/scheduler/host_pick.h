@@ -81,14 +81,18 @@ class HostPick {
 };
 
 // A scored prompt's log-probabilities (GenerationRequest::prompt_logprobs),
-// a prefill step's rows at a time: row j of a step starting at prompt index
-// `scored` predicts token scored + j + 1. The first token has none (NaN).
-// From the step's logits (add_rows: the host computes them), or from what a
-// scoring step computed (add_scored_rows: Logits::kScore's row_logprobs).
+// a prefill step's rows at a time: the row at prompt position p predicts
+// token p + 1. The first token has none (NaN), nor do those before
+// prompt_logprobs_from: the rows of that context (positions before
+// context()) are skipped where they come (add_rows: every row's logits
+// copied), or never come (add_scored_rows of steps that skip them,
+// StepInput::score_from: `context_skipped`).
 class PromptScorer {
  public:
   PromptScorer(const GenerationRequest& request, const Tokenizer& tokenizer, int vocab_size,
-               std::vector<TokenLogprobs>* out);
+               std::vector<TokenLogprobs>* out, bool context_skipped);
+  // The rows of context: those before the first scored token's.
+  int context() const { return static_cast<int>(context_); }
   void add_rows(std::span<const float> logits);
   // An error where a row was scored against another token than the
   // prompt's next (a backend's bug).
@@ -99,7 +103,11 @@ class PromptScorer {
   const Tokenizer& tokenizer_;
   int vocab_size_;
   std::vector<TokenLogprobs>* out_;
-  size_t scored_ = 0;
+  size_t context_ = 0;
+  size_t next_row_ = 0;  // the prompt position of the next row to come
+  // The rows [first, last) of the next `n` to come that predict a scored
+  // prompt token, as indices into them.
+  std::pair<size_t, size_t> scored_of_next(size_t n) const;
 };
 
 }  // namespace minfer

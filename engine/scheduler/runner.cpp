@@ -27,10 +27,14 @@ const Graph& Runner::graph(Logits logits, bool argmax, bool sample, bool logprob
 }
 
 Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out,
-                    const std::function<Status()>& after_step, int step_tokens) {
+                    const std::function<Status()>& after_step, int step_tokens, int score_from) {
   if (tokens.empty()) return unexpected(ErrorCode::kInvalidArgument, "eval of zero tokens");
   if (logits == Logits::kScore && argmax) {
     return unexpected(ErrorCode::kInvalidArgument, "a scored evaluation hands back logits, not an argmax");
+  }
+  if (score_from != 0 && (logits != Logits::kScore || score_from < 0 || static_cast<size_t>(score_from) >= tokens.size())) {
+    return unexpected(ErrorCode::kInvalidArgument, fmt::format("score_from {} in an evaluation of {} tokens{}", score_from,
+                                                               tokens.size(), logits == Logits::kScore ? "" : " unscored"));
   }
   if (!in_flight_.empty()) {
     return unexpected(ErrorCode::kInternal, fmt::format("eval with {} decode steps in flight", in_flight_.size()));
@@ -59,7 +63,12 @@ Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logit
     in.seq_cells = seq.cells.data();
     in.n_seq_cells = static_cast<int>(seq.cells.size());
     in.next_token = last ? -1 : tokens[done + n];
-    const Logits wanted = last || logits == Logits::kAll || logits == Logits::kScore ? logits : Logits::kNone;
+    // The step's context rows (score_from): all of them, no logits at all.
+    in.score_from = static_cast<int>(std::clamp<int64_t>(score_from - static_cast<int64_t>(done), 0, static_cast<int64_t>(n)));
+    const bool context_only = in.score_from == static_cast<int>(n);
+    if (context_only) in.score_from = 0;
+    const Logits wanted =
+        !context_only && (last || logits == Logits::kAll || logits == Logits::kScore) ? logits : Logits::kNone;
     Status st = backend_.run(graph(wanted, last && argmax), in, out);
     if (!st) {
       cells_.truncate(seq, static_cast<int>(first_cell));  // the step did not happen

@@ -36,10 +36,13 @@ class Runner {
   // against none) and hands back its last row's logits.
   // `after_step` (may be empty) runs after every forward step; an error it
   // returns stops the evaluation there (the steps done stay in the sequence).
-  // `step_tokens` (0: max_tokens) caps the tokens a step takes.
+  // `step_tokens` (0: max_tokens) caps the tokens a step takes. With
+  // Logits::kScore, `score_from` of the tokens are context: their rows get
+  // no head and no scores (StepInput::score_from), and a step of context
+  // alone computes no logits; at most all tokens but the last.
   // Nothing may be in flight (see submit_decode()).
   Status eval(Sequence& seq, std::span<const int32_t> tokens, Logits logits, bool argmax, StepOutput* out,
-              const std::function<Status()>& after_step = {}, int step_tokens = 0);
+              const std::function<Status()>& after_step = {}, int step_tokens = 0, int score_from = 0);
 
   // Decode with steps in flight (Backend::submit/collect), so that the
   // device evaluates a token while the host hands out the one before.

@@ -330,6 +330,76 @@ TEST(BackendSteps, FedStepsAndMisuseAreClear) {
   EXPECT_EQ(r.in_flight(), 0);
 }
 
+// A decode step's logits fetched after it (Backend::fetch_logits, for a
+// constrained pick its list did not settle) are the logits the same step
+// hands back when asked; fetching with a step in flight, or after a step
+// that computed none, is refused. StepInput::score_from outside a scoring
+// step's rows is refused by the backend and the runner with its value.
+TEST(BackendSteps, FetchedLogitsAndScoreFromMisuse) {
+  StoriesOnCpu m;
+  ASSERT_NO_FATAL_FAILURE(m.load(32, 8));
+  CpuBackend& backend = m.backend;
+  Runner r(*m.config, *m.weights, backend, 32, 8, FusionOptions{false, false});
+  StepOutput out;
+  Status st = r.fetch_logits(&out);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("left no logits"), std::string::npos) << st.error().message;
+  const std::vector<int32_t> prompt{1, 403, 407};
+  Sequence picked, plain;
+  ASSERT_TRUE(r.eval(plain, prompt, Logits::kLast, false, &out).has_value());
+  ASSERT_TRUE(r.eval(picked, prompt, Logits::kLast, true, &out).has_value());
+  ASSERT_TRUE(r.submit_decode(picked, 261, true).has_value());
+  ASSERT_TRUE(r.submit_decode(picked, std::nullopt, true).has_value());
+  st = r.fetch_logits(&out);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("in flight"), std::string::npos) << st.error().message;
+  ASSERT_TRUE(r.collect_decode(picked, &out).has_value());
+  ASSERT_TRUE(r.collect_decode(picked, &out).has_value());
+  ASSERT_TRUE(out.logits.empty());  // a step that picks hands back its pick
+  ASSERT_TRUE(r.fetch_logits(&out).has_value());
+  const std::vector<float> fetched = out.logits;
+  // The same two tokens evaluated with their logits handed back.
+  const int32_t both[2] = {261, picked.tokens.back()};
+  ASSERT_TRUE(r.eval(plain, std::span(both, 1), Logits::kLast, false, &out).has_value());
+  ASSERT_TRUE(r.eval(plain, std::span(both + 1, 1), Logits::kLast, false, &out).has_value());
+  EXPECT_EQ(fetched, out.logits);
+  // A step of context alone computes no logits.
+  Sequence scored;
+  ASSERT_TRUE(r.eval(scored, prompt, Logits::kNone, false, &out).has_value());
+  st = r.fetch_logits(&out);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("left no logits"), std::string::npos) << st.error().message;
+
+  st = r.eval(scored, prompt, Logits::kScore, false, &out, {}, 0, 3);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("score_from 3 in an evaluation of 3 tokens"), std::string::npos) << st.error().message;
+  st = r.eval(scored, prompt, Logits::kLast, false, &out, {}, 0, 1);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("score_from 1 in an evaluation of 3 tokens unscored"), std::string::npos)
+      << st.error().message;
+  const int32_t pos[3] = {3, 4, 5}, cells[3] = {3, 4, 5}, seq_cells[6] = {0, 1, 2, 3, 4, 5};
+  StepInput in;
+  in.n_tokens = 3;
+  in.tokens = prompt.data();
+  in.positions = pos;
+  in.kv_cells = cells;
+  in.seq_cells = seq_cells;
+  in.n_seq_cells = 6;
+  in.score_from = 1;
+  GraphOptions go;  // Logits::kLast: not a scoring step
+  st = backend.run(build_decoder_graph(*m.config, *m.weights, go), in, &out);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("cpu backend: score_from 1 in a step of 3 tokens (allowed 0)"), std::string::npos)
+      << st.error().message;
+  go.logits = Logits::kScore;
+  in.score_from = 3;
+  st = backend.run(build_decoder_graph(*m.config, *m.weights, go), in, &out);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message.find("cpu backend: score_from 3 in a scoring step of 3 tokens (allowed 0..2)"),
+            std::string::npos)
+      << st.error().message;
+}
+
 }  // namespace
 }  // namespace minfer
 

@@ -764,6 +764,86 @@ TEST(EnginePrefill, PromptLogprobsScoreEveryPromptTokenAcrossSteps) {
   EXPECT_NE(needs_top.error->message.find("prompt_logprobs needs top_logprobs"), std::string::npos);
 }
 
+// A scored prompt whose tokens before prompt_logprobs_from are context
+// (what minfer perplexity sends: the second half of a chunk scored): those
+// entries NaN without top lists, as the first token's, the rest the
+// log-probabilities of the whole prompt scored, bit for bit, in as many
+// steps (the steps that score their rows put only the scored ones through
+// the head, a step of context alone none; the host skips the context rows
+// of copied logits), with the op counted once a step that scores; out-of-
+// range values and a from without prompt_logprobs are refused with the
+// value.
+TEST(EngineScoring, ContextBeforeTheScoredTokensIsNotScored) {
+  for (const bool in_step : {true, false}) {
+    SCOPED_TRACE(in_step ? "scored in the steps" : "scored by the host");
+    auto e = stories_engine([&](EngineConfig& c) { c.logprobs_in_step = in_step; });
+    ASSERT_TRUE(e);
+    e->set_profiling(true);
+    const std::vector<int32_t> words = e->tokenize("Once upon a time there was a little dog who liked to run", true, false);
+    GenerationRequest req;
+    for (int i = 0; i < 80; ++i) req.prompt.push_back(words[static_cast<size_t>(i) % words.size()]);
+    req.max_tokens = 4;
+    req.ignore_eos = true;
+    req.top_logprobs = 2;
+    req.prompt_logprobs = true;
+    req.sampling.temperature = 0.0f;
+    const GenerationResult whole = e->generate(req, nullptr, nullptr);
+    ASSERT_NE(whole.finish, FinishReason::kError) << whole.error->message;
+    for (const int from : {0, 1, 2, 41, 79, 80}) {
+      SCOPED_TRACE(testing::Message() << "from " << from);
+      GenerationRequest part = req;
+      part.prompt_logprobs_from = from;
+      const uint64_t steps_before = e->health().steps;
+      const int64_t calls_before = test::op_calls(*e, "logprobs");
+      const GenerationResult r = e->generate(part, nullptr, nullptr);
+      ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+      // The prefill: steps of at most 64 tokens (the CPU's score_rows); those
+      // with rows to score run the op.
+      EXPECT_EQ(e->health().steps - steps_before, static_cast<uint64_t>(2 + r.n_generated - 1));
+      if (in_step) {
+        const int64_t scoring_steps = std::max(0, from - 1) < 64 ? 2 : 1;
+        EXPECT_EQ(test::op_calls(*e, "logprobs") - calls_before, scoring_steps + r.n_generated - 1);
+      }
+      EXPECT_EQ(r.tokens, whole.tokens);
+      ASSERT_EQ(r.prompt_logprobs.size(), req.prompt.size());
+      for (size_t i = 0; i < req.prompt.size(); ++i) {
+        const TokenLogprobs &lp = r.prompt_logprobs[i], &ref = whole.prompt_logprobs[i];
+        EXPECT_EQ(lp.chosen.token, req.prompt[i]) << i;
+        if (i == 0 || static_cast<int>(i) < from) {
+          EXPECT_TRUE(std::isnan(lp.chosen.logprob)) << i;
+          EXPECT_TRUE(lp.top.empty()) << i;
+          continue;
+        }
+        EXPECT_EQ(std::bit_cast<uint32_t>(lp.chosen.logprob), std::bit_cast<uint32_t>(ref.chosen.logprob)) << i;
+        ASSERT_EQ(lp.top.size(), 2u) << i;
+        for (size_t k = 0; k < 2; ++k) {
+          EXPECT_EQ(lp.top[k].token, ref.top[k].token) << i << " " << k;
+          EXPECT_EQ(lp.top[k].logprob, ref.top[k].logprob) << i << " " << k;
+        }
+      }
+      ASSERT_EQ(r.logprobs.size(), whole.logprobs.size());
+      for (size_t i = 0; i < r.logprobs.size(); ++i) EXPECT_EQ(r.logprobs[i].chosen.logprob, whole.logprobs[i].chosen.logprob);
+    }
+    GenerationRequest bad = req;
+    bad.prompt_logprobs_from = 81;
+    GenerationResult refused = e->generate(bad, nullptr, nullptr);
+    ASSERT_EQ(refused.finish, FinishReason::kError);
+    EXPECT_NE(refused.error->message.find("prompt_logprobs_from is 81; it needs prompt_logprobs and must be in [0, 80]"),
+              std::string::npos)
+        << refused.error->message;
+    bad.prompt_logprobs_from = -1;
+    refused = e->generate(bad, nullptr, nullptr);
+    ASSERT_EQ(refused.finish, FinishReason::kError);
+    EXPECT_NE(refused.error->message.find("prompt_logprobs_from is -1"), std::string::npos) << refused.error->message;
+    bad.prompt_logprobs_from = 5;
+    bad.prompt_logprobs = false;
+    refused = e->generate(bad, nullptr, nullptr);
+    ASSERT_EQ(refused.finish, FinishReason::kError);
+    EXPECT_NE(refused.error->message.find("prompt_logprobs_from is 5; it needs prompt_logprobs"), std::string::npos)
+        << refused.error->message;
+  }
+}
+
 // A scored prompt whose prefill steps score their rows (the default:
 // EngineConfig::logprobs_in_step, Logits::kScore) against one whose rows'
 // logits come back to the host: bit for bit the same prompt and generated

@@ -1052,6 +1052,32 @@ TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
           << n << " tokens, prompt token " << i;
     }
   }
+  // The first half context (prompt_logprobs_from, as minfer perplexity
+  // sends): one step still, its head computed and scored for the second
+  // half's rows only on the device (StepInput::score_from), the context's
+  // rows skipped by the host in copied logits — the whole prompt's
+  // log-probabilities (within 1e-4: the head's GEMM of other row slices),
+  // the context's entries NaN.
+  GenerationRequest half = score;
+  half.prompt_logprobs_from = 76;
+  for (int e = 1; e < 3; ++e) {
+    const uint64_t steps = engines[e]->health().steps;
+    const GenerationResult r = engines[e]->generate(half, nullptr, nullptr);
+    ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+    EXPECT_EQ(engines[e]->health().steps, steps + 1) << "engine " << e;
+    ASSERT_EQ(r.prompt_logprobs.size(), score.prompt.size());
+    for (size_t i = 0; i < score.prompt.size(); ++i) {
+      const TokenLogprobs &lp = r.prompt_logprobs[i], &whole = results[e].prompt_logprobs[i];
+      EXPECT_EQ(lp.chosen.token, score.prompt[i]);
+      if (i < 76) {
+        EXPECT_TRUE(std::isnan(lp.chosen.logprob) && lp.top.empty()) << "engine " << e << ", context token " << i;
+        continue;
+      }
+      EXPECT_NEAR(lp.chosen.logprob, whole.chosen.logprob, 1e-4f) << "engine " << e << ", prompt token " << i;
+      ASSERT_EQ(lp.top.size(), 5u);
+      for (size_t k = 0; k < 5; ++k) EXPECT_EQ(lp.top[k].token, whole.top[k].token) << i << " " << k;
+    }
+  }
   const GenerationResult after = engines[1]->generate(greedy, nullptr, nullptr);
   EXPECT_EQ(after.tokens, before.tokens);
 }

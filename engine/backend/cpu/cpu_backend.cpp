@@ -96,6 +96,7 @@ Status CpuBackend::check_input(const StepInput& in) const {
 Status CpuBackend::run(const Graph& graph, const StepInput& in, StepOutput* out) {
   if (weights_ == nullptr) return unexpected(ErrorCode::kInternal, "cpu backend: run() before prepare()");
   MINFER_TRY(check_input(in));
+  MINFER_TRY(check_score_from(graph, in, "cpu"));
   rope_table_.build(rope_, in.positions, in.n_tokens);
   logits_held_ = false;
   argmax_.clear();
@@ -204,8 +205,7 @@ Status CpuBackend::run_node(const Node& n, const StepInput& in) {
     }
     case Op::kRmsNorm: {
       const Activation& src = buf(n.src);
-      const int first = n.rows == Rows::kLast ? src.rows - 1 : 0;
-      const int rows = n.rows == Rows::kLast ? 1 : src.rows;
+      const auto [first, rows] = node_rows(n.rows, src.rows, in.score_from);
       const float* x = src.data.data() + static_cast<size_t>(first) * src.width;
       resize(n.dst, rows);
       Activation& dst = buf(n.dst);
@@ -218,8 +218,7 @@ Status CpuBackend::run_node(const Node& n, const StepInput& in) {
         return unexpected(ErrorCode::kInternal, fmt::format("input width {} does not match weight '{}' [{}, {}]",
                                                             src.width, n.w->name, n.w->n_in, n.w->n_out));
       }
-      const int first = n.rows == Rows::kLast ? src.rows - 1 : 0;
-      const int rows = n.rows == Rows::kLast ? 1 : src.rows;
+      const auto [first, rows] = node_rows(n.rows, src.rows, in.score_from);
       size_t stride = 0;
       const void* xq = activation_for(*n.w, src, first, rows, &stride);
       resize(n.dst, rows);
@@ -316,9 +315,11 @@ Status CpuBackend::run_node(const Node& n, const StepInput& in) {
       if (n.rows == Rows::kAll) {
         // A scored prompt's step: row t against the token after it, rows
         // shared out over the threads.
+        // Row t is the step's token score_from + t (Rows::kScored).
         row_logprobs_.resize(static_cast<size_t>(l.rows));
         pool_->run(l.rows, [&](int64_t t, int) {
-          const int32_t next = t + 1 < in.n_tokens ? in.tokens[t + 1] : in.next_token;
+          const int64_t p = t + in.score_from;
+          const int32_t next = p + 1 < in.n_tokens ? in.tokens[p + 1] : in.next_token;
           row_logprobs_[static_cast<size_t>(t)] =
               step_logprobs_raw(std::span<const float>(l.data).subspan(static_cast<size_t>(t) * l.width,
                                                                        static_cast<size_t>(l.width)),

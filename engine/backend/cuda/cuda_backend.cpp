@@ -993,8 +993,7 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
     case Op::kRmsNorm: {
       Act& src = act(n.src);
       Act& dst = act(n.dst);
-      const int first = n.rows == Rows::kLast ? src.rows - 1 : 0;
-      const int rows = n.rows == Rows::kLast ? 1 : src.rows;
+      const auto [first, rows] = node_rows(n.rows, src.rows, score_from_);
       dst.rows = rows;
       // One row of a layer feeding a matvec: the matvec's blocks normalise it
       // themselves (one launch fewer; deferred or bit-identical). Not the
@@ -1240,9 +1239,9 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       const Act& l = act(n.src);
       if (n.rows == Rows::kAll) {
         // A scoring step of one row (its head a matvec; more rows go through
-        // score_head): row t against the step's token t + 1 (the header's
-        // tokens, then StepInput::next_token).
-        return launched(kernels::launch_logprobs(l.f32, l.width, l.rows, nullptr, d_tokens_ + 1, score_scratch_,
+        // score_head): row t against the step's token score_from + t + 1
+        // (the header's tokens, then StepInput::next_token).
+        return launched(kernels::launch_logprobs(l.f32, l.width, l.rows, nullptr, d_tokens_ + 1 + score_from_, score_scratch_,
                                                  score_counts_, d_row_logprobs_, stream_),
                         n);
       }
@@ -1325,9 +1324,9 @@ Status CudaBackend::score_head(const Graph& g, size_t& i, Act& src) {
     if (head.bias != nullptr) {
       MINFER_TRY(launched(kernels::launch_add_bias(logits.f32, dv(head.bias), rows, logits.width, stream_), head));
     }
-    // Row t against the step's token t + 1 (the header's tokens, then
-    // StepInput::next_token).
-    MINFER_TRY(launched(kernels::launch_logprobs(logits.f32, logits.width, rows, nullptr, d_tokens_ + 1 + first,
+    // Row t against the step's token score_from + t + 1 (the header's
+    // tokens, then StepInput::next_token).
+    MINFER_TRY(launched(kernels::launch_logprobs(logits.f32, logits.width, rows, nullptr, d_tokens_ + 1 + score_from_ + first,
                                                  score_scratch_, score_counts_, d_row_logprobs_ + first, stream_),
                         score));
   }
@@ -1400,7 +1399,7 @@ Status CudaBackend::enqueue_output_copy(const Graph& g, int n_tokens, Slot& slot
   const Act& logits = act(Buf::kLogits);
   out_rows_ = g.options.logits == Logits::kAll && !g.options.sample ? n_tokens : 1;
   if (g.scores_rows()) {
-    CUDA_TRY(cudaMemcpyAsync(h_row_logprobs_, d_row_logprobs_, sizeof(kernels::LogprobsOut) * n_tokens,
+    CUDA_TRY(cudaMemcpyAsync(h_row_logprobs_, d_row_logprobs_, sizeof(kernels::LogprobsOut) * (n_tokens - score_from_),
                              cudaMemcpyDeviceToHost, stream_));
   }
   if (g.picks_token()) {
@@ -1561,6 +1560,8 @@ Status CudaBackend::submit(const Graph& graph, const StepInput& in) {
   }
   MINFER_TRY(check_input(in));
   if (graph.options.sample) MINFER_TRY(check_draw(in.draw, config_.vocab_size, "cuda"));
+  MINFER_TRY(check_score_from(graph, in, "cuda"));
+  score_from_ = in.score_from;
   fetchable_row_ = nullptr;  // this step writes the logits buffer
   Slot& slot = slots_[static_cast<size_t>(next_slot_)];
   MINFER_TRY(upload_inputs(in, slot));
@@ -1599,7 +1600,7 @@ Status CudaBackend::submit(const Graph& graph, const StepInput& in) {
   slot.argmax_fused = argmax_fused_;
   slot.logprobs = graph.has_logprobs();
   slot.out_rows = out_rows_;
-  slot.scored_rows = graph.scores_rows() ? in.n_tokens : 0;
+  slot.scored_rows = graph.scores_rows() ? in.n_tokens - in.score_from : 0;
   slot.logits_row = graph.options.logits == Logits::kLast && out_rows_ == 1 ? act(Buf::kLogits).f32 : nullptr;
   feed_next_ = graph.picks_token() && out_rows_ == 1 ? (argmax_fused_ ? 1 : 2) : 0;
   next_slot_ = (next_slot_ + 1) % kSlots;

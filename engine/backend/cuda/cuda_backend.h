@@ -200,6 +200,7 @@ class CudaBackend final : public Backend {
   int32_t* d_argmax_ = nullptr;
   unsigned long long* d_argmax_key_ = nullptr;  // the fused argmax of a one-row output head
   bool argmax_fused_ = false;                   // this step's argmax came from the output matvec
+  int score_from_ = 0;                          // this step's StepInput::score_from
   // The logits row of the step collected last, while no step has been
   // submitted since (fetch_logits); null otherwise.
   const float* fetchable_row_ = nullptr;
