@@ -1057,19 +1057,35 @@ TEST(CudaLogprobs, ScoredPromptMatchesTheCpuAndGraphsStillReplay) {
   // half's rows only on the device (StepInput::score_from), the context's
   // rows skipped by the host in copied logits — the whole prompt's
   // log-probabilities (within 1e-4: the head's GEMM of other row slices),
-  // the context's entries NaN.
-  GenerationRequest half = score;
-  half.prompt_logprobs_from = 76;
+  // the context's entries NaN; and from the last two and the last token
+  // (two rows through the head, and one: a matvec after a multi-row step),
+  // with greedy tokens after them the unscored prompt's.
+  GenerationRequest plain = score;
+  plain.prompt_logprobs = false;
+  plain.top_logprobs = -1;
+  plain.max_tokens = 3;
+  plain.ignore_eos = true;
+  plain.sampling.temperature = 0.0f;
+  const GenerationResult unscored = engines[1]->generate(plain, nullptr, nullptr);
+  ASSERT_NE(unscored.finish, FinishReason::kError) << unscored.error->message;
+  for (const int from : {76, 149, 150})
   for (int e = 1; e < 3; ++e) {
+    SCOPED_TRACE(testing::Message() << "from " << from << ", engine " << e);
+    GenerationRequest half = score;
+    half.prompt_logprobs_from = from;
+    half.max_tokens = 3;
+    half.ignore_eos = true;
+    half.sampling.temperature = 0.0f;
     const uint64_t steps = engines[e]->health().steps;
     const GenerationResult r = engines[e]->generate(half, nullptr, nullptr);
     ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
-    EXPECT_EQ(engines[e]->health().steps, steps + 1) << "engine " << e;
+    EXPECT_EQ(engines[e]->health().steps, steps + 3) << "engine " << e;  // the prefill, two decode steps
+    EXPECT_EQ(r.tokens, unscored.tokens);
     ASSERT_EQ(r.prompt_logprobs.size(), score.prompt.size());
     for (size_t i = 0; i < score.prompt.size(); ++i) {
       const TokenLogprobs &lp = r.prompt_logprobs[i], &whole = results[e].prompt_logprobs[i];
       EXPECT_EQ(lp.chosen.token, score.prompt[i]);
-      if (i < 76) {
+      if (static_cast<int>(i) < from) {
         EXPECT_TRUE(std::isnan(lp.chosen.logprob) && lp.top.empty()) << "engine " << e << ", context token " << i;
         continue;
       }

@@ -313,9 +313,9 @@ Status CpuBackend::run_node(const Node& n, const StepInput& in) {
     case Op::kLogprobs: {
       const Activation& l = buf(n.src);
       if (n.rows == Rows::kAll) {
-        // A scored prompt's step: row t against the token after it, rows
-        // shared out over the threads.
-        // Row t is the step's token score_from + t (Rows::kScored).
+        // A scored prompt's step: row t (the step's token score_from + t,
+        // Rows::kScored) against the token after it, rows shared out over
+        // the threads.
         row_logprobs_.resize(static_cast<size_t>(l.rows));
         pool_->run(l.rows, [&](int64_t t, int) {
           const int64_t p = t + in.score_from;
