@@ -84,10 +84,11 @@ struct EngineConfig {
   // Greedy constrained requests (JSON mode, structured output, tool calls)
   // take the decode step's argmax, with the steps queued ahead, whenever
   // the constraint allows it; a refused argmax's step is evaluated again for
-  // its logits and the host picks from them (GenerationResult::n_repicked).
-  // Only where steps run ahead (lookahead: CUDA; the CPU when forced).
-  // Off (the default; MINFER_CONSTRAINED_LOOKAHEAD=1 turns it on): every
-  // step's logits are copied and the host picks. Tokens are the same either
+  // its logits and the host picks from them (GenerationResult::n_repicked),
+  // unless the step's list (constrained_candidates) holds a token the
+  // constraint allows. Only where steps run ahead (lookahead: CUDA; the CPU
+  // when forced). Off (the default; MINFER_CONSTRAINED_LOOKAHEAD=1 turns it
+  // on): no step runs ahead of the host's pick. Tokens are the same either
   // way.
   bool constrained_lookahead = false;
   // Greedy constrained requests have each decode step list its best
