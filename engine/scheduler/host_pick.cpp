@@ -124,7 +124,8 @@ std::pair<size_t, size_t> PromptScorer::scored_of_next(size_t n) const {
 void PromptScorer::add_rows(std::span<const float> logits) {
   const size_t vocab = static_cast<size_t>(vocab_size_);
   const size_t n = logits.size() / vocab;
-  const auto [first, last] = scored_of_next(n);
+  const std::pair<size_t, size_t> range = scored_of_next(n);  // not a structured binding: the lambda captures it
+  const size_t first = range.first, last = range.second;
   // A row's log-softmax is ~1 ms on a Qwen-sized vocabulary (one core of
   // the 2-core machine, sampler_bench's BM_Logprobs5): the rows are shared
   // out over the cores, at least 8 a thread, then described in order.
