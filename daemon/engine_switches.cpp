@@ -53,7 +53,10 @@ void EngineSwitches::add_to(po::options_description& desc) {
        "it allows none, instead of the host picking from every step's copied logits "
        "(MINFER_NO_CONSTRAINED_CANDIDATES=1)")
       ("prefix-cache", po::value(&prefix_cache)->default_value(prefix_cache, shown(prefix_cache)),
-       "reuse the KV cache rows of the previous request's common prompt prefix")
+       "reuse the KV cache rows of an earlier request's common prompt prefix")
+      ("prefix-cache-entries", po::value(&prefix_cache_entries)->default_value(prefix_cache_entries),
+       "earlier requests whose histories stay in the KV cache for prefix reuse until a request needs their cells "
+       "(the least recently used go first); 1: the previous request's alone")
       ("trace", po::value(&trace)->default_value(trace),
        "write a Chrome trace (Perfetto) of every node of every step to this file; slow: steps run eagerly and "
        "read every output back (MINFER_TRACE=FILE)")
@@ -71,6 +74,9 @@ std::string EngineSwitches::check() const {
   if (!std::isfinite(step_timeout_per_token_ms) || step_timeout_per_token_ms < 0) {
     return fmt::format("--step-timeout-per-token-ms is {}; it must be zero or a positive number of milliseconds",
                        step_timeout_per_token_ms);
+  }
+  if (prefix_cache_entries < 1 || prefix_cache_entries > kMaxPrefixCacheEntries) {
+    return fmt::format("--prefix-cache-entries is {}; allowed 1 to {}", prefix_cache_entries, kMaxPrefixCacheEntries);
   }
   return {};
 }
@@ -92,6 +98,7 @@ void EngineSwitches::apply_to(EngineConfig* config) const {
   // On: the backend's choice (-1: where steps run on a device); off: never.
   config->constrained_candidates = constrained_candidates ? EngineConfig{}.constrained_candidates : 0;
   config->prefix_cache = prefix_cache;
+  config->prefix_cache_entries = prefix_cache_entries;
   config->trace_path = trace;
   config->chat_template_file = chat_template_file;
 }

@@ -33,6 +33,10 @@ enum class BackendChoice { kAuto, kCpu, kCuda };
 const char* backend_choice_name(BackendChoice b);
 bool parse_backend_choice(std::string_view s, BackendChoice* out);
 
+// The most histories EngineConfig::prefix_cache_entries may keep (each
+// request scans them).
+inline constexpr int kMaxPrefixCacheEntries = 1024;
+
 struct EngineConfig {
   std::string model_path;
   BackendChoice backend = BackendChoice::kAuto;  // kCuda: a failed weight gate is a start-up error
@@ -55,7 +59,13 @@ struct EngineConfig {
   bool cuda_graphs = true;   // CUDA: capture and replay decode steps (MINFER_NO_CUDA_GRAPH=1: eager launches)
   double step_timeout_ms = 10000.0;          // CUDA bounded wait per step: base ...
   double step_timeout_per_token_ms = 20.0;   // ... plus this per token of the step
-  bool prefix_cache = true;  // reuse the KV of the previous request's common prefix
+  // Reuse the KV of an earlier request's common prefix: the histories of the
+  // last prefix_cache_entries requests stay in the cache's cells until a
+  // request needs the cells (least recently used first), and a request
+  // evaluates only what follows the longest prefix of its prompt that one of
+  // them holds. 1: the previous request's alone.
+  bool prefix_cache = true;
+  int prefix_cache_entries = 16;
   // Decode steps submitted before the host has handled the token before them
   // (the device evaluates token t while the host streams token t - 1; greedy
   // requests also queue step t + 1, fed with t's argmax on the device): -1
@@ -158,6 +168,12 @@ struct EngineHealth {
   std::chrono::system_clock::time_point since{};           // when the phase began
   std::chrono::steady_clock::time_point last_step{};       // heartbeat: last completed forward step
   uint64_t steps = 0;
+  // The KV cache between requests (as of the last one's end): its cells, how
+  // many hold earlier requests' histories for prefix reuse, and how many
+  // histories (EngineConfig::prefix_cache_entries).
+  int kv_cells = 0;
+  int kv_cells_kept = 0;
+  int prefix_histories = 0;
 };
 
 // A token with its log-probability under the model: the log-softmax of the

@@ -19,6 +19,7 @@
 #include "engine/gguf/gguf.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_weights.h"
+#include "engine/scheduler/prefix_cache.h"
 #include "engine/scheduler/runner.h"
 #include "engine/scheduler/host_pick.h"
 #include "engine/scheduler/stop_matcher.h"
@@ -158,7 +159,12 @@ class EngineImpl {
   std::optional<ChatTemplate> chat;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Runner> runner;
-  Sequence seq;  // the previous request's history, kept for prefix reuse
+  // The running request's history; between requests the last one's, which
+  // the next request hands to the prefix cache (retire_history()).
+  Sequence seq;
+  // Earlier requests' histories kept in the cache for prefix reuse
+  // (EngineConfig::prefix_cache_entries); destroyed before the runner.
+  std::unique_ptr<PrefixCache> prefix;
   ModelInfo info;
   mutable std::mutex health_mutex;
   EngineHealth health;
@@ -177,6 +183,17 @@ class EngineImpl {
     health.phase = EnginePhase::kWedged;
     health.reason = why;
     health.since = std::chrono::system_clock::now();
+  }
+
+  // The last request's history goes to the prefix cache (where it is on),
+  // and `seq` is empty for the next.
+  void retire_history() {
+    if (config.prefix_cache) prefix->keep(seq);
+    runner->cells().truncate(seq, 0);
+    std::lock_guard lock(health_mutex);
+    health.kv_cells = runner->cells().n_ctx();
+    health.kv_cells_kept = runner->cells().n_ctx() - runner->cells().n_free();
+    health.prefix_histories = prefix->n_entries();
   }
 
   void record_step() {
@@ -249,6 +266,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
                                       const std::atomic<bool>* cancel) {
   GenerationResult r;
   r.n_prompt = static_cast<int>(req.prompt.size());
+  retire_history();
   auto fail = [&](Error e) {
     r.finish = FinishReason::kError;
     r.error = std::move(e);
@@ -260,14 +278,12 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   if (Status st = validate(req); !st) return fail(st.error());
 
   const auto t0 = Clock::now();
-  // Reuse the previous request's KV for the common prefix; at least the last
-  // prompt token is evaluated again so that its logits exist.
+  // Reuse a kept history's KV for the longest common prefix; at least the
+  // last prompt token is evaluated again so that its logits exist.
   size_t common = 0;
   if (config.prefix_cache && !req.prompt_logprobs) {  // scoring reads every prompt position's logits
-    const size_t limit = std::min(seq.tokens.size(), req.prompt.size() - 1);
-    while (common < limit && seq.tokens[common] == req.prompt[common]) ++common;
+    common = static_cast<size_t>(prefix->reuse(seq, req.prompt, req.prompt.size() - 1));
   }
-  runner->cells().truncate(seq, static_cast<int>(common));
   r.n_cached = static_cast<int>(common);
 
   // Log-probabilities and JSON mode need the step's logits on the host,
@@ -541,6 +557,11 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
     return unexpected(ErrorCode::kInvalidArgument,
                       fmt::format("n_ctx {} must be >= 0 and n_batch {} > 0", config.n_ctx, config.n_batch));
   }
+  if (config.prefix_cache_entries < 1 || config.prefix_cache_entries > kMaxPrefixCacheEntries) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("prefix_cache_entries {} must be in [1, {}]", config.prefix_cache_entries,
+                                  kMaxPrefixCacheEntries));
+  }
   if (config.score_rows <= 0) {
     return unexpected(ErrorCode::kInvalidArgument,
                       fmt::format("score_rows {} (MINFER_SCORE_ROWS) must be > 0", config.score_rows));
@@ -582,6 +603,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   }
   impl->runner = std::make_unique<Runner>(m, *impl->weights, *impl->backend, n_ctx, bo.max_tokens,
                                           FusionOptions{config.fuse_qkv, config.fuse_ffn});
+  impl->prefix = std::make_unique<PrefixCache>(impl->runner->cells(), config.prefix_cache ? config.prefix_cache_entries : 0);
   const double backend_ms = ms_since(t_backend);
   // The GPU holds the weights now: drop the mapped copy's pages, so that no
   // second copy stays resident (on Jetson both live in the same DRAM).
@@ -622,7 +644,9 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
       if (pass == 0) greedy_launches = impl->backend->decode_launches();
     }
     impl->runner->cells().truncate(impl->seq, 0);
+    impl->prefix->clear();  // the warm-up's prompts are no one's
   }
+  impl->retire_history();  // nothing to keep: the cache's figures
 
   ModelInfo& info = impl->info;
   info.path = config.model_path;
@@ -723,7 +747,11 @@ const ChatTemplate& Engine::chat_template() const { return *impl_->chat; }
 
 GenerationResult Engine::generate(const GenerationRequest& request, const TokenCallback& on_token,
                                   const std::atomic<bool>* cancel) {
-  return impl_->generate(request, on_token, cancel);
+  GenerationResult r = impl_->generate(request, on_token, cancel);
+  // Its history joins the prefix cache now, not when the next request
+  // starts, so that what the engine reports between requests is the cache.
+  impl_->retire_history();
+  return r;
 }
 
 Expected<std::vector<float>> Engine::eval_logits(const std::vector<TokenId>& tokens) {
@@ -732,7 +760,7 @@ Expected<std::vector<float>> Engine::eval_logits(const std::vector<TokenId>& tok
     return unexpected(ErrorCode::kInvalidArgument,
                       fmt::format("eval_logits takes 1..{} tokens, got {}", e.runner->max_tokens(), tokens.size()));
   }
-  e.runner->cells().truncate(e.seq, 0);
+  e.retire_history();
   StepOutput out;
   Status st = e.runner->eval(e.seq, tokens, Logits::kAll, false, &out);
   e.runner->cells().truncate(e.seq, 0);

@@ -56,6 +56,12 @@ class EngineWorker {
 
   DaemonPhase phase() const { return phase_.load(); }
   HealthInputs health_inputs() const;
+  // The engine's own report (EngineHealth: its phase, heartbeat and KV
+  // cache); absent until the engine is loaded.
+  std::optional<EngineHealth> engine_health() const {
+    if (!loaded_.load(std::memory_order_acquire)) return std::nullopt;
+    return engine_->health();
+  }
   // Set once loaded; stable afterwards.
   const ModelInfo* info() const { return loaded_.load(std::memory_order_acquire) ? &info_ : nullptr; }
   ModelLimits limits() const { return limits_; }

@@ -98,6 +98,11 @@ HttpReply metrics_reply(const ServerContext& ctx) {
     g.backend = info->backend;
     g.chat_template = info->chat_template;
   }
+  if (const std::optional<EngineHealth> h = ctx.worker.engine_health()) {
+    g.kv_cells = h->kv_cells;
+    g.kv_cells_kept = h->kv_cells_kept;
+    g.prefix_histories = h->prefix_histories;
+  }
   HttpReply r;
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";  // Prometheus text exposition
   r.body = ctx.metrics.render(g);

@@ -114,6 +114,14 @@ std::string Metrics::render(const MetricsGauges& g) const {
   gauge("minfer_engine_heartbeat_age_seconds", "Time since the engine thread last showed progress.",
         g.heartbeat_age_s);
   gauge("minfer_uptime_seconds", "Time since minferd started.", g.uptime_s);
+  if (g.kv_cells && g.kv_cells_kept && g.prefix_histories) {
+    out += "# HELP minfer_kv_cells KV cache cells between requests: holding earlier requests' histories for prefix "
+           "reuse (kept), or free.\n# TYPE minfer_kv_cells gauge\n";
+    out += fmt::format("minfer_kv_cells{{state=\"kept\"}} {}\nminfer_kv_cells{{state=\"free\"}} {}\n", *g.kv_cells_kept,
+                       *g.kv_cells - *g.kv_cells_kept);
+    gauge("minfer_prefix_cache_histories", "Earlier requests' histories kept in the KV cache for prefix reuse.",
+          *g.prefix_histories);
+  }
   out += "# HELP minfer_engine_state The daemon's phase (1 for the current one).\n# TYPE minfer_engine_state gauge\n";
   for (const char* s : {"loading", "warming_up", "ready", "stalled", "wedged", "failed", "stopping"}) {
     out += fmt::format("minfer_engine_state{{state=\"{}\"}} {}\n", s, std::string_view(s) == g.state ? 1 : 0);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -28,6 +29,9 @@ struct MetricsGauges {
   double heartbeat_age_s = 0;
   double uptime_s = 0;
   std::string model, backend, chat_template;
+  // The engine's KV cache between requests (EngineHealth): cells, cells
+  // holding kept histories, histories; absent (not rendered) while loading.
+  std::optional<int> kv_cells, kv_cells_kept, prefix_histories;
 };
 
 class Metrics {

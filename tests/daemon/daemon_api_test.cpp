@@ -161,9 +161,10 @@ TEST_F(DaemonApi, TokenPromptGivesTheSameText) {
 }
 
 // usage.prompt_tokens_details.cached_tokens (OpenAI's field) counts the prompt
-// tokens whose KV the prefix cache reused from the request before: all but the
-// last for the same prompt, the common prefix otherwise (the BOS at least);
-// /metrics adds them up and the request's log line carries them.
+// tokens whose KV the prefix cache reused from an earlier request: all but the
+// last for the same prompt, the longest common prefix otherwise (the BOS at
+// least), also after a request with another prompt; /metrics adds them up and
+// shows the histories kept, and the request's log line carries them.
 TEST_F(DaemonApi, CachedTokensCountWhatThePrefixCacheReused) {
   const Json a = {{"prompt", {1, 403, 407, 261, 378}}, {"max_tokens", 3}, {"temperature", 0}};
   post("/v1/completions", a);
@@ -180,9 +181,17 @@ TEST_F(DaemonApi, CachedTokensCountWhatThePrefixCacheReused) {
   EXPECT_EQ(cached(longer), 5);
   const Json other = post("/v1/completions", {{"prompt", {1, 99, 100}}, {"max_tokens", 3}, {"temperature", 0}});
   EXPECT_EQ(cached(other), 1);
+  const Json back = post("/v1/completions", a);  // the longer prompt's history is still kept
+  EXPECT_EQ(cached(back), 4);
+  EXPECT_EQ(back["choices"][0]["text"], again["choices"][0]["text"]);
   const Json chat = post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}});
   EXPECT_GE(cached(chat), 0);
-  EXPECT_EQ(cached_total() - before, 4 + 4 + 5 + 1 + cached(chat));
+  EXPECT_EQ(cached_total() - before, 4 + 4 + 5 + 1 + 4 + cached(chat));
+  const std::string metrics = http_request(sock(), "GET", "/metrics").body;
+  EXPECT_GE(metric_value(metrics, "minfer_prefix_cache_histories"), 2) << metrics;  // a's and the other's at least
+  const double kept = metric_value(metrics, "minfer_kv_cells{state=\"kept\"}");
+  EXPECT_GE(kept, 6 + 3) << metrics;
+  EXPECT_EQ(kept + metric_value(metrics, "minfer_kv_cells{state=\"free\"}"), 256) << metrics;
   EXPECT_TRUE(eventually([] { return daemon_->log().find(" prompt 5 (4 cached) gen 3") != std::string::npos; }, 5s))
       << daemon_->log();
   EXPECT_NE(daemon_->log().find("CACHED_TOKENS=5"), std::string::npos) << daemon_->log();

@@ -58,6 +58,15 @@ TEST(Metrics, RendersCountersByLabel) {
                            "# TYPE minfer_request_overhead_seconds histogram\n"}) {
     EXPECT_NE(out.find(line), std::string::npos) << "missing: " << line;
   }
+  EXPECT_EQ(out.find("minfer_kv_cells"), std::string::npos) << "no engine yet, no cache figures";
+  g.kv_cells = 256;
+  g.kv_cells_kept = 40;
+  g.prefix_histories = 3;
+  const std::string with_cache = m.render(g);
+  for (const char* line : {"minfer_kv_cells{state=\"kept\"} 40\n", "minfer_kv_cells{state=\"free\"} 216\n",
+                           "minfer_prefix_cache_histories 3\n"}) {
+    EXPECT_NE(with_cache.find(line), std::string::npos) << "missing: " << line;
+  }
 }
 
 HealthInputs ready_with_age(std::chrono::milliseconds age) {

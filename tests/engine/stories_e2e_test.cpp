@@ -3,6 +3,7 @@
 // (tests/data/models/reference-greedy.json) was computed by an independent
 // float64 Python forward pass from BOS; a greedy run from a prefix of that
 // sequence must continue it exactly.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -968,6 +969,140 @@ TYPED_TEST(Stories, BadRequestsAreErrorsAndTheEngineKeepsWorking) {
   const std::vector<int32_t> ref = reference_ids();
   r = this->engine_->generate(greedy({1}, 10), nullptr, nullptr);
   EXPECT_EQ(r.tokens, std::vector<int32_t>(ref.begin() + 1, ref.begin() + 11));
+}
+
+// The prefix cache keeps several earlier requests' histories: requests run
+// in turn on an engine with the cache, with it keeping only the previous
+// request's, and without it give the same tokens; each reuses the longest
+// prefix a kept history holds; a request short of cells takes them from the
+// oldest histories. Greedy, ignoring end-of-text, so that every request
+// generates all its tokens (its history: the prompt and all but the last).
+struct CachedRun {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<int> cached;
+};
+
+CachedRun run_in_turn(Engine& e, const std::vector<GenerationRequest>& requests) {
+  CachedRun run;
+  for (const GenerationRequest& req : requests) {
+    const GenerationResult r = e.generate(req, nullptr, nullptr);
+    EXPECT_NE(r.finish, FinishReason::kError) << r.error->message;
+    run.tokens.push_back(r.tokens);
+    run.cached.push_back(r.n_cached);
+  }
+  return run;
+}
+
+GenerationRequest story(const std::vector<int32_t>& prompt, int n) {
+  GenerationRequest r = greedy(prompt, n);
+  r.ignore_eos = true;
+  return r;
+}
+
+std::vector<int32_t> joined(std::vector<int32_t> a, const std::vector<int32_t>& b, const std::vector<int32_t>& c = {}) {
+  a.insert(a.end(), b.begin(), b.end());
+  a.insert(a.end(), c.begin(), c.end());
+  return a;
+}
+
+TEST(EnginePrefixCache, AlternatingConversationsReuseTheirOwnHistories) {
+  auto engine = [](bool cache, int entries) {
+    return stories_engine([&](EngineConfig& c) {
+      c.prefix_cache = cache;
+      c.prefix_cache_entries = entries;
+    });
+  };
+  std::unique_ptr<Engine> plain = engine(false, 16), last = engine(true, 1), kept = engine(true, 16);
+  ASSERT_TRUE(plain && last && kept);
+  const std::vector<int32_t> a = kept->tokenize("Once upon a time there was a dog", true, false);
+  const std::vector<int32_t> b = kept->tokenize("The little girl went to the park with her mom", true, false);
+  const std::vector<int32_t> more = kept->tokenize(" Then they", false, false);
+  ASSERT_EQ(a[0], b[0]);  // BOS: the one token the conversations share
+  ASSERT_NE(a[1], b[1]);
+  // Turn 1 of each, then turn 2 of each: the conversation so far and more.
+  std::vector<GenerationRequest> turns = {story(a, 12), story(b, 12)};
+  const CachedRun first = run_in_turn(*plain, turns);
+  turns.push_back(story(joined(a, first.tokens[0], more), 10));
+  turns.push_back(story(joined(b, first.tokens[1], more), 10));
+  turns.push_back(story(a, 6));  // turn 1 of a again
+
+  const CachedRun ref = run_in_turn(*plain, turns);
+  const CachedRun one = run_in_turn(*last, turns);
+  const CachedRun many = run_in_turn(*kept, turns);
+  EXPECT_EQ(one.tokens, ref.tokens);
+  EXPECT_EQ(many.tokens, ref.tokens);
+  EXPECT_EQ(ref.cached, (std::vector<int>{0, 0, 0, 0, 0}));
+  const int a1 = static_cast<int>(a.size()) + 11, b1 = static_cast<int>(b.size()) + 11;  // turn 1's histories
+  // Only the previous request's: each turn follows the other conversation's.
+  EXPECT_EQ(one.cached, (std::vector<int>{0, 1, 1, 1, 1}));
+  // Each conversation's own history; turn 1 of a again: its prompt, whose
+  // last token is evaluated again.
+  EXPECT_EQ(many.cached, (std::vector<int>{0, 1, a1, b1, static_cast<int>(a.size()) - 1}));
+}
+
+TEST(EnginePrefixCache, ASharedStartIsReusedByEveryRequestThatHasIt) {
+  std::unique_ptr<Engine> plain = stories_engine([](EngineConfig& c) { c.prefix_cache = false; });
+  std::unique_ptr<Engine> kept = stories_engine([](EngineConfig&) {});
+  ASSERT_TRUE(plain && kept);
+  const std::vector<int32_t> system = kept->tokenize("Tell a story about a cat who likes to play.", true, false);
+  std::vector<GenerationRequest> requests;
+  for (const char* q : {"The cat", "One day", "The cat", "A big"}) {
+    requests.push_back(story(joined(system, kept->tokenize(q, false, false)), 8));
+  }
+  const CachedRun ref = run_in_turn(*plain, requests);
+  const CachedRun run = run_in_turn(*kept, requests);
+  EXPECT_EQ(run.tokens, ref.tokens);
+  const int n = static_cast<int>(system.size());
+  const int q1 = static_cast<int>(requests[0].prompt.size());
+  // "The cat" and "One day" share no token after the start; the third is
+  // the first again, still kept beside the second.
+  ASSERT_NE(requests[0].prompt[static_cast<size_t>(n)], requests[1].prompt[static_cast<size_t>(n)]);
+  EXPECT_EQ(run.cached, (std::vector<int>{0, n, q1 - 1, n}));
+}
+
+TEST(EnginePrefixCache, ARequestShortOfCellsTakesTheOldestHistoriesCells) {
+  // 64 cells: two 36-cell histories do not fit beside each other.
+  auto engine = [](bool cache) {
+    return stories_engine([&](EngineConfig& c) {
+      c.n_ctx = 64;
+      c.prefix_cache = cache;
+    });
+  };
+  std::unique_ptr<Engine> plain = engine(false), kept = engine(true);
+  ASSERT_TRUE(plain && kept);
+  std::vector<int32_t> a = kept->tokenize("Once upon a time there was a little dog named Max who", true, false);
+  std::vector<int32_t> b = kept->tokenize("The sun was hot and the birds sang in the tall green", true, false);
+  const std::vector<int32_t> c = kept->tokenize("Lily had a red ball", true, false);
+  ASSERT_GE(a.size(), 12u);
+  ASSERT_GE(b.size(), 12u);
+  a.resize(12);
+  b.resize(12);
+  const std::vector<GenerationRequest> requests = {
+      story(a, 25), story(c, 12),  // 36 cells, then 16 beside them: both kept
+      story(b, 25),                // 35 more: a's history (the oldest) goes, c's stays
+      story(c, 4),                 // from c's history
+      story(a, 4),                 // from scratch; b's history (now the oldest) goes
+      story(b, 64 - static_cast<int>(b.size())),  // the whole context: every history goes
+      story(b, 4)};
+  const CachedRun ref = run_in_turn(*plain, requests);
+  const CachedRun run = run_in_turn(*kept, requests);
+  EXPECT_EQ(run.tokens, ref.tokens);
+  const int bos = 1;  // every prompt starts with BOS
+  const int c_last = static_cast<int>(c.size()) - 1, b_last = static_cast<int>(b.size()) - 1;
+  EXPECT_EQ(run.cached, (std::vector<int>{0, bos, bos, c_last, bos, bos, b_last}));
+}
+
+TEST(EnginePrefixCache, EntriesOutOfRangeAreALoadError) {
+  for (int entries : {0, -1, kMaxPrefixCacheEntries + 1}) {
+    EngineConfig c;
+    c.model_path = test::stories_path();
+    c.backend = BackendChoice::kCpu;
+    c.prefix_cache_entries = entries;
+    auto e = Engine::load(c);
+    ASSERT_FALSE(e.has_value()) << entries;
+    EXPECT_EQ(e.error().message,
+              fmt::format("prefix_cache_entries {} must be in [1, {}]", entries, kMaxPrefixCacheEntries));
+  }
 }
 
 TEST(EngineLoad, MissingFileAndBadOptionsAreClearErrors) {

@@ -832,6 +832,58 @@ TEST(CudaLogprobs, CachedPrefixStepWithinTheFreshPrefillsLogits) {
   }
 }
 
+// The prefix cache's kept histories on the GPU: conversations in turn, a
+// shared start, and requests short of cells that take the oldest
+// histories' (a 64-cell cache), greedy, give the CPU engine's tokens and
+// reuse the same prefixes
+// (EnginePrefixCache.* on the CPU; stories260K's tokens are the same on
+// both, CudaParity above). A request's cells are then no longer one run: a
+// kept history's shared start, then its own — what the decode graphs'
+// attention reads from the uploaded cell list.
+TEST(CudaPrefixCache, KeptHistoriesGiveTheCpusTokens) {
+  MINFER_REQUIRE_GPU();
+  for (const int n_ctx : {256, 64}) {
+    SCOPED_TRACE(testing::Message() << n_ctx << " cells");
+    std::vector<GenerationResult> results[2];
+    for (const BackendChoice b : {BackendChoice::kCpu, BackendChoice::kCuda}) {
+      EngineConfig c;
+      c.model_path = test::stories_path();
+      c.backend = b;
+      c.n_ctx = n_ctx;
+      auto e = Engine::load(c);
+      ASSERT_TRUE(e.has_value()) << e.error().message;
+      Engine& engine = **e;
+      auto request = [&](const char* text, int n) {
+        GenerationRequest req;
+        req.prompt = engine.tokenize(text, true, false);
+        req.max_tokens = std::min(n, n_ctx - static_cast<int>(req.prompt.size()));
+        req.ignore_eos = true;
+        req.sampling.temperature = 0.0f;
+        return req;
+      };
+      const std::vector<GenerationRequest> requests = {
+          request("Once upon a time there was a dog", 24), request("The little girl went to the park", 24),
+          request("Once upon a time there was a dog", 8),  request("Once upon a time there was a cat", 30),
+          request("The little girl went to the park", 40), request("The little girl went to the shop", 64),
+          request("Once upon a time there was a dog", 8)};
+      for (const GenerationRequest& req : requests) {
+        GenerationResult r = engine.generate(req, nullptr, nullptr);
+        ASSERT_NE(r.finish, FinishReason::kError) << r.error->message;
+        results[b == BackendChoice::kCpu ? 0 : 1].push_back(std::move(r));
+      }
+      EXPECT_GE(engine.health().prefix_histories, 1);
+    }
+    int reused = 0;
+    for (size_t i = 0; i < results[0].size(); ++i) {
+      SCOPED_TRACE(testing::Message() << "request " << i);
+      EXPECT_EQ(results[1][i].tokens, results[0][i].tokens);
+      EXPECT_EQ(results[1][i].n_cached, results[0][i].n_cached);
+      reused += results[1][i].n_cached > 1 ? 1 : 0;  // more than the BOS
+    }
+    EXPECT_GE(reused, 2);
+  }
+}
+
 // Tool calls on the GPU: under tool_choice auto the host picks through the
 // lazy call constraint and, while no call is open, gets the device's greedy
 // tokens; a forced call (the call schema as the reply's) is a valid call and
