@@ -57,6 +57,9 @@ void EngineSwitches::add_to(po::options_description& desc) {
       ("prefix-cache-entries", po::value(&prefix_cache_entries)->default_value(prefix_cache_entries),
        "earlier requests whose histories stay in the KV cache for prefix reuse until a request needs their cells "
        "(the least recently used go first); 1: the previous request's alone")
+      ("kv-cells", po::value(&kv_cells)->default_value(kv_cells),
+       "KV cache cells (0: as many as the context): more leave room for the prefix cache's kept histories beside a "
+       "request of the whole context, at the cost of their memory")
       ("trace", po::value(&trace)->default_value(trace),
        "write a Chrome trace (Perfetto) of every node of every step to this file; slow: steps run eagerly and "
        "read every output back (MINFER_TRACE=FILE)")
@@ -77,6 +80,9 @@ std::string EngineSwitches::check() const {
   }
   if (prefix_cache_entries < 1 || prefix_cache_entries > kMaxPrefixCacheEntries) {
     return fmt::format("--prefix-cache-entries is {}; allowed 1 to {}", prefix_cache_entries, kMaxPrefixCacheEntries);
+  }
+  if (kv_cells < 0 || kv_cells > kMaxKvCells) {
+    return fmt::format("--kv-cells is {}; allowed 0 (the context) to {}", kv_cells, kMaxKvCells);
   }
   return {};
 }
@@ -99,6 +105,7 @@ void EngineSwitches::apply_to(EngineConfig* config) const {
   config->constrained_candidates = constrained_candidates ? EngineConfig{}.constrained_candidates : 0;
   config->prefix_cache = prefix_cache;
   config->prefix_cache_entries = prefix_cache_entries;
+  config->kv_cells = kv_cells;
   config->trace_path = trace;
   config->chat_template_file = chat_template_file;
 }

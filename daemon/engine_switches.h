@@ -30,6 +30,7 @@ struct EngineSwitches {
   bool constrained_candidates = EngineConfig{}.constrained_candidates != 0;
   bool prefix_cache = EngineConfig{}.prefix_cache;
   int prefix_cache_entries = EngineConfig{}.prefix_cache_entries;
+  int kv_cells = EngineConfig{}.kv_cells;
   std::string trace;  // EngineConfig::trace_path
   std::string chat_template_file;  // EngineConfig::chat_template_file
 

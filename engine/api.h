@@ -36,11 +36,17 @@ bool parse_backend_choice(std::string_view s, BackendChoice* out);
 // The most histories EngineConfig::prefix_cache_entries may keep (each
 // request scans them).
 inline constexpr int kMaxPrefixCacheEntries = 1024;
+// The most cells EngineConfig::kv_cells may ask for.
+inline constexpr int kMaxKvCells = 1 << 22;
 
 struct EngineConfig {
   std::string model_path;
   BackendChoice backend = BackendChoice::kAuto;  // kCuda: a failed weight gate is a start-up error
-  int n_ctx = 4096;          // KV cells; clamped to the model's training context; 0: the training context
+  int n_ctx = 4096;          // tokens a request may hold; clamped to the model's training context; 0: the training context
+  // KV cache cells: 0, as many as the context; more (up to kMaxKvCells)
+  // leave room for the prefix cache's kept histories beside a request of the
+  // whole context, at kv_cells × the model's K/V row of memory.
+  int kv_cells = 0;
   int n_batch = 512;         // most prompt tokens per forward step
   // A scored prompt's (prompt_logprobs) rows of logits held at once (rows ×
   // the vocabulary): the CUDA backend computes and scores its steps' rows in
@@ -139,7 +145,8 @@ struct ModelInfo {
   std::string arch;          // llama | qwen2 | qwen3
   int n_layers = 0, d_model = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, d_ff = 0;
   int vocab_size = 0;
-  int n_ctx = 0;             // the engine's context (KV cells)
+  int n_ctx = 0;             // the engine's context: tokens a request may hold
+  int kv_cells = 0;          // the KV cache's cells (EngineConfig::kv_cells)
   int n_ctx_train = 0;
   uint64_t weight_bytes = 0;
   uint64_t decode_bytes_per_token = 0;  // weight bytes one decode step reads (layers + output head)

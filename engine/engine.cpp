@@ -191,8 +191,8 @@ class EngineImpl {
     if (config.prefix_cache) prefix->keep(seq);
     runner->cells().truncate(seq, 0);
     std::lock_guard lock(health_mutex);
-    health.kv_cells = runner->cells().n_ctx();
-    health.kv_cells_kept = runner->cells().n_ctx() - runner->cells().n_free();
+    health.kv_cells = runner->cells().n_cells();
+    health.kv_cells_kept = runner->cells().n_cells() - runner->cells().n_free();
     health.prefix_histories = prefix->n_entries();
   }
 
@@ -577,8 +577,14 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
     log::warn("engine switches off: {} (for A/B runs: expect slower steps)", off);
   }
   const int n_ctx = config.n_ctx == 0 ? m.n_ctx_train : std::min(config.n_ctx, m.n_ctx_train);
+  if (config.kv_cells != 0 && (config.kv_cells < n_ctx || config.kv_cells > kMaxKvCells)) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("kv_cells {} must be 0 (the context) or from the context, {} tokens, to {}",
+                                  config.kv_cells, n_ctx, kMaxKvCells));
+  }
+  const int n_cells = config.kv_cells == 0 ? n_ctx : config.kv_cells;
   BackendOptions bo;
-  bo.n_ctx = n_ctx;
+  bo.n_ctx = n_cells;
   bo.max_tokens = std::min(config.n_batch, n_ctx);
   bo.kv_type = *kv_type;
   bo.n_threads = config.n_threads;
@@ -602,7 +608,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
     MINFER_TRY(impl->backend->prepare(m, *impl->weights, bo));
   }
   impl->runner = std::make_unique<Runner>(m, *impl->weights, *impl->backend, n_ctx, bo.max_tokens,
-                                          FusionOptions{config.fuse_qkv, config.fuse_ffn});
+                                          FusionOptions{config.fuse_qkv, config.fuse_ffn}, n_cells);
   impl->prefix = std::make_unique<PrefixCache>(impl->runner->cells(), config.prefix_cache ? config.prefix_cache_entries : 0);
   const double backend_ms = ms_since(t_backend);
   // The GPU holds the weights now: drop the mapped copy's pages, so that no
@@ -660,6 +666,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   info.d_ff = m.d_ff;
   info.vocab_size = m.vocab_size;
   info.n_ctx = n_ctx;
+  info.kv_cells = n_cells;
   info.n_ctx_train = m.n_ctx_train;
   info.weight_bytes = impl->weights->total_bytes();
   for (const LayerWeights& l : impl->weights->layers) {

@@ -106,8 +106,8 @@ bool EngineWorker::load_and_warm_up() {
   limits_ = ModelLimits{info_.n_ctx, info_.vocab_size, info_.chat_template, engine_->chat_template().tool_style()};
   loaded_.store(true, std::memory_order_release);
   beat();
-  log::info("loaded {} ({}, {} layers, n_ctx {}) in {:.0f} ms on {} ({}){}", info_.name, info_.arch, info_.n_layers,
-            info_.n_ctx, ms_between(t0, Clock::now()), info_.backend, info_.backend_detail,
+  log::info("loaded {} ({}, {} layers, n_ctx {}, {} KV cells) in {:.0f} ms on {} ({}){}", info_.name, info_.arch,
+            info_.n_layers, info_.n_ctx, info_.kv_cells, ms_between(t0, Clock::now()), info_.backend, info_.backend_detail,
             info_.backend_reason.empty() ? "" : ": " + info_.backend_reason);
 
   // READY=1 promises a working engine: one short greedy generation must

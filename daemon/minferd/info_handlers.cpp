@@ -46,6 +46,7 @@ Json model_object(const ServerContext& ctx) {
     m["backend_detail"] = info->backend_detail;
     m["n_ctx"] = info->n_ctx;
     m["n_ctx_train"] = info->n_ctx_train;
+    m["kv_cells"] = info->kv_cells;
     m["vocab_size"] = info->vocab_size;
     m["weight_types"] = info->weight_types;
   }

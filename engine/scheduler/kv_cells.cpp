@@ -7,16 +7,16 @@
 
 namespace minfer {
 
-KvCells::KvCells(int n_ctx) : n_ctx_(n_ctx), holders_(static_cast<size_t>(n_ctx), 0) {
-  free_.reserve(static_cast<size_t>(n_ctx));
-  for (int c = n_ctx - 1; c >= 0; --c) free_.push_back(c);
+KvCells::KvCells(int n_cells) : n_cells_(n_cells), holders_(static_cast<size_t>(n_cells), 0) {
+  free_.reserve(static_cast<size_t>(n_cells));
+  for (int c = n_cells - 1; c >= 0; --c) free_.push_back(c);
 }
 
 Status KvCells::allocate(Sequence& seq, int n) {
   if (n > n_free() && reclaim_) reclaim_(n - n_free());
   if (n > n_free()) {
     return unexpected(ErrorCode::kOutOfRange,
-                      fmt::format("KV cache full: {} cells wanted, {} of {} free", n, n_free(), n_ctx_));
+                      fmt::format("KV cache full: {} cells wanted, {} of {} free", n, n_free(), n_cells_));
   }
   for (int i = 0; i < n; ++i) {
     const int32_t cell = free_.back();

@@ -27,8 +27,8 @@ struct Sequence {
 
 class KvCells {
  public:
-  explicit KvCells(int n_ctx);
-  int n_ctx() const { return n_ctx_; }
+  explicit KvCells(int n_cells);
+  int n_cells() const { return n_cells_; }
   int n_free() const { return static_cast<int>(free_.size()); }
 
   // What allocate() calls when fewer than the cells it wants are free, with
@@ -50,9 +50,9 @@ class KvCells {
   int holders(int32_t cell) const { return holders_[static_cast<size_t>(cell)]; }
 
  private:
-  int n_ctx_;
+  int n_cells_;
   std::vector<int32_t> free_;     // a stack; at first the lowest cell on top
-  std::vector<int32_t> holders_;  // [n_ctx]
+  std::vector<int32_t> holders_;  // [n_cells]
   Reclaim reclaim_;
 };
 

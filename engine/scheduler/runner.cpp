@@ -7,8 +7,14 @@
 namespace minfer {
 
 Runner::Runner(const ModelConfig& config, const ModelWeights& weights, Backend& backend, int n_ctx, int max_tokens,
-               FusionOptions fusion)
-    : config_(config), weights_(weights), backend_(backend), cells_(n_ctx), max_tokens_(max_tokens), fusion_(fusion) {}
+               FusionOptions fusion, int n_cells)
+    : config_(config),
+      weights_(weights),
+      backend_(backend),
+      n_ctx_(n_ctx),
+      cells_(n_cells > 0 ? n_cells : n_ctx),
+      max_tokens_(max_tokens),
+      fusion_(fusion) {}
 
 const Graph& Runner::graph(Logits logits, bool argmax, bool sample, bool logprobs) {
   auto key = std::make_tuple(logits, argmax, sample, logprobs);
@@ -40,10 +46,10 @@ Status Runner::eval(Sequence& seq, std::span<const int32_t> tokens, Logits logit
     return unexpected(ErrorCode::kInternal, fmt::format("eval with {} decode steps in flight", in_flight_.size()));
   }
   const size_t n_total = seq.tokens.size() + tokens.size();
-  if (n_total > static_cast<size_t>(cells_.n_ctx())) {
+  if (n_total > static_cast<size_t>(n_ctx_)) {
     return unexpected(ErrorCode::kOutOfRange,
                       fmt::format("sequence would hold {} tokens ({} + {}) but the context has {}", n_total,
-                                  seq.tokens.size(), tokens.size(), cells_.n_ctx()));
+                                  seq.tokens.size(), tokens.size(), n_ctx_));
   }
   size_t done = 0;
   while (done < tokens.size()) {
@@ -95,9 +101,9 @@ Status Runner::submit_decode(Sequence& seq, std::optional<int32_t> token, bool a
     return unexpected(ErrorCode::kInvalidArgument, "a decode step fed from a step that picks no token");
   }
   const size_t cell = seq.cells.size();
-  if (cell + 1 > static_cast<size_t>(cells_.n_ctx())) {
+  if (cell + 1 > static_cast<size_t>(n_ctx_)) {
     return unexpected(ErrorCode::kOutOfRange, fmt::format("sequence would hold {} tokens but the context has {}",
-                                                          cell + 1, cells_.n_ctx()));
+                                                          cell + 1, n_ctx_));
   }
   MINFER_TRY(cells_.allocate(seq, 1));
   positions_.assign(1, static_cast<int32_t>(cell));  // token i sits at position i

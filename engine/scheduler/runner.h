@@ -23,8 +23,11 @@ struct FusionOptions {
 
 class Runner {
  public:
+  // A sequence holds at most n_ctx tokens; the KV cache has n_cells cells
+  // (0: n_ctx; more leaves room for the prefix cache's kept histories beside
+  // a sequence of the whole context). The backend must have as many.
   Runner(const ModelConfig& config, const ModelWeights& weights, Backend& backend, int n_ctx, int max_tokens,
-         FusionOptions fusion);
+         FusionOptions fusion, int n_cells = 0);
 
   // Evaluates `tokens` after the sequence's history and appends them to it.
   // Logits (or argmax ids) come from the final step only, the last token's;
@@ -65,7 +68,7 @@ class Runner {
   int in_flight() const { return static_cast<int>(in_flight_.size()); }
 
   KvCells& cells() { return cells_; }
-  int n_ctx() const { return cells_.n_ctx(); }
+  int n_ctx() const { return n_ctx_; }
   int max_tokens() const { return max_tokens_; }
   Backend& backend() { return backend_; }
 
@@ -75,6 +78,7 @@ class Runner {
   const ModelConfig& config_;
   const ModelWeights& weights_;
   Backend& backend_;
+  int n_ctx_;
   KvCells cells_;
   int max_tokens_;
   FusionOptions fusion_;

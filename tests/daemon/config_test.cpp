@@ -94,7 +94,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
       ++settings;
     }
   }
-  EXPECT_EQ(settings, 38);
+  EXPECT_EQ(settings, 39);
   DaemonConfig c;
   std::string msg;
   ASSERT_EQ(parse({"--config", write_file(uncommented)}, &c, &msg), ConfigOutcome::kRun) << msg << "\n" << uncommented;
@@ -138,6 +138,7 @@ TEST(Config, TheShippedFileDocumentsTheDefaults) {
   EXPECT_EQ(from_file.constrained_candidates, defaults.constrained_candidates);
   EXPECT_EQ(from_file.prefix_cache, defaults.prefix_cache);
   EXPECT_EQ(from_file.prefix_cache_entries, defaults.prefix_cache_entries);
+  EXPECT_EQ(from_file.kv_cells, defaults.kv_cells);
   EXPECT_EQ(from_file.chat_template_file, defaults.chat_template_file);
   EXPECT_EQ(from_file.trace_path, defaults.trace_path);
 }
@@ -146,7 +147,7 @@ TEST(Config, EngineSwitchesReachTheEngineConfig) {
   const std::string file = write_file(
       "cuda-graphs = false\nstep-timeout-ms = 2500\nstep-timeout-per-token-ms = 0.5\nfuse-qkv = no\n"
       "fuse-ffn = off\nfa-prefill = 0\nfused-gemm = false\nlookahead = false\ndraw-in-step = false\nprefix-cache = false\n"
-      "prefix-cache-entries = 3\nconstrained-lookahead = true\nconstrained-candidates = false\nlogprobs-in-step = false\n"
+      "prefix-cache-entries = 3\nkv-cells = 8192\nconstrained-lookahead = true\nconstrained-candidates = false\nlogprobs-in-step = false\n"
       "trace = /var/lib/minfer/trace.json\n");
   DaemonConfig c;
   std::string msg;
@@ -167,6 +168,7 @@ TEST(Config, EngineSwitchesReachTheEngineConfig) {
   EXPECT_EQ(e.constrained_candidates, 0);
   EXPECT_FALSE(e.prefix_cache);
   EXPECT_EQ(e.prefix_cache_entries, 3);
+  EXPECT_EQ(e.kv_cells, 8192);
   EXPECT_EQ(e.trace_path, "/var/lib/minfer/trace.json");
   // On, lookahead is the backend's choice (-1), not forced on every backend (1).
   ASSERT_EQ(parse({"--config", write_file(""), "--lookahead", "yes"}, &c, &msg), ConfigOutcome::kRun) << msg;
@@ -188,6 +190,8 @@ TEST(Config, EngineSwitchErrorsNameTheOptionAndValue) {
   EXPECT_NE(msg.find("--step-timeout-ms is inf"), std::string::npos) << msg;
   EXPECT_EQ(parse({"--config", empty, "--prefix-cache-entries", "0"}, &c, &msg), ConfigOutcome::kExitUsage);
   EXPECT_NE(msg.find("--prefix-cache-entries is 0; allowed 1 to 1024"), std::string::npos) << msg;
+  EXPECT_EQ(parse({"--config", empty, "--kv-cells", "-1"}, &c, &msg), ConfigOutcome::kExitUsage);
+  EXPECT_NE(msg.find("--kv-cells is -1; allowed 0 (the context) to 4194304"), std::string::npos) << msg;
   EXPECT_EQ(parse({"--config", write_file("cuda-graphs = maybe\n")}, &c, &msg), ConfigOutcome::kExitUsage);
   EXPECT_NE(msg.find("cuda-graphs"), std::string::npos) << msg;
   EXPECT_NE(msg.find("maybe"), std::string::npos) << msg;
@@ -206,7 +210,7 @@ TEST(Config, HelpListsEveryOption) {
                            "--cuda-graphs", "--step-timeout-ms", "--step-timeout-per-token-ms", "--fuse-qkv",
                            "--fuse-ffn", "--fa-prefill", "--fused-gemm", "--lookahead", "--draw-in-step", "--logprobs-in-step",
                            "--constrained-lookahead", "--constrained-candidates", "--prefix-cache",
-                           "--prefix-cache-entries", "--trace"}) {
+                           "--prefix-cache-entries", "--kv-cells", "--trace"}) {
     EXPECT_NE(msg.find(name), std::string::npos) << name;
   }
 }

@@ -197,6 +197,30 @@ TEST_F(DaemonApi, CachedTokensCountWhatThePrefixCacheReused) {
   EXPECT_NE(daemon_->log().find("CACHED_TOKENS=5"), std::string::npos) << daemon_->log();
 }
 
+// A chat's next turn reuses its conversation's history (the rendered turn
+// before and the reply's tokens) though another conversation ran in between:
+// the prefix cache keeps both (README, *Prefix cache*).
+TEST_F(DaemonApi, AChatsNextTurnReusesItsHistoryAcrossAnotherConversation) {
+  auto cached = [](const Json& r) { return r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(); };
+  auto turn = [](const Json& messages) {
+    return post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 12}, {"temperature", 0}});
+  };
+  const Json cat = {{{"role", "user"}, {"content", "Tell me a story about a cat."}}};
+  const Json c1 = turn(cat);
+  const Json d1 = turn({{{"role", "user"}, {"content", "Tell me a story about a dog."}}});
+  Json cat2 = cat;
+  cat2.push_back({{"role", "assistant"}, {"content", c1["choices"][0]["message"]["content"]}});
+  cat2.push_back({{"role", "user"}, {"content", "What happened next?"}});
+  const Json c2 = turn(cat2);
+  const int p1 = c1["usage"]["prompt_tokens"].get<int>();
+  EXPECT_LT(cached(d1), p1 - 4) << "the two first turns part after \"a \"";
+  // The whole history: the first turn's prompt and its reply's tokens but
+  // the last, which no step evaluated (the reply's text tokenizes as it was
+  // generated here).
+  EXPECT_EQ(cached(c2), p1 + c1["usage"]["completion_tokens"].get<int>() - 1) << c2;
+  EXPECT_LT(cached(c2), c2["usage"]["prompt_tokens"].get<int>());
+}
+
 // Completions' "logprobs": N: a token list that spells the text, each
 // token's log-probability (greedy: the best of its list of N), text offsets
 // in characters; the stream carries the same lists in its chunks. The text

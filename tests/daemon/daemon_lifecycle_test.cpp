@@ -322,14 +322,23 @@ TEST(DaemonLifecycle, ReadsItsConfigurationFileAndTheCommandLineWins) {
   EXPECT_EQ(http_request(d.socket(), "GET", "/v1/models").json()["data"][0]["n_ctx"], 256);
   EXPECT_EQ(http_request(d.socket(), "GET", "/health").json()["queue_capacity"], 7);
   TempDir dir2;
-  std::ofstream(dir2.file("minferd.conf")) << "ctx-size = 128\n";
+  std::ofstream(dir2.file("minferd.conf")) << "ctx-size = 128\nkv-cells = 384\n";
   DaemonSpec spec;
   spec.default_args = false;
   spec.args = {"--config", dir2.file("minferd.conf"), "--model", stories_model_path(), "--socket",
                dir2.file("minferd.sock"), "--threads", "1"};
   DaemonProcess d2(dir2, spec);
   ASSERT_TRUE(d2.wait_ready()) << d2.log();
-  EXPECT_EQ(http_request(d2.socket(), "GET", "/v1/models").json()["data"][0]["n_ctx"], 128);
+  const Json model = http_request(d2.socket(), "GET", "/v1/models").json()["data"][0];
+  EXPECT_EQ(model["n_ctx"], 128);
+  EXPECT_EQ(model["kv_cells"], 384);
+  EXPECT_EQ(http_request(d.socket(), "GET", "/v1/models").json()["data"][0]["kv_cells"], 256);  // as the context
+  EXPECT_NE(d2.log().find("n_ctx 128, 384 KV cells"), std::string::npos) << d2.log();
+  const std::string metrics = http_request(d2.socket(), "GET", "/metrics").body;
+  EXPECT_EQ(metric_value(metrics, "minfer_kv_cells{state=\"kept\"}") +
+                metric_value(metrics, "minfer_kv_cells{state=\"free\"}"),
+            384)
+      << metrics;
 }
 
 // The engine switches of minferd.conf reach the engine: every A/B switch off

@@ -1092,6 +1092,60 @@ TEST(EnginePrefixCache, ARequestShortOfCellsTakesTheOldestHistoriesCells) {
   EXPECT_EQ(run.cached, (std::vector<int>{0, bos, bos, c_last, bos, bos, b_last}));
 }
 
+// More cells than the context (EngineConfig::kv_cells) keep histories that a
+// request of the whole context would otherwise take: the same requests as
+// above on 64 tokens of context and 160 cells lose nothing, and a request
+// still holds at most the context.
+TEST(EnginePrefixCache, MoreCellsThanTheContextKeepMoreHistories) {
+  auto engine = [](bool cache, int kv_cells) {
+    return stories_engine([&](EngineConfig& c) {
+      c.n_ctx = 64;
+      c.kv_cells = kv_cells;
+      c.prefix_cache = cache;
+    });
+  };
+  std::unique_ptr<Engine> plain = engine(false, 0), roomy = engine(true, 160);
+  ASSERT_TRUE(plain && roomy);
+  EXPECT_EQ(roomy->info().n_ctx, 64);
+  EXPECT_EQ(roomy->info().kv_cells, 160);
+  EXPECT_EQ(plain->info().kv_cells, 64);
+  std::vector<int32_t> a = roomy->tokenize("Once upon a time there was a little dog named Max who", true, false);
+  std::vector<int32_t> b = roomy->tokenize("The sun was hot and the birds sang in the tall green", true, false);
+  const std::vector<int32_t> c = roomy->tokenize("Lily had a red ball", true, false);
+  a.resize(12);
+  b.resize(12);
+  const std::vector<GenerationRequest> requests = {
+      story(a, 25), story(c, 12), story(b, 25), story(c, 4), story(a, 4),
+      story(b, 64 - static_cast<int>(b.size())),  // 63 cells beside the others' 52 (and one shared)
+      story(a, 4), story(c, 4), story(b, 4)};
+  const CachedRun ref = run_in_turn(*plain, requests);
+  const CachedRun run = run_in_turn(*roomy, requests);
+  EXPECT_EQ(run.tokens, ref.tokens);
+  const int bos = 1, a_last = 11, b_last = 11, c_last = static_cast<int>(c.size()) - 1;
+  EXPECT_EQ(run.cached, (std::vector<int>{0, bos, bos, c_last, a_last, b_last, a_last, c_last, b_last}));
+  EXPECT_EQ(roomy->health().prefix_histories, 3);
+  EXPECT_EQ(roomy->health().kv_cells, 160);
+  EXPECT_EQ(roomy->health().kv_cells_kept, 1 + 35 + (static_cast<int>(c.size()) + 10) + 62);
+  // The context still bounds a request: asked for more, it ends where the
+  // context is full (as the plain engine's), with cells to spare.
+  const GenerationResult r = roomy->generate(story(a, 100), nullptr, nullptr);
+  EXPECT_EQ(r.finish, FinishReason::kLength);
+  EXPECT_EQ(r.tokens, plain->generate(story(a, 100), nullptr, nullptr).tokens);
+  EXPECT_EQ(r.n_generated, 64 - 12);  // the prompt and the tokens fill the context
+  // Fewer cells than the context, or too many: refused at load, with the values.
+  for (int cells : {63, kMaxKvCells + 1}) {
+    EngineConfig cfg;
+    cfg.model_path = test::stories_path();
+    cfg.backend = BackendChoice::kCpu;
+    cfg.n_ctx = 64;
+    cfg.kv_cells = cells;
+    auto e = Engine::load(cfg);
+    ASSERT_FALSE(e.has_value()) << cells;
+    EXPECT_EQ(e.error().message, fmt::format("kv_cells {} must be 0 (the context) or from the context, 64 tokens, to {}",
+                                             cells, kMaxKvCells));
+  }
+}
+
 TEST(EnginePrefixCache, EntriesOutOfRangeAreALoadError) {
   for (int entries : {0, -1, kMaxPrefixCacheEntries + 1}) {
     EngineConfig c;

@@ -834,22 +834,24 @@ TEST(CudaLogprobs, CachedPrefixStepWithinTheFreshPrefillsLogits) {
 
 // The prefix cache's kept histories on the GPU: conversations in turn, a
 // shared start, and requests short of cells that take the oldest
-// histories' (a 64-cell cache), greedy, give the CPU engine's tokens and
-// reuse the same prefixes
+// histories' (a 64-cell cache; then 160 cells for a 64-token context),
+// greedy, give the CPU engine's tokens and reuse the same prefixes
 // (EnginePrefixCache.* on the CPU; stories260K's tokens are the same on
 // both, CudaParity above). A request's cells are then no longer one run: a
 // kept history's shared start, then its own — what the decode graphs'
 // attention reads from the uploaded cell list.
 TEST(CudaPrefixCache, KeptHistoriesGiveTheCpusTokens) {
   MINFER_REQUIRE_GPU();
-  for (const int n_ctx : {256, 64}) {
-    SCOPED_TRACE(testing::Message() << n_ctx << " cells");
+  for (const std::pair<int, int>& shape : {std::pair{256, 0}, std::pair{64, 0}, std::pair{64, 160}}) {
+    const int n_ctx = shape.first, kv_cells = shape.second;  // a lambda below takes n_ctx
+    SCOPED_TRACE(testing::Message() << n_ctx << " tokens of context, " << kv_cells << " cells");
     std::vector<GenerationResult> results[2];
     for (const BackendChoice b : {BackendChoice::kCpu, BackendChoice::kCuda}) {
       EngineConfig c;
       c.model_path = test::stories_path();
       c.backend = b;
       c.n_ctx = n_ctx;
+      c.kv_cells = kv_cells;
       auto e = Engine::load(c);
       ASSERT_TRUE(e.has_value()) << e.error().message;
       Engine& engine = **e;
