@@ -159,8 +159,8 @@ class EngineImpl {
   std::optional<ChatTemplate> chat;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Runner> runner;
-  // The running request's history; between requests the last one's, which
-  // the next request hands to the prefix cache (retire_history()).
+  // The running request's history; it joins the prefix cache when the
+  // request ends (retire_history()).
   Sequence seq;
   // Earlier requests' histories kept in the cache for prefix reuse
   // (EngineConfig::prefix_cache_entries); destroyed before the runner.
