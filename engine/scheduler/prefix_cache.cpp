@@ -16,13 +16,44 @@ size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b, siz
 }  // namespace
 
 PrefixCache::PrefixCache(KvCells& cells, int max_entries) : cells_(cells), max_entries_(std::max(max_entries, 0)) {
-  cells_.set_reclaim([this](int n_missing) {
-    // Oldest first, until enough cells are free: a history whose cells a
-    // running sequence still holds frees none, and the next one goes too.
-    const int wanted = cells_.n_free() + n_missing;
-    while (cells_.n_free() < wanted && drop_oldest()) {
+  cells_.set_reclaim([this](int n_missing) { reclaim(n_missing); });
+}
+
+void PrefixCache::reclaim(int n_missing) {
+  const int wanted = cells_.n_free() + n_missing;
+  // First the histories' own last cells, the least recently used history's
+  // first: what a history keeps is still a prefix a prompt may reuse. A cell
+  // another sequence holds too (a shared start, or the running request's)
+  // frees nothing, so a history's trimming stops there.
+  std::vector<Entry*> by_age;
+  for (Entry& e : entries_) by_age.push_back(&e);
+  std::sort(by_age.begin(), by_age.end(), [](const Entry* a, const Entry* b) { return a->last_use < b->last_use; });
+  for (Entry* e : by_age) {
+    if (cells_.n_free() >= wanted) break;
+    std::vector<int32_t>& cells = e->seq.cells;
+    size_t keep = cells.size();
+    while (keep > 0 && cells_.holders(cells[keep - 1]) == 1 &&
+           cells_.n_free() + static_cast<int>(cells.size() - keep) < wanted) {
+      --keep;
     }
-  });
+    cells_.truncate(e->seq, static_cast<int>(keep));
+  }
+  // A history trimmed to nothing, or to the start of another, is no longer
+  // worth an entry.
+  for (size_t i = entries_.size(); i-- > 0;) {
+    const std::vector<int32_t>& t = entries_[i].seq.tokens;
+    bool redundant = t.empty();
+    for (size_t j = 0; j < entries_.size() && !redundant; ++j) {
+      redundant = j != i && entries_[j].seq.tokens.size() >= t.size() &&
+                  common_prefix(entries_[j].seq.tokens, t, t.size()) == t.size() &&
+                  (entries_[j].seq.tokens.size() > t.size() || j > i);  // of two equal ones, one stays
+    }
+    if (redundant) drop(i);
+  }
+  // Then whole histories, oldest first: shared starts are free once no
+  // history holds them.
+  while (cells_.n_free() < wanted && drop_oldest()) {
+  }
 }
 
 PrefixCache::~PrefixCache() {

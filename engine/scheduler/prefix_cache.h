@@ -3,13 +3,13 @@
 // turn, or a second conversation (another client, an agent's other prompt)
 // after the first's turn, or a shared system prompt. A kept history holds
 // its cells (KvCells::share) until a request needs them: when too few cells
-// are free, the least recently used histories are dropped first
-// (KvCells::Reclaim). Histories sharing a prefix share its cells, so the
-// cache costs no cell a request could not have.
+// are free, the least recently used histories give up their last cells
+// first, then whole histories go (KvCells::Reclaim). Histories sharing a
+// prefix share its cells, so the cache costs no cell a request could not
+// have.
 //
 // What it leaves out: cells are reused only as a prefix of the same
-// positions (no shifted or spliced context), and a history is kept or
-// dropped whole.
+// positions (no shifted or spliced context).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +52,9 @@ class PrefixCache {
     Sequence seq;
     uint64_t last_use = 0;
   };
+  // Frees at least n_missing cells if the histories can: their last cells,
+  // least recently used first, then whole histories.
+  void reclaim(int n_missing);
   // Drops the least recently used history; false when none is kept.
   bool drop_oldest();
   void drop(size_t i);

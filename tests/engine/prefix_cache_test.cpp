@@ -113,7 +113,7 @@ TEST(PrefixCache, BeyondItsEntriesTheLeastRecentlyUsedGoes) {
   EXPECT_EQ(none.n_entries(), 0);
 }
 
-TEST(PrefixCache, ARequestShortOfCellsTakesThemFromTheOldestHistoriesFirst) {
+TEST(PrefixCache, ARequestShortOfCellsTakesTheOldestHistoriesLastCellsFirst) {
   KvCells cells(16);
   PrefixCache cache(cells, 8);
   // Three histories of 4 cells, sharing their first 2 (a system prompt).
@@ -130,23 +130,34 @@ TEST(PrefixCache, ARequestShortOfCellsTakesThemFromTheOldestHistoriesFirst) {
   }
   EXPECT_EQ(cache.n_entries(), 3);
   EXPECT_EQ(cells.n_free(), 16 - 8);
-  // A request of the second's prefix wants 10 cells more: the first history
-  // goes (2 cells back), then the third (2 more), not the second it uses.
+  // A request from the second history's start (which makes it the most
+  // recently used), then short of cells.
   Sequence s = request(cells, cache, {1, 2, 20, 21, 99}, &reused);
   EXPECT_EQ(reused, 4);
-  ASSERT_TRUE(cells.allocate(s, 11).has_value());
-  EXPECT_EQ(cache.n_entries(), 1);
+  EXPECT_EQ(cells.n_free(), 16 - 9);
+  ASSERT_TRUE(cells.allocate(s, 3).has_value());  // 3 of 7 free: nothing given back
+  EXPECT_EQ(cache.n_entries(), 3);
+  ASSERT_TRUE(cells.allocate(s, 5).has_value());  // 4 free: the oldest history's last cell
+  EXPECT_EQ(cache.n_entries(), 3);
   EXPECT_EQ(cells.n_free(), 0);
-  Sequence again;
-  EXPECT_EQ(cache.reuse(again, std::vector<int32_t>{1, 2, 20, 21, 5}, 4), 4);
-  cells.truncate(again, 0);
+  // Two short: the oldest's last own cell (down to the shared start, which
+  // makes it redundant: dropped), then the next oldest's last.
+  ASSERT_TRUE(cells.allocate(s, 2).has_value());
+  EXPECT_EQ(cache.n_entries(), 2);
+  Sequence probe;
+  EXPECT_EQ(cache.reuse(probe, std::vector<int32_t>{1, 2, 10, 11, 5}, 4), 2) << "the first history went";
+  cells.truncate(probe, 0);
+  EXPECT_EQ(cache.reuse(probe, std::vector<int32_t>{1, 2, 30, 31, 5}, 4), 3) << "the third kept 3 tokens";
+  cells.truncate(probe, 0);
+  EXPECT_EQ(cells.n_free(), 0);
   // Histories whose cells the running request holds free none: the cache
-  // empties and the request is refused with the counts.
-  auto st = cells.allocate(s, 1);
+  // gives up what it has (the third's last own cell) and the request is
+  // refused with the counts.
+  auto st = cells.allocate(s, 2);
   ASSERT_FALSE(st.has_value());
-  EXPECT_EQ(st.error().message, "KV cache full: 1 cells wanted, 0 of 16 free");
-  EXPECT_EQ(cache.n_entries(), 0);
+  EXPECT_EQ(st.error().message, "KV cache full: 2 cells wanted, 1 of 16 free");
   cells.truncate(s, 0);
+  cache.clear();
   EXPECT_EQ(cells.n_free(), 16);
 }
 
