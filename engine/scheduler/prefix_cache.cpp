@@ -13,6 +13,11 @@ size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b, siz
                              a.begin());
 }
 
+// Whether `whole` starts with `start` (or is it).
+bool starts_with(std::span<const int32_t> whole, std::span<const int32_t> start) {
+  return whole.size() >= start.size() && common_prefix(whole, start, start.size()) == start.size();
+}
+
 }  // namespace
 
 PrefixCache::PrefixCache(KvCells& cells, int max_entries) : cells_(cells), max_entries_(std::max(max_entries, 0)) {
@@ -28,6 +33,7 @@ void PrefixCache::reclaim(int n_missing) {
   std::vector<Entry*> by_age;
   for (Entry& e : entries_) by_age.push_back(&e);
   std::sort(by_age.begin(), by_age.end(), [](const Entry* a, const Entry* b) { return a->last_use < b->last_use; });
+  std::vector<Entry*> trimmed;
   for (Entry* e : by_age) {
     if (cells_.n_free() >= wanted) break;
     std::vector<int32_t>& cells = e->seq.cells;
@@ -36,20 +42,26 @@ void PrefixCache::reclaim(int n_missing) {
            cells_.n_free() + static_cast<int>(cells.size() - keep) < wanted) {
       --keep;
     }
+    if (keep == cells.size()) continue;
     cells_.truncate(e->seq, static_cast<int>(keep));
+    trimmed.push_back(e);
   }
-  // A history trimmed to nothing, or to the start of another, is no longer
-  // worth an entry.
-  for (size_t i = entries_.size(); i-- > 0;) {
-    const std::vector<int32_t>& t = entries_[i].seq.tokens;
-    bool redundant = t.empty();
-    for (size_t j = 0; j < entries_.size() && !redundant; ++j) {
-      redundant = j != i && entries_[j].seq.tokens.size() >= t.size() &&
-                  common_prefix(entries_[j].seq.tokens, t, t.size()) == t.size() &&
-                  (entries_[j].seq.tokens.size() > t.size() || j > i);  // of two equal ones, one stays
+  // A trimmed history that is now nothing, or the start of another, is no
+  // longer worth an entry (of two equal ones, the first checked goes).
+  std::vector<const Entry*> gone;
+  for (Entry* e : trimmed) {
+    bool redundant = e->seq.tokens.empty();
+    for (const Entry& other : entries_) {
+      if (redundant) break;
+      redundant = &other != e && std::find(gone.begin(), gone.end(), &other) == gone.end() &&
+                  starts_with(other.seq.tokens, e->seq.tokens);
     }
-    if (redundant) drop(i);
+    if (redundant) {
+      cells_.truncate(e->seq, 0);
+      gone.push_back(e);
+    }
   }
+  std::erase_if(entries_, [](const Entry& e) { return e.seq.tokens.empty(); });
   // Then whole histories, oldest first: shared starts are free once no
   // history holds them.
   while (cells_.n_free() < wanted && drop_oldest()) {
@@ -83,13 +95,11 @@ void PrefixCache::keep(const Sequence& seq) {
   if (max_entries_ == 0 || n == 0) return;
   const std::span<const int32_t> tokens(seq.tokens.data(), n);
   for (size_t i = entries_.size(); i-- > 0;) {
-    const std::vector<int32_t>& kept = entries_[i].seq.tokens;
-    const size_t common = common_prefix(kept, tokens, n);
-    if (common == n) {  // seq starts a kept history (or is it): nothing new
+    if (starts_with(entries_[i].seq.tokens, tokens)) {  // seq starts a kept history (or is it): nothing new
       entries_[i].last_use = ++clock_;
       return;
     }
-    if (common == kept.size()) drop(i);  // a kept history seq starts with
+    if (starts_with(tokens, entries_[i].seq.tokens)) drop(i);  // a kept history seq starts with
   }
   Entry e;
   cells_.share(e.seq, seq, static_cast<int>(n));
