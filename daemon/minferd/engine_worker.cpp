@@ -305,6 +305,26 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   metrics_.count_prompt_tokens(static_cast<int>(req.prompt.size()));
   job.sink->started(static_cast<int>(req.prompt.size()));
 
+  // n choices, one after another. Each after the first is sampled with the
+  // next seed and reuses the prompt's KV that the one before it kept (the
+  // prefix cache); an echoed prompt is scored once, by the first.
+  const uint64_t seed = req.sampling.seed;
+  for (int choice = 0; choice < spec.n; ++choice) {
+    if (choice > 0) {
+      out.earlier_choices.push_back(
+          {std::move(out.result), std::exchange(out.tool_reply, std::nullopt), std::exchange(out.reasoning, {})});
+      if (spec.stream) job.sink->choice_finished(choice - 1, out.earlier_choices.back());
+      req.sampling.seed = seed + static_cast<uint64_t>(choice);
+      req.prompt_logprobs = false;
+    }
+    run_choice(job, req, choice, out);
+    if (out.error || out.result.finish == FinishReason::kCancelled) break;
+  }
+}
+
+void EngineWorker::run_choice(Job& job, const GenerationRequest& req, int choice, JobOutcome& out) {
+  const GenerationSpec& spec = job.generation;
+  const ChatTemplate& chat = engine_->chat_template();
   // The engine calls back once per token and, when text was still held back
   // at the end (a partial character or stop string), once more with that
   // tail. Only the result tells which, so each call's token is counted when
@@ -328,26 +348,30 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     for (ReplyParser::Event& e : events) {
       switch (e.kind) {
         case ReplyParser::Event::Kind::kText:
-          if (stream) job.sink->text(e.text, std::exchange(unsent_logprobs, {}));
+          if (stream) job.sink->text(choice, e.text, std::exchange(unsent_logprobs, {}));
           out.tool_reply->content += e.text;
           break;
         case ReplyParser::Event::Kind::kReasoning:
           out.reasoning += e.text;
-          if (stream) job.sink->reasoning(std::move(e.text));
+          if (stream) job.sink->reasoning(choice, std::move(e.text));
           break;
         case ReplyParser::Event::Kind::kCall:
-          if (stream) job.sink->tool_call(static_cast<int>(out.tool_reply->calls.size()), *e.call);
+          if (stream) job.sink->tool_call(choice, static_cast<int>(out.tool_reply->calls.size()), *e.call);
           out.tool_reply->calls.push_back(std::move(*e.call));
           break;
       }
     }
   };
+  // The time to the first token is the request's: its first choice's.
+  std::optional<double> ttft_ms;
   auto on_token = [&](const TokenEvent& ev) {
     const auto now = Clock::now();
     beat();
     if (calls == 0) {
-      out.result.ttft_ms = ms_between(job.received, now);  // from receipt: what the client waits
-      metrics_.ttft().observe(out.result.ttft_ms / 1000.0);
+      if (choice == 0) {
+        ttft_ms = ms_between(job.received, now);  // from receipt: what the client waits
+        metrics_.ttft().observe(*ttft_ms / 1000.0);
+      }
     } else {
       account_previous();
       pending_latency_s = std::chrono::duration<double>(now - last).count();
@@ -359,20 +383,20 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     if (parser.active()) {
       deliver(parser.feed(ev.text));
     } else if (stream && !ev.text.empty()) {
-      job.sink->text(ev.text, std::exchange(unsent_logprobs, {}));
+      job.sink->text(choice, ev.text, std::exchange(unsent_logprobs, {}));
     }
     return !job.cancelled();
   };
   const auto t_gen = Clock::now();
   GenerationResult r = engine_->generate(req, on_token, &job.cancel);
-  out.engine_ms = ms_between(t_gen, Clock::now());
+  out.engine_ms += ms_between(t_gen, Clock::now());
   if (parser.active()) {
     // A reply that stopped where a call closes (a forced call's JSON done,
     // or the stop at "</tool_call>") ends inside that call.
     deliver(parser.finish(r.finish == FinishReason::kStop && (spec.forced_tool_call() || !spec.parallel_tool_calls)));
   }
   if (calls > 0 && calls == r.n_generated) account_previous();  // the last call was a token, not a tail
-  r.ttft_ms = out.result.ttft_ms;
+  r.ttft_ms = ttft_ms.value_or(0);  // the session reports the first choice's
   metrics_.count_cached_prompt_tokens(r.n_cached);
   out.result = std::move(r);
   if (out.result.n_generated > 1) metrics_.set_decode_rate(out.result.decode_tokens_per_s());

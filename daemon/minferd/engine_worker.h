@@ -74,6 +74,8 @@ class EngineWorker {
   bool load_and_warm_up();
   void serve(const std::shared_ptr<Job>& job);
   void run_generation(Job& job, JobOutcome& out);
+  // One choice of a generation: its result and reply in out (result, tool_reply, reasoning).
+  void run_choice(Job& job, const GenerationRequest& req, int choice, JobOutcome& out);
   void run_tokenize(Job& job, JobOutcome& out);
   void run_detokenize(Job& job, JobOutcome& out);
   void beat();

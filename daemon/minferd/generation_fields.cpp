@@ -190,9 +190,10 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
 
   std::optional<int64_t> n;
   if (auto e = read_integer(body, "n", &n)) return e;
-  if (n && *n != 1) {
-    return invalid_request("n", "invalid_value", fmt::format("'n' is {}; only n=1 (one choice) is supported", *n));
+  if (n && (*n < 1 || *n > kMaxChoices)) {
+    return invalid_request("n", "invalid_value", fmt::format("'n' is {}; allowed 1 to {} choices", *n, kMaxChoices));
   }
+  if (n) out->n = static_cast<int>(*n);
   std::optional<std::string> model;
   if (auto e = read_string(body, "model", &model)) return e;  // any name: this appliance serves one model
 

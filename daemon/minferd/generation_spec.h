@@ -26,6 +26,8 @@ struct ModelLimits {
 
 enum class ApiKind { kCompletion, kChat };
 
+inline constexpr int kMaxChoices = 128;  // OpenAI's limit on n
+
 // Chat's tool_choice: none (the default without tools: tools are not even
 // shown to the model), auto (the default with tools: the model may call
 // them), required (it must call one), or one named function.
@@ -40,6 +42,10 @@ struct GenerationSpec {
   std::vector<ChatMessage> messages;
 
   std::optional<int> max_tokens;          // absent: completion 16 (OpenAI), chat the rest of the context
+  // Choices (OpenAI's n): generated one after another from the same prompt,
+  // choice i sampled with the seed + i; each after the first reuses the
+  // prompt's KV through the prefix cache where it is on.
+  int n = 1;
   SamplingParams sampling;                // seed filled below when given
   std::optional<uint64_t> seed;           // absent: a random seed per request (OpenAI semantics)
   std::vector<std::string> stop;

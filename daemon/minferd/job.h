@@ -23,15 +23,25 @@ using Clock = std::chrono::steady_clock;
 
 enum class JobKind { kGenerate, kTokenize, kDetokenize };
 
-struct JobOutcome {
-  std::optional<ApiError> error;  // rejected or failed: answered with this
-  GenerationResult result;        // kGenerate (finish says how it ended)
-  std::string echo_text;          // completions with echo: the prompt, as text
+// One choice of a generation: the engine's result and the reply taken apart.
+struct ChoiceOutcome {
+  GenerationResult result;  // finish says how it ended
   // Chat with tools or a thinking model: the reply taken apart into its
   // content and calls (their ids are the session's to give), as they were
   // streamed (ReplyParser).
   std::optional<ToolReply> tool_reply;
   std::string reasoning;  // a thinking model's reasoning, apart from the content (chat)
+};
+
+struct JobOutcome {
+  std::optional<ApiError> error;  // rejected or failed: answered with this
+  // kGenerate: the last choice generated (the only one when n is 1), which
+  // ended the job, and the choices finished before it, in order.
+  GenerationResult result;
+  std::optional<ToolReply> tool_reply;
+  std::string reasoning;
+  std::vector<ChoiceOutcome> earlier_choices;
+  std::string echo_text;          // completions with echo: the prompt, as text
   std::vector<int32_t> tokens;    // kTokenize
   std::vector<std::string> pieces;  // kTokenize with_pieces: each token's text
   std::string content;            // kDetokenize
@@ -47,16 +57,21 @@ class JobSink {
   virtual ~JobSink() = default;
   // The prompt passed every check and generation begins (a stream sends its head).
   virtual void started(int n_prompt) = 0;
-  // Streamed text (streaming generations only; never empty), with the
-  // log-probabilities of the tokens since the last piece when the request
-  // asked for them (tokens whose text is held back or cut by a stop string
-  // come with a later piece, or in the outcome).
-  virtual void text(std::string piece, std::vector<TokenLogprobs> logprobs) = 0;
-  // Chat with tools, streaming: the reply's index-th call, whole, in its
-  // place between the pieces of text.
-  virtual void tool_call(int index, ToolCall call) = 0;
-  // Chat with a thinking model, streaming: a piece of its reasoning.
-  virtual void reasoning(std::string piece) = 0;
+  // Streaming calls name the choice they belong to (0 to n-1); choices are
+  // generated one after another, so a choice's calls all come before the next's.
+  // Streamed text (never empty), with the log-probabilities of the tokens
+  // since the last piece when the request asked for them (tokens whose text
+  // is held back or cut by a stop string come with a later piece, or with the
+  // choice's end).
+  virtual void text(int choice, std::string piece, std::vector<TokenLogprobs> logprobs) = 0;
+  // Chat with tools: the reply's index-th call, whole, in its place between
+  // the pieces of text.
+  virtual void tool_call(int choice, int index, ToolCall call) = 0;
+  // Chat with a thinking model: a piece of its reasoning.
+  virtual void reasoning(int choice, std::string piece) = 0;
+  // Streaming, n > 1: a choice before the last ended (the last one ends with
+  // the outcome).
+  virtual void choice_finished(int choice, ChoiceOutcome outcome) = 0;
   // The single outcome.
   virtual void finished(JobOutcome outcome) = 0;
 };

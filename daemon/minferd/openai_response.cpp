@@ -75,16 +75,16 @@ Json logprobs_json(ApiKind kind, const ChoiceLogprobs* lp) {
               {"text_offset", std::move(offsets)}};
 }
 
-Json tool_call_json(const ResponseIdentity& id, int index, const ToolCall& call) {
-  return Json{{"id", tool_call_id(id, index)},
+Json tool_call_json(const ResponseIdentity& id, int choice, int index, const ToolCall& call) {
+  return Json{{"id", tool_call_id(id, choice, index)},
               {"type", "function"},
               {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
 }
 
 // A choice of a chunk: chat carries a delta, completions carry text.
-Json chunk_choice(const ResponseIdentity& id, Json delta, std::string_view text, const char* finish_reason,
-                  const ChoiceLogprobs* logprobs = nullptr) {
-  Json c = {{"index", 0}, {"logprobs", logprobs_json(id.kind, logprobs)}, {"finish_reason", finish_json(finish_reason)}};
+Json chunk_choice(const ResponseIdentity& id, int choice, Json delta, std::string_view text,
+                  const char* finish_reason, const ChoiceLogprobs* logprobs = nullptr) {
+  Json c = {{"index", choice}, {"logprobs", logprobs_json(id.kind, logprobs)}, {"finish_reason", finish_json(finish_reason)}};
   if (id.kind == ApiKind::kChat) {
     c["delta"] = std::move(delta);
   } else {
@@ -119,9 +119,11 @@ const char* openai_finish_reason(FinishReason r, bool called_tools) {
   return openai_finish_reason(r);
 }
 
-std::string tool_call_id(const ResponseIdentity& id, int index) {
+std::string tool_call_id(const ResponseIdentity& id, int choice, int index) {
   const size_t dash = id.id.find('-');
-  return fmt::format("call_{}_{}", dash == std::string::npos ? id.id : id.id.substr(dash + 1), index);
+  const std::string_view base = dash == std::string::npos ? std::string_view(id.id) : std::string_view(id.id).substr(dash + 1);
+  if (choice == 0) return fmt::format("call_{}_{}", base, index);
+  return fmt::format("call_{}_{}_{}", base, choice, index);
 }
 
 int64_t logprobs_text_chars(std::span<const TokenLogprobs> tokens) {
@@ -132,53 +134,69 @@ int64_t logprobs_text_chars(std::span<const TokenLogprobs> tokens) {
   return n;
 }
 
-std::string completion_body(const ResponseIdentity& id, std::string_view text, const char* finish_reason,
-                            const Usage& usage, const ChoiceLogprobs* logprobs, const ToolReply* tools,
-                            std::string_view reasoning) {
+std::string completion_body(const ResponseIdentity& id, std::span<const ChoiceBody> choices, const Usage& usage) {
   Json j = head(id, false);
-  Json choice = {{"index", 0}, {"logprobs", logprobs_json(id.kind, logprobs)}, {"finish_reason", finish_json(finish_reason)}};
-  if (id.kind == ApiKind::kChat && tools != nullptr) {
-    Json message = {{"role", "assistant"}};
-    message["content"] = tools->content.empty() && !tools->calls.empty() ? Json(nullptr) : Json(tools->content);
-    if (!tools->calls.empty()) {
-      Json calls = Json::array();
-      for (size_t k = 0; k < tools->calls.size(); ++k) calls.push_back(tool_call_json(id, static_cast<int>(k), tools->calls[k]));
-      message["tool_calls"] = std::move(calls);
+  Json list = Json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceBody& b = choices[i];
+    const int index = static_cast<int>(i);
+    Json choice = {{"index", index},
+                   {"logprobs", logprobs_json(id.kind, b.logprobs)},
+                   {"finish_reason", finish_json(b.finish_reason)}};
+    if (id.kind == ApiKind::kChat && b.tools != nullptr) {
+      Json message = {{"role", "assistant"}};
+      message["content"] = b.tools->content.empty() && !b.tools->calls.empty() ? Json(nullptr) : Json(b.tools->content);
+      if (!b.tools->calls.empty()) {
+        Json calls = Json::array();
+        for (size_t k = 0; k < b.tools->calls.size(); ++k) {
+          calls.push_back(tool_call_json(id, index, static_cast<int>(k), b.tools->calls[k]));
+        }
+        message["tool_calls"] = std::move(calls);
+      }
+      if (!b.reasoning.empty()) message["reasoning_content"] = std::string(b.reasoning);
+      choice["message"] = std::move(message);
+    } else if (id.kind == ApiKind::kChat) {
+      choice["message"] = Json{{"role", "assistant"}, {"content", std::string(b.text)}};
+    } else {
+      choice["text"] = std::string(b.text);
     }
-    if (!reasoning.empty()) message["reasoning_content"] = std::string(reasoning);
-    choice["message"] = std::move(message);
-  } else if (id.kind == ApiKind::kChat) {
-    choice["message"] = Json{{"role", "assistant"}, {"content", std::string(text)}};
-  } else {
-    choice["text"] = std::string(text);
+    list.push_back(std::move(choice));
   }
-  j["choices"] = Json::array({std::move(choice)});
+  j["choices"] = std::move(list);
   j["usage"] = usage_json(usage);
   return dump(j);
 }
 
-std::string role_chunk(const ResponseIdentity& id, bool usage_null) {
-  return chunk(id, chunk_choice(id, Json{{"role", "assistant"}, {"content", ""}}, "", nullptr), usage_null);
+std::string completion_body(const ResponseIdentity& id, std::string_view text, const char* finish_reason,
+                            const Usage& usage, const ChoiceLogprobs* logprobs, const ToolReply* tools,
+                            std::string_view reasoning) {
+  const ChoiceBody one{text, finish_reason, logprobs, tools, reasoning};
+  return completion_body(id, std::span<const ChoiceBody>(&one, 1), usage);
 }
 
-std::string text_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null,
+std::string role_chunk(const ResponseIdentity& id, int choice, bool usage_null) {
+  return chunk(id, chunk_choice(id, choice, Json{{"role", "assistant"}, {"content", ""}}, "", nullptr), usage_null);
+}
+
+std::string text_chunk(const ResponseIdentity& id, int choice, std::string_view text, bool usage_null,
                        const ChoiceLogprobs* logprobs) {
-  return chunk(id, chunk_choice(id, Json{{"content", std::string(text)}}, text, nullptr, logprobs), usage_null);
+  return chunk(id, chunk_choice(id, choice, Json{{"content", std::string(text)}}, text, nullptr, logprobs), usage_null);
 }
 
-std::string reasoning_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null) {
-  return chunk(id, chunk_choice(id, Json{{"reasoning_content", std::string(text)}}, "", nullptr), usage_null);
+std::string reasoning_chunk(const ResponseIdentity& id, int choice, std::string_view text, bool usage_null) {
+  return chunk(id, chunk_choice(id, choice, Json{{"reasoning_content", std::string(text)}}, "", nullptr), usage_null);
 }
 
-std::string tool_call_chunk(const ResponseIdentity& id, int index, const ToolCall& call, bool usage_null) {
-  Json entry = tool_call_json(id, index, call);
+std::string tool_call_chunk(const ResponseIdentity& id, int choice, int index, const ToolCall& call, bool usage_null) {
+  Json entry = tool_call_json(id, choice, index, call);
   entry["index"] = index;
-  return chunk(id, chunk_choice(id, Json{{"tool_calls", Json::array({std::move(entry)})}}, "", nullptr), usage_null);
+  return chunk(id, chunk_choice(id, choice, Json{{"tool_calls", Json::array({std::move(entry)})}}, "", nullptr),
+               usage_null);
 }
 
-std::string finish_chunk(const ResponseIdentity& id, const char* finish_reason, bool usage_null,
+std::string finish_chunk(const ResponseIdentity& id, int choice, const char* finish_reason, bool usage_null,
                          const ChoiceLogprobs* logprobs) {
-  return chunk(id, chunk_choice(id, Json::object(), "", finish_reason, logprobs), usage_null);
+  return chunk(id, chunk_choice(id, choice, Json::object(), "", finish_reason, logprobs), usage_null);
 }
 
 std::string usage_chunk(const ResponseIdentity& id, const Usage& usage) {

@@ -27,9 +27,10 @@ const char* openai_finish_reason(FinishReason r);
 // The same, but "tool_calls" for a reply that ended (EOS or stop) having called tools.
 const char* openai_finish_reason(FinishReason r, bool called_tools);
 
-// The id of a reply's index-th tool call: "call_" and the response's id, so
-// unique across the daemon's life and restarts.
-std::string tool_call_id(const ResponseIdentity& id, int index);
+// The id of choice `choice`'s index-th tool call: "call_", the response's
+// id and the index (and the choice, after the first), so unique across the
+// daemon's life and restarts.
+std::string tool_call_id(const ResponseIdentity& id, int choice, int index);
 
 struct Usage {
   int prompt_tokens = 0;
@@ -52,25 +53,37 @@ struct ChoiceLogprobs {
 // advances by from one chunk to the next.
 int64_t logprobs_text_chars(std::span<const TokenLogprobs> tokens);
 
-// `tools` (chat with tools or a thinking model): the message is its content
-// (null when empty and there are calls) and its tool_calls; `text` is then
-// unused. `reasoning`, when not empty: the message's reasoning_content.
+// One choice of a whole answer. `tools` (chat with tools or a thinking
+// model): the message is its content (null when empty and there are calls)
+// and its tool_calls; `text` is then unused. `reasoning`, when not empty: the
+// message's reasoning_content.
+struct ChoiceBody {
+  std::string_view text;
+  const char* finish_reason = nullptr;
+  const ChoiceLogprobs* logprobs = nullptr;
+  const ToolReply* tools = nullptr;
+  std::string_view reasoning;
+};
+// The answer with its choices, indexed in order (n of them; OpenAI's n).
+std::string completion_body(const ResponseIdentity& id, std::span<const ChoiceBody> choices, const Usage& usage);
+// The answer with one choice.
 std::string completion_body(const ResponseIdentity& id, std::string_view text, const char* finish_reason,
-                             const Usage& usage, const ChoiceLogprobs* logprobs = nullptr,
-                             const ToolReply* tools = nullptr, std::string_view reasoning = {});
+                            const Usage& usage, const ChoiceLogprobs* logprobs = nullptr,
+                            const ToolReply* tools = nullptr, std::string_view reasoning = {});
 
-// Streamed chunks. `usage_null`: with stream_options.include_usage every chunk
-// carries "usage": null and a last chunk (usage_chunk) carries the counts.
-std::string role_chunk(const ResponseIdentity& id, bool usage_null);  // chat's first chunk: the assistant role
-std::string text_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null,
+// Streamed chunks, each for one choice (its "index"). `usage_null`: with
+// stream_options.include_usage every chunk carries "usage": null and a last
+// chunk (usage_chunk) carries the counts.
+std::string role_chunk(const ResponseIdentity& id, int choice, bool usage_null);  // chat's first chunk: the assistant role
+std::string text_chunk(const ResponseIdentity& id, int choice, std::string_view text, bool usage_null,
                        const ChoiceLogprobs* logprobs = nullptr);
-// A chat chunk whose delta is one whole tool call (OpenAI streams a call's
-// arguments in pieces; one piece holding all of them is the same stream).
 // A chat chunk whose delta is a piece of a thinking model's reasoning
 // ({"reasoning_content": ...}, as OpenAI-compatible servers stream it).
-std::string reasoning_chunk(const ResponseIdentity& id, std::string_view text, bool usage_null);
-std::string tool_call_chunk(const ResponseIdentity& id, int index, const ToolCall& call, bool usage_null);
-std::string finish_chunk(const ResponseIdentity& id, const char* finish_reason, bool usage_null,
+std::string reasoning_chunk(const ResponseIdentity& id, int choice, std::string_view text, bool usage_null);
+// A chat chunk whose delta is one whole tool call (OpenAI streams a call's
+// arguments in pieces; one piece holding all of them is the same stream).
+std::string tool_call_chunk(const ResponseIdentity& id, int choice, int index, const ToolCall& call, bool usage_null);
+std::string finish_chunk(const ResponseIdentity& id, int choice, const char* finish_reason, bool usage_null,
                          const ChoiceLogprobs* logprobs = nullptr);
 std::string usage_chunk(const ResponseIdentity& id, const Usage& usage);
 

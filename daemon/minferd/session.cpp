@@ -50,6 +50,15 @@ uint64_t random_seed() {
   return rng();
 }
 
+// A generation's usage: its prompt (evaluated once; the first choice's
+// reuse of earlier requests' KV) and every choice's generated tokens.
+Usage usage_of(const JobOutcome& o) {
+  const GenerationResult& first = o.earlier_choices.empty() ? o.result : o.earlier_choices.front().result;
+  int generated = o.result.n_generated;
+  for (const ChoiceOutcome& c : o.earlier_choices) generated += c.result.n_generated;
+  return Usage{first.n_prompt, generated, first.n_cached};
+}
+
 // The engine thread's handle on a session: every call is posted to the
 // session's strand, so the engine never waits for a client.
 class SessionSink final : public JobSink {
@@ -61,19 +70,24 @@ class SessionSink final : public JobSink {
   void started(int) override {
     net::post(strand_, [s = session_, j = job_.lock()] { s->on_job_started(j); });
   }
-  void text(std::string piece, std::vector<TokenLogprobs> logprobs) override {
-    net::post(strand_, [s = session_, j = job_.lock(), p = std::move(piece), l = std::move(logprobs)]() mutable {
-      s->on_job_text(j, std::move(p), std::move(l));
+  void text(int choice, std::string piece, std::vector<TokenLogprobs> logprobs) override {
+    net::post(strand_, [s = session_, j = job_.lock(), choice, p = std::move(piece), l = std::move(logprobs)]() mutable {
+      s->on_job_text(j, choice, std::move(p), std::move(l));
     });
   }
-  void tool_call(int index, ToolCall call) override {
-    net::post(strand_, [s = session_, j = job_.lock(), index, c = std::move(call)]() mutable {
-      s->on_job_tool_call(j, index, std::move(c));
+  void tool_call(int choice, int index, ToolCall call) override {
+    net::post(strand_, [s = session_, j = job_.lock(), choice, index, c = std::move(call)]() mutable {
+      s->on_job_tool_call(j, choice, index, std::move(c));
     });
   }
-  void reasoning(std::string piece) override {
-    net::post(strand_, [s = session_, j = job_.lock(), p = std::move(piece)]() mutable {
-      s->on_job_reasoning(j, std::move(p));
+  void reasoning(int choice, std::string piece) override {
+    net::post(strand_, [s = session_, j = job_.lock(), choice, p = std::move(piece)]() mutable {
+      s->on_job_reasoning(j, choice, std::move(p));
+    });
+  }
+  void choice_finished(int choice, ChoiceOutcome outcome) override {
+    net::post(strand_, [s = session_, j = job_.lock(), choice, o = std::move(outcome)]() mutable {
+      s->on_job_choice_finished(j, choice, std::move(o));
     });
   }
   void finished(JobOutcome outcome) override {
@@ -328,6 +342,7 @@ void Session::start_job(Endpoint endpoint, http::request<http::string_body>& req
     const GenerationSpec& spec = job->generation;
     a.streaming = spec.stream;
     a.include_usage = spec.include_usage;
+    a.choices = spec.n;
     a.logprobs = spec.top_logprobs >= 0;
     a.identity.kind = spec.kind;
     a.identity.id = fmt::format("{}-{:x}{:06x}", spec.kind == ApiKind::kChat ? "chatcmpl" : "cmpl", ctx_.started_unix,
@@ -377,19 +392,22 @@ void Session::on_job_started(const std::shared_ptr<Job>& job) {
   send(stream_head(a.version, keep, std::to_string(a.record.id)), false);
   a.head_sent = true;
   a.record.status = 200;
-  if (a.identity.kind == ApiKind::kChat) stream_event(role_chunk(a.identity, a.include_usage));
+  if (a.identity.kind == ApiKind::kChat) {
+    for (int c = 0; c < a.choices; ++c) stream_event(role_chunk(a.identity, c, a.include_usage));
+  }
 }
 
-void Session::on_job_text(const std::shared_ptr<Job>& job, std::string piece, std::vector<TokenLogprobs> logprobs) {
+void Session::on_job_text(const std::shared_ptr<Job>& job, int choice, std::string piece,
+                          std::vector<TokenLogprobs> logprobs) {
   if (closed_ || !active_ || active_->job != job || active_->done || !active_->head_sent) return;
   Active& a = *active_;
   if (a.logprobs) {
     const ChoiceLogprobs lp{logprobs, a.logprobs_offset};
-    stream_event(text_chunk(a.identity, piece, a.include_usage, &lp));
+    stream_event(text_chunk(a.identity, choice, piece, a.include_usage, &lp));
     a.logprobs_sent += logprobs.size();
     a.logprobs_offset += logprobs_text_chars(logprobs);
   } else {
-    stream_event(text_chunk(a.identity, piece, a.include_usage));
+    stream_event(text_chunk(a.identity, choice, piece, a.include_usage));
   }
   if (unsent_bytes_ > ctx_.config.stream_buffer_bytes && !job->cancelled()) {
     // The client does not read its stream: stop generating for it.
@@ -397,14 +415,31 @@ void Session::on_job_text(const std::shared_ptr<Job>& job, std::string piece, st
   }
 }
 
-void Session::on_job_tool_call(const std::shared_ptr<Job>& job, int index, ToolCall call) {
+void Session::on_job_tool_call(const std::shared_ptr<Job>& job, int choice, int index, ToolCall call) {
   if (closed_ || !active_ || active_->job != job || active_->done || !active_->head_sent) return;
-  stream_event(tool_call_chunk(active_->identity, index, call, active_->include_usage));
+  stream_event(tool_call_chunk(active_->identity, choice, index, call, active_->include_usage));
 }
 
-void Session::on_job_reasoning(const std::shared_ptr<Job>& job, std::string piece) {
+void Session::on_job_reasoning(const std::shared_ptr<Job>& job, int choice, std::string piece) {
   if (closed_ || !active_ || active_->job != job || active_->done || !active_->head_sent) return;
-  stream_event(reasoning_chunk(active_->identity, piece, active_->include_usage));
+  stream_event(reasoning_chunk(active_->identity, choice, piece, active_->include_usage));
+}
+
+void Session::on_job_choice_finished(const std::shared_ptr<Job>& job, int choice, ChoiceOutcome outcome) {
+  if (closed_ || !active_ || active_->job != job || active_->done || !active_->head_sent) return;
+  stream_choice_finish(choice, outcome.result, outcome.tool_reply && !outcome.tool_reply->calls.empty());
+}
+
+void Session::stream_choice_finish(int choice, const GenerationResult& r, bool called_tools) {
+  Active& a = *active_;
+  // Tokens whose logprobs no piece of text carried (held back, then cut by
+  // a stop string, or ending the text) come with the finish.
+  const auto rest = std::span<const TokenLogprobs>(r.logprobs).subspan(std::min(a.logprobs_sent, r.logprobs.size()));
+  const ChoiceLogprobs lp{rest, a.logprobs_offset};
+  stream_event(finish_chunk(a.identity, choice, openai_finish_reason(r.finish, called_tools), a.include_usage,
+                            a.logprobs && !rest.empty() ? &lp : nullptr));
+  a.logprobs_sent = 0;  // the next choice's tokens
+  a.logprobs_offset = 0;
 }
 
 void Session::on_job_finished(const std::shared_ptr<Job>& job, JobOutcome outcome) {
@@ -451,7 +486,7 @@ void Session::complete_generation(JobOutcome& o) {
     if (reason == CancelReason::kShutdown) {
       ApiError e = server_error(503, "shutting_down",
                                 fmt::format("minferd is shutting down; the request was cancelled after {} tokens",
-                                            r.n_generated));
+                                            usage_of(o).completion_tokens));
       e.close_connection = true;
       if (a.head_sent) return stream_error(e);
       return answer_error(e);
@@ -463,29 +498,42 @@ void Session::complete_generation(JobOutcome& o) {
     after_response();
     return;
   }
-  const char* finish = openai_finish_reason(r.finish, o.tool_reply && !o.tool_reply->calls.empty());
-  const Usage usage{r.n_prompt, r.n_generated, r.n_cached};
+  const Usage usage = usage_of(o);
+  const int last = static_cast<int>(o.earlier_choices.size());
   if (a.streaming) {
-    // Tokens whose logprobs no piece of text carried (held back, then cut by
-    // a stop string, or ending the text) come with the finish.
-    const auto rest = std::span<const TokenLogprobs>(r.logprobs).subspan(std::min(a.logprobs_sent, r.logprobs.size()));
-    const ChoiceLogprobs lp{rest, a.logprobs_offset};
-    stream_event(finish_chunk(a.identity, finish, a.include_usage, a.logprobs && !rest.empty() ? &lp : nullptr));
+    stream_choice_finish(last, r, o.tool_reply && !o.tool_reply->calls.empty());
     if (a.include_usage) stream_event(usage_chunk(a.identity, usage));
     send(stream_piece(kSseDone, a.version), false);
     send(stream_end(a.version), true);
     return;
   }
-  HttpReply reply;
-  // Echo: the prompt's text and tokens first.
-  std::vector<TokenLogprobs> echoed;
-  if (!o.echo_text.empty() || !r.prompt_logprobs.empty()) {
-    echoed = r.prompt_logprobs;
-    echoed.insert(echoed.end(), r.logprobs.begin(), r.logprobs.end());
+  // Each choice: its text (echo: the prompt's text first) and, when asked
+  // for, its tokens' log-probabilities (echo: the prompt's, scored once by
+  // the first choice, first).
+  const std::vector<TokenLogprobs>& prompt_lp =
+      o.earlier_choices.empty() ? r.prompt_logprobs : o.earlier_choices.front().result.prompt_logprobs;
+  const bool echoed = !o.echo_text.empty() || !prompt_lp.empty();
+  const size_t n = o.earlier_choices.size() + 1;
+  std::vector<std::string> texts(n);
+  std::vector<std::vector<TokenLogprobs>> echoed_lp(echoed ? n : 0);
+  std::vector<ChoiceLogprobs> lps(n);
+  std::vector<ChoiceBody> bodies(n);
+  for (size_t i = 0; i < n; ++i) {
+    const bool is_last = i + 1 == n;
+    const GenerationResult& ri = is_last ? r : o.earlier_choices[i].result;
+    const std::optional<ToolReply>& tools = is_last ? o.tool_reply : o.earlier_choices[i].tool_reply;
+    texts[i] = o.echo_text + ri.text;
+    lps[i] = {ri.logprobs, 0};
+    if (echoed) {
+      echoed_lp[i] = prompt_lp;
+      echoed_lp[i].insert(echoed_lp[i].end(), ri.logprobs.begin(), ri.logprobs.end());
+      lps[i] = {echoed_lp[i], 0};
+    }
+    bodies[i] = {texts[i], openai_finish_reason(ri.finish, tools && !tools->calls.empty()), a.logprobs ? &lps[i] : nullptr,
+                 tools ? &*tools : nullptr, is_last ? o.reasoning : o.earlier_choices[i].reasoning};
   }
-  const ChoiceLogprobs lp{echoed.empty() ? std::span<const TokenLogprobs>(r.logprobs) : echoed, 0};
-  reply.body = completion_body(a.identity, o.echo_text + r.text, finish, usage, a.logprobs ? &lp : nullptr,
-                               o.tool_reply ? &*o.tool_reply : nullptr, o.reasoning);
+  HttpReply reply;
+  reply.body = completion_body(a.identity, bodies, usage);
   // Where the time went, for clients and the load tool (Server-Timing, W3C).
   reply.headers.emplace_back("Server-Timing",
                              fmt::format("queue;dur={:.3f}, prep;dur={:.3f}, engine;dur={:.3f}", o.queue_ms,
@@ -543,20 +591,25 @@ void Session::after_response() {
     if (a.job->kind == JobKind::kGenerate) rec.prep_ms = a.outcome.prep_ms;
   }
   if (a.job && a.job->kind == JobKind::kGenerate && ran) {
-    const GenerationResult& r = a.outcome.result;
-    rec.prompt_tokens = r.n_prompt;
-    rec.cached_tokens = r.n_cached;
-    if (a.outcome.tool_reply && !a.job->generation.tools.empty()) {
-      rec.tool_calls = static_cast<int>(a.outcome.tool_reply->calls.size());
+    const JobOutcome& o = a.outcome;
+    const GenerationResult& r = o.result;  // the last choice, which ended the request
+    const GenerationResult& first = o.earlier_choices.empty() ? r : o.earlier_choices.front().result;
+    const Usage usage = usage_of(o);
+    rec.prompt_tokens = usage.prompt_tokens;
+    rec.cached_tokens = usage.cached_tokens;
+    if (!a.job->generation.tools.empty()) {
+      auto calls_of = [](const std::optional<ToolReply>& t) { return t ? static_cast<int>(t->calls.size()) : 0; };
+      rec.tool_calls = calls_of(o.tool_reply);
+      for (const ChoiceOutcome& c : o.earlier_choices) rec.tool_calls += calls_of(c.tool_reply);
       if (rec.status == 200) ctx_.metrics.count_tool_calls(rec.tool_calls);
     }
-    rec.gen_tokens = r.n_generated;
-    if (r.n_generated > 0) rec.ttft_ms = r.ttft_ms;
+    rec.gen_tokens = usage.completion_tokens;
+    if (first.n_generated > 0) rec.ttft_ms = first.ttft_ms;
     if (r.n_generated > 1) rec.tokens_per_s = r.decode_tokens_per_s();
-    const bool called = a.outcome.tool_reply && !a.outcome.tool_reply->calls.empty();
-    rec.finish_reason = a.outcome.error ? (r.finish == FinishReason::kDeadline ? "deadline" : "error")
-                                        : (openai_finish_reason(r.finish, called) ? openai_finish_reason(r.finish, called)
-                                                                                  : finish_reason_name(r.finish));
+    const bool called = o.tool_reply && !o.tool_reply->calls.empty();
+    rec.finish_reason = o.error ? (r.finish == FinishReason::kDeadline ? "deadline" : "error")
+                                : (openai_finish_reason(r.finish, called) ? openai_finish_reason(r.finish, called)
+                                                                          : finish_reason_name(r.finish));
     if (rec.status == 200) {
       ctx_.metrics.request_duration().observe(rec.total_ms / 1000.0);
       // The daemon's own time: neither waiting for the engine thread nor in an

@@ -46,9 +46,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Called through the job sink, on the strand.
   void on_job_started(const std::shared_ptr<Job>& job);
-  void on_job_text(const std::shared_ptr<Job>& job, std::string piece, std::vector<TokenLogprobs> logprobs);
-  void on_job_tool_call(const std::shared_ptr<Job>& job, int index, ToolCall call);
-  void on_job_reasoning(const std::shared_ptr<Job>& job, std::string piece);
+  void on_job_text(const std::shared_ptr<Job>& job, int choice, std::string piece, std::vector<TokenLogprobs> logprobs);
+  void on_job_tool_call(const std::shared_ptr<Job>& job, int choice, int index, ToolCall call);
+  void on_job_reasoning(const std::shared_ptr<Job>& job, int choice, std::string piece);
+  void on_job_choice_finished(const std::shared_ptr<Job>& job, int choice, ChoiceOutcome outcome);
   void on_job_finished(const std::shared_ptr<Job>& job, JobOutcome outcome);
 
  private:
@@ -65,9 +66,12 @@ class Session : public std::enable_shared_from_this<Session> {
     std::shared_ptr<Job> job;
     bool streaming = false;
     bool include_usage = false;
+    int choices = 1;            // n
     bool logprobs = false;      // the request asked for log-probabilities
-    size_t logprobs_sent = 0;   // tokens whose log-probabilities a streamed chunk carried
-    int64_t logprobs_offset = 0;  // completions' text_offset of the next streamed token
+    // The streamed choice's tokens whose log-probabilities a chunk carried,
+    // and completions' text_offset of its next streamed token.
+    size_t logprobs_sent = 0;
+    int64_t logprobs_offset = 0;
     bool head_sent = false;
     bool done = false;  // its outcome is decided (answer queued or cancellation logged)
     ResponseIdentity identity;
@@ -99,6 +103,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void answer_error(const ApiError& e);
   void stream_error(const ApiError& e);
   void stream_event(std::string_view data);
+  // Streaming: a choice's finish chunk, with the log-probabilities of its
+  // tokens that no piece of text carried.
+  void stream_choice_finish(int choice, const GenerationResult& r, bool called_tools);
   void log_unanswered(CancelReason reason);
   void after_response();
 

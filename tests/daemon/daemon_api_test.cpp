@@ -50,9 +50,12 @@ struct Reassembled {
                        {"text_offset", Json::array()}, {"content", Json::array()}};
 };
 
-Reassembled reassemble(const std::string& body, const std::string& object, bool usage_expected) {
-  Reassembled out;
-  const std::vector<std::string> events = sse_data(body, &out.done);
+// Each choice's stream, by its index (n choices: chunks name theirs).
+std::vector<Reassembled> reassemble_choices(const std::string& body, const std::string& object, bool usage_expected) {
+  std::vector<Reassembled> out(1);
+  bool done = false;
+  Json usage;
+  const std::vector<std::string> events = sse_data(body, &done);
   std::string id;
   for (const std::string& e : events) {
     const Json j = Json::parse(e, nullptr, false);
@@ -63,24 +66,37 @@ Reassembled reassemble(const std::string& body, const std::string& object, bool 
     EXPECT_EQ(j["id"], id) << "every chunk of a stream has the stream's id";
     EXPECT_EQ(j.contains("usage"), usage_expected) << e;
     if (j["choices"].empty()) {
-      out.usage = j["usage"];
+      usage = j["usage"];
       continue;
     }
-    ++out.chunks;
     EXPECT_TRUE(j.contains("usage") ? j["usage"].is_null() : true) << e;
+    EXPECT_EQ(j["choices"].size(), 1u) << e;
     const Json& c = j["choices"][0];
-    EXPECT_EQ(c["index"], 0);
-    EXPECT_TRUE(out.finish_reason.empty()) << "a chunk after the finish: " << e;
-    if (c.contains("text")) out.text += c["text"].get<std::string>();
-    if (c.contains("delta") && c["delta"].contains("content")) out.text += c["delta"]["content"].get<std::string>();
-    if (!c["finish_reason"].is_null()) out.finish_reason = c["finish_reason"].get<std::string>();
+    const size_t index = c["index"].get<size_t>();
+    if (index >= out.size()) out.resize(index + 1);
+    Reassembled& r = out[index];
+    ++r.chunks;
+    EXPECT_TRUE(r.finish_reason.empty()) << "a chunk after its choice's finish: " << e;
+    if (c.contains("text")) r.text += c["text"].get<std::string>();
+    if (c.contains("delta") && c["delta"].contains("content")) r.text += c["delta"]["content"].get<std::string>();
+    if (!c["finish_reason"].is_null()) r.finish_reason = c["finish_reason"].get<std::string>();
     if (!c["logprobs"].is_null()) {
-      for (auto& [key, list] : out.logprobs.items()) {
+      for (auto& [key, list] : r.logprobs.items()) {
         if (c["logprobs"].contains(key)) list.insert(list.end(), c["logprobs"][key].begin(), c["logprobs"][key].end());
       }
     }
   }
+  for (Reassembled& r : out) {
+    r.done = done;
+    r.usage = usage;
+  }
   return out;
+}
+
+Reassembled reassemble(const std::string& body, const std::string& object, bool usage_expected) {
+  std::vector<Reassembled> choices = reassemble_choices(body, object, usage_expected);
+  EXPECT_EQ(choices.size(), 1u) << "one choice: every chunk's index is 0";
+  return choices.front();
 }
 
 // The characters of a UTF-8 string (its lead bytes).
@@ -667,6 +683,107 @@ TEST_F(DaemonApi, ChatStreamStartsWithTheRoleAndMatchesTheNonStreamedReply) {
   EXPECT_TRUE(s.done);
   EXPECT_EQ(s.text, whole["choices"][0]["message"]["content"]);
   EXPECT_EQ(s.finish_reason, whole["choices"][0]["finish_reason"]);
+}
+
+// n choices: choice i is what the same request with n 1 and the seed + i
+// gives (each after the first reusing the prompt's KV); usage counts the
+// prompt once and every choice's tokens; streams carry each choice's chunks
+// under its index, one choice after another.
+TEST_F(DaemonApi, NChoicesAreTheSeedsInTurnAndStreamByIndex) {
+  Json req = {{"prompt", "Once upon a time"}, {"max_tokens", 24}, {"temperature", 1.0}, {"top_k", 0},
+              {"top_p", 1.0}, {"min_p", 0.0}, {"seed", 42}, {"logprobs", 1}};
+  std::vector<Json> singles;
+  int generated = 0;
+  for (int i = 0; i < 3; ++i) {
+    Json one = req;
+    one["seed"] = 42 + i;
+    singles.push_back(post("/v1/completions", one));
+    generated += singles.back()["usage"]["completion_tokens"].get<int>();
+  }
+  ASSERT_NE(singles[0]["choices"][0]["text"], singles[1]["choices"][0]["text"]) << "the seeds give different texts";
+  req["n"] = 3;
+  const Json whole = post("/v1/completions", req);
+  ASSERT_EQ(whole["choices"].size(), 3u) << whole;
+  for (size_t i = 0; i < 3; ++i) {
+    const Json& c = whole["choices"][i];
+    EXPECT_EQ(c["index"], i);
+    EXPECT_EQ(c["text"], singles[i]["choices"][0]["text"]) << i;
+    EXPECT_EQ(c["finish_reason"], singles[i]["choices"][0]["finish_reason"]) << i;
+    EXPECT_EQ(c["logprobs"]["tokens"], singles[i]["choices"][0]["logprobs"]["tokens"]) << i;
+  }
+  EXPECT_EQ(whole["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(whole["usage"]["completion_tokens"], generated);
+  EXPECT_EQ(whole["usage"]["total_tokens"], 5 + generated);
+  EXPECT_EQ(whole["usage"]["prompt_tokens_details"]["cached_tokens"], 4) << "the first choice's reuse";
+
+  Json sreq = req;
+  sreq["stream"] = true;
+  sreq["stream_options"] = {{"include_usage", true}};
+  const HttpResponse r = post_json(sock(), "/v1/completions", sreq);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<Reassembled> s = reassemble_choices(r.body, "text_completion", true);
+  ASSERT_EQ(s.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(s[i].text, whole["choices"][i]["text"]) << i;
+    EXPECT_EQ(s[i].finish_reason, whole["choices"][i]["finish_reason"]) << i;
+    EXPECT_EQ(s[i].logprobs["tokens"], whole["choices"][i]["logprobs"]["tokens"]) << i;
+    EXPECT_EQ(s[i].logprobs["text_offset"], whole["choices"][i]["logprobs"]["text_offset"]) << i;
+    EXPECT_TRUE(s[i].done);
+  }
+  EXPECT_EQ(s[0].usage["completion_tokens"], generated);
+  // One choice after another: every chunk of choice 0 comes before choice 1's.
+  bool done = false;
+  int last_index = 0;
+  for (const std::string& e : sse_data(r.body, &done)) {
+    const Json j = Json::parse(e);
+    if (j["choices"].empty()) continue;
+    const int index = j["choices"][0]["index"].get<int>();
+    EXPECT_GE(index, last_index) << e;
+    last_index = index;
+  }
+}
+
+// Chat: each choice's role chunk first, then the choices in turn; greedy
+// choices are all the greedy reply; echo with logprobs gives every choice the
+// prompt's scores.
+TEST_F(DaemonApi, NChatChoicesGreedyAndEchoed) {
+  const Json chat = {{"messages", {{{"role", "user"}, {"content", "A dog"}}}}, {"max_tokens", 16}, {"seed", 7}, {"n", 2}};
+  const Json whole = post("/v1/chat/completions", chat);
+  ASSERT_EQ(whole["choices"].size(), 2u) << whole;
+  Json sreq = chat;
+  sreq["stream"] = true;
+  const HttpResponse r = post_json(sock(), "/v1/chat/completions", sreq);
+  ASSERT_EQ(r.status, 200) << r.body;
+  bool done = false;
+  const std::vector<std::string> events = sse_data(r.body, &done);
+  ASSERT_GE(events.size(), 4u);
+  for (int i = 0; i < 2; ++i) {
+    const Json role = Json::parse(events[static_cast<size_t>(i)])["choices"][0];
+    EXPECT_EQ(role["index"], i);
+    EXPECT_EQ(role["delta"], Json::parse(R"({"role":"assistant","content":""})"));
+  }
+  const std::vector<Reassembled> s = reassemble_choices(r.body, "chat.completion.chunk", false);
+  ASSERT_EQ(s.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(s[i].text, whole["choices"][i]["message"]["content"]) << i;
+    EXPECT_EQ(s[i].finish_reason, whole["choices"][i]["finish_reason"]) << i;
+  }
+
+  const Json greedy = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 27}, {"temperature", 0}, {"n", 3}});
+  ASSERT_EQ(greedy["choices"].size(), 3u);
+  for (const Json& c : greedy["choices"]) EXPECT_EQ(c["text"], kGreedy27);
+  EXPECT_EQ(greedy["usage"]["completion_tokens"], 81);
+
+  const Json one = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0},
+                                           {"echo", true}, {"logprobs", 1}});
+  const Json two = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0},
+                                           {"echo", true}, {"logprobs", 1}, {"n", 2}});
+  ASSERT_EQ(two["choices"].size(), 2u);
+  for (const Json& c : two["choices"]) {
+    EXPECT_EQ(c["text"], one["choices"][0]["text"]);
+    EXPECT_EQ(c["logprobs"]["tokens"].size(), 9u) << "the prompt's 5 tokens, then 4 generated";
+    EXPECT_EQ(c["logprobs"]["token_logprobs"], one["choices"][0]["logprobs"]["token_logprobs"]);
+  }
 }
 
 TEST_F(DaemonApi, TokenizeAndDetokenizeLikeLlamaCppServer) {

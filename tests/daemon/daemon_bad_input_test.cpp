@@ -175,11 +175,11 @@ TEST_F(DaemonBadInput, MaxTokensOutOfRange) {
                400, "invalid_value", "max_completion_tokens");
 }
 
-TEST_F(DaemonBadInput, OnlyOneChoice) {
-  for (const Json& n : {Json(2), Json(0), Json(1000000000), Json(-1)}) {
+TEST_F(DaemonBadInput, ChoicesOutOfRange) {
+  for (const Json& n : {Json(129), Json(0), Json(1000000000), Json(-1)}) {
     const HttpResponse r = post_json(sock(), "/v1/completions", {{"prompt", "x"}, {"n", n}});
     expect_error(r, 400, "invalid_value", "n");
-    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("only n=1"), std::string::npos);
+    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("allowed 1 to 128"), std::string::npos) << r.body;
   }
   expect_error(post_json(sock(), "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"n", "3"}}),
                400, "invalid_type", "n");

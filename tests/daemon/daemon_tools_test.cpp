@@ -263,6 +263,54 @@ TEST_F(DaemonLlamaTools, ForcedCallsAreHeldToTheSchemas) { expect_forced_calls<D
 
 // A forced call cut by max_tokens is no call: what the model wrote of it
 // comes back as the content, finish "length".
+// n choices of a forced call: each choice its call, named apart ("_0" for
+// the first choice's, "_1_0" for the second's), streamed under its index.
+TEST_F(DaemonTools, EachChoiceCallsWithItsOwnIds) {
+  const auto [c, rendered] = reference_case("tools, a system prompt and two tools");
+  const OJson extra = {{"tool_choice", "required"}, {"max_tokens", 60}, {"temperature", 0}, {"n", 2}};
+  const HttpResponse r = post_raw(sock(), "/v1/chat/completions", case_body(c, extra));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json j = r.json();
+  ASSERT_EQ(j["choices"].size(), 2u) << r.body;
+  const std::string id = j["id"].get<std::string>();
+  const std::string base = "call_" + id.substr(id.find('-') + 1);
+  for (size_t i = 0; i < 2; ++i) {
+    const Json& choice = j["choices"][i];
+    EXPECT_EQ(choice["index"], i);
+    EXPECT_EQ(choice["finish_reason"], "tool_calls") << r.body;
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << r.body;
+    expect_valid_call(choice["message"]["tool_calls"][0], i == 0 ? base + "_0" : base + "_1_0");
+  }
+  EXPECT_EQ(j["choices"][0]["message"]["tool_calls"][0]["function"], j["choices"][1]["message"]["tool_calls"][0]["function"])
+      << "greedy choices are the same call";
+
+  OJson streamed = OJson::parse(case_body(c, extra));
+  streamed["stream"] = true;
+  const HttpResponse s = post_raw(sock(), "/v1/chat/completions", streamed.dump());
+  ASSERT_EQ(s.status, 200) << s.body;
+  bool done = false;
+  std::vector<Json> calls(2);
+  std::vector<std::string> finish(2);
+  std::string sid;
+  for (const std::string& e : sse_data(s.body, &done)) {
+    const Json chunk = Json::parse(e);
+    sid = chunk["id"].get<std::string>();
+    const size_t index = chunk["choices"][0]["index"].get<size_t>();
+    ASSERT_LT(index, 2u) << e;
+    const Json& delta = chunk["choices"][0]["delta"];
+    if (delta.contains("tool_calls")) calls[index] = delta["tool_calls"];
+    if (!chunk["choices"][0]["finish_reason"].is_null()) finish[index] = chunk["choices"][0]["finish_reason"];
+  }
+  EXPECT_TRUE(done);
+  const std::string sbase = "call_" + sid.substr(sid.find('-') + 1);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(finish[i], "tool_calls") << i;
+    ASSERT_EQ(calls[i].size(), 1u) << s.body;
+    EXPECT_EQ(calls[i][0]["id"], i == 0 ? sbase + "_0" : sbase + "_1_0");
+    EXPECT_EQ(calls[i][0]["function"], j["choices"][i]["message"]["tool_calls"][0]["function"]);
+  }
+}
+
 TEST_F(DaemonTools, AForcedCallCutShortIsText) {
   const auto [c, rendered] = reference_case("tools, a system prompt and two tools");
   const Json j = post_raw(sock(), "/v1/chat/completions",

@@ -154,12 +154,22 @@ TEST(CompletionRequest, ValuesOutOfRange) {
   expect_error(completion(R"({"prompt":["a","b"]})"), "invalid_value", "prompt", "2 prompts");
 }
 
-TEST(CompletionRequest, OnlyOneChoice) {
-  for (const char* n : {"0", "2", "1000000000", "-1"}) {
-    expect_error(completion(std::string(R"({"prompt":"x","n":)") + n + "}"), "invalid_value", "n", "only n=1");
+TEST(CompletionRequest, ChoicesFromOneToOneHundredTwentyEight) {
+  for (const char* n : {"0", "129", "1000000000", "-1"}) {
+    expect_error(completion(std::string(R"({"prompt":"x","n":)") + n + "}"), "invalid_value", "n",
+                 std::string("'n' is ") + n + "; allowed 1 to 128");
   }
   expect_error(completion(R"({"prompt":"x","n":"2"})"), "invalid_type", "n");
-  EXPECT_FALSE(completion(R"({"prompt":"x","n":1})"));
+  expect_error(completion(R"({"prompt":"x","n":2.5})"), "invalid_type", "n");
+  GenerationSpec s;
+  EXPECT_FALSE(completion(R"({"prompt":"x"})", &s));
+  EXPECT_EQ(s.n, 1);
+  for (const int n : {1, 3, 128}) {
+    EXPECT_FALSE(completion(R"({"prompt":"x","n":)" + std::to_string(n) + "}", &s));
+    EXPECT_EQ(s.n, n);
+    EXPECT_FALSE(chat(R"({"messages":[{"role":"user","content":"x"}],"n":)" + std::to_string(n) + "}", &s));
+    EXPECT_EQ(s.n, n);
+  }
 }
 
 TEST(CompletionRequest, UnsupportedFeaturesAreRefused) {

@@ -79,27 +79,27 @@ TEST(OpenAiResponse, CompletionAndChatObjects) {
 
 TEST(OpenAiResponse, StreamChunks) {
   ResponseIdentity id{ApiKind::kChat, "chatcmpl-1", 5, "m"};
-  EXPECT_EQ(Json::parse(role_chunk(id, false))["choices"][0]["delta"], Json::parse(R"({"role":"assistant","content":""})"));
-  const Json t = Json::parse(text_chunk(id, "abc", true));
+  EXPECT_EQ(Json::parse(role_chunk(id, 0, false))["choices"][0]["delta"], Json::parse(R"({"role":"assistant","content":""})"));
+  const Json t = Json::parse(text_chunk(id, 0, "abc", true));
   EXPECT_EQ(t["object"], "chat.completion.chunk");
   EXPECT_EQ(t["choices"][0]["delta"]["content"], "abc");
   EXPECT_TRUE(t["choices"][0]["finish_reason"].is_null());
   EXPECT_TRUE(t.contains("usage") && t["usage"].is_null());
-  EXPECT_FALSE(Json::parse(text_chunk(id, "abc", false)).contains("usage"));
-  EXPECT_EQ(Json::parse(finish_chunk(id, "stop", false))["choices"][0]["finish_reason"], "stop");
+  EXPECT_FALSE(Json::parse(text_chunk(id, 0, "abc", false)).contains("usage"));
+  EXPECT_EQ(Json::parse(finish_chunk(id, 0, "stop", false))["choices"][0]["finish_reason"], "stop");
   const Json u = Json::parse(usage_chunk(id, Usage{3, 4, 2}));
   EXPECT_TRUE(u["choices"].empty());
   EXPECT_EQ(u["usage"]["total_tokens"], 7);
   EXPECT_EQ(u["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
   id.kind = ApiKind::kCompletion;
-  EXPECT_EQ(Json::parse(text_chunk(id, "abc", false))["choices"][0]["text"], "abc");
+  EXPECT_EQ(Json::parse(text_chunk(id, 0, "abc", false))["choices"][0]["text"], "abc");
   EXPECT_EQ(sse_event("{}"), "data: {}\n\n");
 }
 
 // Tool calls and a thinking model's reasoning in the chat shapes.
 TEST(OpenAiResponse, ToolCallsAndReasoning) {
   const ResponseIdentity id{ApiKind::kChat, "chatcmpl-6b1a000002", 5, "m"};
-  EXPECT_EQ(tool_call_id(id, 3), "call_6b1a000002_3");
+  EXPECT_EQ(tool_call_id(id, 0, 3), "call_6b1a000002_3");
   ToolReply reply{"", {{"", "get_weather", R"({"city": "Paris"})"}, {"", "add", R"({"a": 1})"}}};
   const Json calls = Json::parse(completion_body(id, "(unused)", "tool_calls", Usage{1, 9}, nullptr, &reply, "Look it up."));
   EXPECT_EQ(calls["choices"][0]["message"], Json::parse(R"({"role": "assistant", "content": null,
@@ -114,14 +114,48 @@ TEST(OpenAiResponse, ToolCallsAndReasoning) {
   const ToolReply empty{"", {}};
   EXPECT_EQ(Json::parse(completion_body(id, "x", "stop", Usage{1, 1}, nullptr, &empty))["choices"][0]["message"]["content"], "");
   // Streamed: a call whole in one delta with its index; reasoning as reasoning_content deltas.
-  EXPECT_EQ(Json::parse(tool_call_chunk(id, 1, reply.calls[1], false))["choices"][0]["delta"],
+  EXPECT_EQ(Json::parse(tool_call_chunk(id, 0, 1, reply.calls[1], false))["choices"][0]["delta"],
             Json::parse(R"({"tool_calls": [{"index": 1, "id": "call_6b1a000002_1", "type": "function",
               "function": {"name": "add", "arguments": "{\"a\": 1}"}}]})"));
-  EXPECT_EQ(Json::parse(reasoning_chunk(id, "hmm", false))["choices"][0]["delta"], Json::parse(R"({"reasoning_content": "hmm"})"));
+  EXPECT_EQ(Json::parse(reasoning_chunk(id, 0, "hmm", false))["choices"][0]["delta"], Json::parse(R"({"reasoning_content": "hmm"})"));
   EXPECT_STREQ(openai_finish_reason(FinishReason::kEos, true), "tool_calls");
   EXPECT_STREQ(openai_finish_reason(FinishReason::kStop, true), "tool_calls");
   EXPECT_STREQ(openai_finish_reason(FinishReason::kLength, true), "length");
   EXPECT_STREQ(openai_finish_reason(FinishReason::kEos, false), "stop");
+}
+
+// n choices: each its index, its own finish and log-probabilities, and a
+// chat choice's calls named apart from another choice's; chunks carry their
+// choice's index.
+TEST(OpenAiResponse, SeveralChoices) {
+  ResponseIdentity id{ApiKind::kCompletion, "cmpl-6b1a000002", 5, "m"};
+  const TokenLogprobs tok{{7, -0.25f, "ab"}, {}};
+  const ChoiceLogprobs lp{std::span<const TokenLogprobs>(&tok, 1), 0};
+  const ChoiceBody two[] = {{"ab", "length", &lp}, {"cd!", "stop", nullptr}};
+  const Json c = Json::parse(completion_body(id, two, Usage{4, 3, 2}));
+  EXPECT_EQ(c["choices"], Json::parse(R"([
+    {"index": 0, "text": "ab", "finish_reason": "length",
+     "logprobs": {"tokens": ["ab"], "token_logprobs": [-0.25], "top_logprobs": [{}], "text_offset": [0]}},
+    {"index": 1, "text": "cd!", "finish_reason": "stop", "logprobs": null}])"));
+  EXPECT_EQ(c["usage"]["total_tokens"], 7);
+  EXPECT_EQ(Json::parse(text_chunk(id, 2, "x", false))["choices"][0]["index"], 2);
+  EXPECT_EQ(Json::parse(finish_chunk(id, 1, "stop", false))["choices"][0]["index"], 1);
+
+  id.kind = ApiKind::kChat;
+  EXPECT_EQ(tool_call_id(id, 1, 0), "call_6b1a000002_1_0");
+  const ToolReply calls{"", {{"", "add", R"({"a": 1})"}}};
+  const ToolReply text{"Hi", {}};
+  const ChoiceBody chat[] = {{"", "stop", nullptr, &text}, {"", "tool_calls", nullptr, &calls}};
+  const Json ch = Json::parse(completion_body(id, chat, Usage{1, 2}));
+  EXPECT_EQ(ch["choices"][0]["message"], Json::parse(R"({"role": "assistant", "content": "Hi"})"));
+  EXPECT_EQ(ch["choices"][1]["index"], 1);
+  EXPECT_EQ(ch["choices"][1]["message"]["tool_calls"][0]["id"], "call_6b1a000002_1_0");
+  const Json role = Json::parse(role_chunk(id, 1, false));
+  EXPECT_EQ(role["choices"][0]["index"], 1);
+  EXPECT_EQ(role["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(Json::parse(tool_call_chunk(id, 1, 0, calls.calls[0], false))["choices"][0]["delta"]["tool_calls"][0]["id"],
+            "call_6b1a000002_1_0");
+  EXPECT_EQ(Json::parse(reasoning_chunk(id, 3, "hmm", false))["choices"][0]["index"], 3);
 }
 
 TEST(OpenAiResponse, FinishReasons) {
@@ -133,7 +167,7 @@ TEST(OpenAiResponse, FinishReasons) {
 
 TEST(OpenAiResponse, InvalidUtf8IsReplacedNotThrown) {
   ResponseIdentity id{ApiKind::kCompletion, "c", 1, "m"};
-  const Json j = Json::parse(text_chunk(id, "a\xff", false));
+  const Json j = Json::parse(text_chunk(id, 0, "a\xff", false));
   EXPECT_EQ(j["choices"][0]["text"], "a\xEF\xBF\xBD");
 }
 
