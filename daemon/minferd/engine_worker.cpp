@@ -260,8 +260,11 @@ void EngineWorker::run_detokenize(Job& job, JobOutcome& out) {
 void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   const GenerationSpec& spec = job.generation;
   const auto t_prep = Clock::now();
-  std::vector<int32_t> prompt;
   const ChatTemplate& chat = engine_->chat_template();
+  // Every prompt is tokenized and checked before any is generated for: a bad
+  // one is a 400 for the request, with no work spent.
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::string> echo_texts(static_cast<size_t>(spec.n_prompts()));
   if (spec.kind == ApiKind::kChat) {
     auto rendered = engine_->apply_chat_template(spec.messages, true, spec.tools, spec.enable_thinking);
     if (!rendered) {
@@ -272,53 +275,67 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     // model writes under tool_call_schema.
     if (spec.forced_tool_call()) *rendered += chat.tool_call_opener();
     // The template writes control tokens as text: parse them as tokens.
-    prompt = engine_->tokenize(*rendered, engine_->default_add_bos(), true);
-  } else if (spec.prompt_is_tokens) {
-    prompt = spec.prompt_tokens;  // token prompts are taken exactly as given
+    prompts.push_back(engine_->tokenize(*rendered, engine_->default_add_bos(), true));
   } else {
-    prompt = engine_->tokenize(spec.prompt_text, engine_->default_add_bos(), false);
-  }
-  GenerationRequest req;
-  if (auto e = make_generation_request(spec, std::move(prompt), limits_, job.seed, &req)) {
-    out.error = std::move(*e);
-    return;
-  }
-  req.deadline = job.deadline;
-  if (spec.forced_tool_call()) {
-    req.json_schema = spec.tool_call_schema;
-  } else if (spec.tool_call_schema) {
-    req.tool_call_schema = spec.tool_call_schema;
-    req.tool_call_style = chat.tool_style();
-  }
-  if (!spec.forced_tool_call() && !spec.tools.empty() && !spec.parallel_tool_calls && !chat.tool_call_closer().empty()) {
-    req.stop.emplace_back(lstrip_newline(chat.tool_call_closer()));  // "</tool_call>": one call at most
-  }
-  if (spec.echo) {
-    // The prompt as the client wrote it; token prompts as their text.
-    if (!spec.prompt_is_tokens) {
-      out.echo_text = spec.prompt_text;
-    } else if (auto text = engine_->detokenize(spec.prompt_tokens)) {  // ids checked by the parser
-      out.echo_text = std::move(*text);
+    for (size_t p = 0; p < spec.prompts.size(); ++p) {
+      const CompletionPrompt& cp = spec.prompts[p];
+      // Token prompts are taken exactly as given.
+      prompts.push_back(cp.is_tokens ? cp.tokens : engine_->tokenize(cp.text, engine_->default_add_bos(), false));
+      if (!spec.echo) continue;
+      // The prompt as the client wrote it; token prompts as their text.
+      if (!cp.is_tokens) {
+        echo_texts[p] = cp.text;
+      } else if (auto text = engine_->detokenize(cp.tokens)) {  // ids checked by the parser
+        echo_texts[p] = std::move(*text);
+      }
     }
+  }
+  std::vector<GenerationRequest> requests(prompts.size());
+  int n_prompt_tokens = 0;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    GenerationRequest& req = requests[p];
+    if (auto e = make_generation_request(spec, std::move(prompts[p]), limits_, job.seed, &req)) {
+      if (prompts.size() > 1) e->message = fmt::format("prompt {} of {}: {}", p, prompts.size(), e->message);
+      out.error = std::move(*e);
+      return;
+    }
+    req.deadline = job.deadline;
+    if (spec.forced_tool_call()) {
+      req.json_schema = spec.tool_call_schema;
+    } else if (spec.tool_call_schema) {
+      req.tool_call_schema = spec.tool_call_schema;
+      req.tool_call_style = chat.tool_style();
+    }
+    if (!spec.forced_tool_call() && !spec.tools.empty() && !spec.parallel_tool_calls &&
+        !chat.tool_call_closer().empty()) {
+      req.stop.emplace_back(lstrip_newline(chat.tool_call_closer()));  // "</tool_call>": one call at most
+    }
+    n_prompt_tokens += static_cast<int>(req.prompt.size());
   }
   out.prep_ms = ms_between(t_prep, Clock::now());
-  metrics_.count_prompt_tokens(static_cast<int>(req.prompt.size()));
-  job.sink->started(static_cast<int>(req.prompt.size()));
+  metrics_.count_prompt_tokens(n_prompt_tokens);
+  job.sink->started(n_prompt_tokens);
 
-  // n choices, one after another. Each after the first is sampled with the
-  // next seed and reuses the prompt's KV that the one before it kept (the
-  // prefix cache); an echoed prompt is scored once, by the first.
-  const uint64_t seed = req.sampling.seed;
-  for (int choice = 0; choice < spec.n; ++choice) {
-    if (choice > 0) {
-      out.earlier_choices.push_back(
-          {std::move(out.result), std::exchange(out.tool_reply, std::nullopt), std::exchange(out.reasoning, {})});
-      if (spec.stream) job.sink->choice_finished(choice - 1, out.earlier_choices.back());
-      req.sampling.seed = seed + static_cast<uint64_t>(choice);
-      req.prompt_logprobs = false;
+  // Each prompt's n choices, one after another (choice index p * n + i).
+  // Choice i is sampled with the seed + i; each after a prompt's first
+  // reuses the prompt's KV that the one before it kept (the prefix cache),
+  // and an echoed prompt is scored once, by its first choice.
+  int choice = 0;
+  for (size_t p = 0; p < requests.size(); ++p) {
+    GenerationRequest& req = requests[p];
+    const uint64_t seed = req.sampling.seed;
+    for (int i = 0; i < spec.n; ++i, ++choice) {
+      if (choice > 0) {
+        out.earlier_choices.push_back({std::move(out.result), std::exchange(out.tool_reply, std::nullopt),
+                                       std::exchange(out.reasoning, {}), std::exchange(out.echo_text, {})});
+        if (spec.stream) job.sink->choice_finished(choice - 1, out.earlier_choices.back());
+      }
+      req.sampling.seed = seed + static_cast<uint64_t>(i);
+      if (i > 0) req.prompt_logprobs = false;
+      out.echo_text = echo_texts[p];
+      run_choice(job, req, choice, out);
+      if (out.error || out.result.finish == FinishReason::kCancelled) return;
     }
-    run_choice(job, req, choice, out);
-    if (out.error || out.result.finish == FinishReason::kCancelled) break;
   }
 }
 

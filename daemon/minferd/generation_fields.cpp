@@ -194,6 +194,11 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
     return invalid_request("n", "invalid_value", fmt::format("'n' is {}; allowed 1 to {} choices", *n, kMaxChoices));
   }
   if (n) out->n = static_cast<int>(*n);
+  if (const int prompts = out->n_prompts(); prompts * out->n > kMaxChoices) {
+    return invalid_request("n", "invalid_value",
+                           fmt::format("'prompt' holds {} prompts and 'n' is {}: {} choices; a request holds at most {}",
+                                       prompts, out->n, prompts * out->n, kMaxChoices));
+  }
   std::optional<std::string> model;
   if (auto e = read_string(body, "model", &model)) return e;  // any name: this appliance serves one model
 

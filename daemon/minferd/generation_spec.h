@@ -26,25 +26,33 @@ struct ModelLimits {
 
 enum class ApiKind { kCompletion, kChat };
 
-inline constexpr int kMaxChoices = 128;  // OpenAI's limit on n
+inline constexpr int kMaxChoices = 128;  // OpenAI's limit on n; here on prompts × n
 
 // Chat's tool_choice: none (the default without tools: tools are not even
 // shown to the model), auto (the default with tools: the model may call
 // them), required (it must call one), or one named function.
 enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
 
+// A completion's prompt: its text, or token ids taken exactly as given.
+struct CompletionPrompt {
+  std::string text;
+  bool is_tokens = false;
+  std::vector<int32_t> tokens;
+};
+
 struct GenerationSpec {
   ApiKind kind = ApiKind::kCompletion;
-  // Exactly one prompt form is set: text, token ids, or chat messages.
-  std::string prompt_text;
-  bool prompt_is_tokens = false;
-  std::vector<int32_t> prompt_tokens;
+  // Completions: one prompt, or several (OpenAI's batch form), each given n
+  // choices in turn. Chat: the messages.
+  std::vector<CompletionPrompt> prompts;
   std::vector<ChatMessage> messages;
+  int n_prompts() const { return kind == ApiKind::kChat ? 1 : static_cast<int>(prompts.size()); }
 
   std::optional<int> max_tokens;          // absent: completion 16 (OpenAI), chat the rest of the context
-  // Choices (OpenAI's n): generated one after another from the same prompt,
-  // choice i sampled with the seed + i; each after the first reuses the
-  // prompt's KV through the prefix cache where it is on.
+  // Choices (OpenAI's n) of each prompt: generated one after another, choice
+  // i sampled with the seed + i; each after a prompt's first reuses its KV
+  // through the prefix cache where it is on. A request holds at most
+  // kMaxChoices choices in all (prompts × n).
   int n = 1;
   SamplingParams sampling;                // seed filled below when given
   std::optional<uint64_t> seed;           // absent: a random seed per request (OpenAI semantics)

@@ -31,17 +31,18 @@ struct ChoiceOutcome {
   // streamed (ReplyParser).
   std::optional<ToolReply> tool_reply;
   std::string reasoning;  // a thinking model's reasoning, apart from the content (chat)
+  std::string echo_text;  // completions with echo: the choice's prompt, as text
 };
 
 struct JobOutcome {
   std::optional<ApiError> error;  // rejected or failed: answered with this
-  // kGenerate: the last choice generated (the only one when n is 1), which
-  // ended the job, and the choices finished before it, in order.
+  // kGenerate: the last choice generated (the only one for one prompt and n
+  // 1), which ended the job, and the choices finished before it, in order.
   GenerationResult result;
   std::optional<ToolReply> tool_reply;
   std::string reasoning;
+  std::string echo_text;
   std::vector<ChoiceOutcome> earlier_choices;
-  std::string echo_text;          // completions with echo: the prompt, as text
   std::vector<int32_t> tokens;    // kTokenize
   std::vector<std::string> pieces;  // kTokenize with_pieces: each token's text
   std::string content;            // kDetokenize

@@ -50,13 +50,36 @@ uint64_t random_seed() {
   return rng();
 }
 
-// A generation's usage: its prompt (evaluated once; the first choice's
-// reuse of earlier requests' KV) and every choice's generated tokens.
-Usage usage_of(const JobOutcome& o) {
-  const GenerationResult& first = o.earlier_choices.empty() ? o.result : o.earlier_choices.front().result;
-  int generated = o.result.n_generated;
-  for (const ChoiceOutcome& c : o.earlier_choices) generated += c.result.n_generated;
-  return Usage{first.n_prompt, generated, first.n_cached};
+// A generation's choices in order: the earlier ones, then the last.
+struct ChoiceView {
+  const GenerationResult* result;
+  const std::optional<ToolReply>* tool_reply;
+  const std::string* reasoning;
+  const std::string* echo_text;
+};
+std::vector<ChoiceView> choices_of(const JobOutcome& o) {
+  std::vector<ChoiceView> v;
+  v.reserve(o.earlier_choices.size() + 1);
+  for (const ChoiceOutcome& c : o.earlier_choices) v.push_back({&c.result, &c.tool_reply, &c.reasoning, &c.echo_text});
+  v.push_back({&o.result, &o.tool_reply, &o.reasoning, &o.echo_text});
+  return v;
+}
+
+// A generation's usage: each prompt once (its first choice's tokens, and
+// what that choice reused of earlier requests' KV) and every choice's
+// generated tokens. `n`: the choices of each prompt.
+Usage usage_of(const JobOutcome& o, int n) {
+  Usage u;
+  const std::vector<ChoiceView> choices = choices_of(o);
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const GenerationResult& r = *choices[i].result;
+    if (i % static_cast<size_t>(n) == 0) {
+      u.prompt_tokens += r.n_prompt;
+      u.cached_tokens += r.n_cached;
+    }
+    u.completion_tokens += r.n_generated;
+  }
+  return u;
 }
 
 // The engine thread's handle on a session: every call is posted to the
@@ -342,7 +365,7 @@ void Session::start_job(Endpoint endpoint, http::request<http::string_body>& req
     const GenerationSpec& spec = job->generation;
     a.streaming = spec.stream;
     a.include_usage = spec.include_usage;
-    a.choices = spec.n;
+    a.n = spec.n;
     a.logprobs = spec.top_logprobs >= 0;
     a.identity.kind = spec.kind;
     a.identity.id = fmt::format("{}-{:x}{:06x}", spec.kind == ApiKind::kChat ? "chatcmpl" : "cmpl", ctx_.started_unix,
@@ -393,7 +416,7 @@ void Session::on_job_started(const std::shared_ptr<Job>& job) {
   a.head_sent = true;
   a.record.status = 200;
   if (a.identity.kind == ApiKind::kChat) {
-    for (int c = 0; c < a.choices; ++c) stream_event(role_chunk(a.identity, c, a.include_usage));
+    for (int c = 0; c < a.n; ++c) stream_event(role_chunk(a.identity, c, a.include_usage));
   }
 }
 
@@ -486,7 +509,7 @@ void Session::complete_generation(JobOutcome& o) {
     if (reason == CancelReason::kShutdown) {
       ApiError e = server_error(503, "shutting_down",
                                 fmt::format("minferd is shutting down; the request was cancelled after {} tokens",
-                                            usage_of(o).completion_tokens));
+                                            usage_of(o, a.n).completion_tokens));
       e.close_connection = true;
       if (a.head_sent) return stream_error(e);
       return answer_error(e);
@@ -498,39 +521,37 @@ void Session::complete_generation(JobOutcome& o) {
     after_response();
     return;
   }
-  const Usage usage = usage_of(o);
-  const int last = static_cast<int>(o.earlier_choices.size());
+  const Usage usage = usage_of(o, a.n);
+  const std::vector<ChoiceView> choices = choices_of(o);
   if (a.streaming) {
-    stream_choice_finish(last, r, o.tool_reply && !o.tool_reply->calls.empty());
+    stream_choice_finish(static_cast<int>(choices.size()) - 1, r, o.tool_reply && !o.tool_reply->calls.empty());
     if (a.include_usage) stream_event(usage_chunk(a.identity, usage));
     send(stream_piece(kSseDone, a.version), false);
     send(stream_end(a.version), true);
     return;
   }
-  // Each choice: its text (echo: the prompt's text first) and, when asked
-  // for, its tokens' log-probabilities (echo: the prompt's, scored once by
-  // the first choice, first).
-  const std::vector<TokenLogprobs>& prompt_lp =
-      o.earlier_choices.empty() ? r.prompt_logprobs : o.earlier_choices.front().result.prompt_logprobs;
-  const bool echoed = !o.echo_text.empty() || !prompt_lp.empty();
-  const size_t n = o.earlier_choices.size() + 1;
-  std::vector<std::string> texts(n);
-  std::vector<std::vector<TokenLogprobs>> echoed_lp(echoed ? n : 0);
-  std::vector<ChoiceLogprobs> lps(n);
-  std::vector<ChoiceBody> bodies(n);
-  for (size_t i = 0; i < n; ++i) {
-    const bool is_last = i + 1 == n;
-    const GenerationResult& ri = is_last ? r : o.earlier_choices[i].result;
-    const std::optional<ToolReply>& tools = is_last ? o.tool_reply : o.earlier_choices[i].tool_reply;
-    texts[i] = o.echo_text + ri.text;
+  // Each choice: its text (echo: its prompt's text first) and, when asked
+  // for, its tokens' log-probabilities (echo: its prompt's, scored once by
+  // the prompt's first choice, first).
+  const size_t count = choices.size();
+  std::vector<std::string> texts(count);
+  std::vector<std::vector<TokenLogprobs>> echoed_lp(count);
+  std::vector<ChoiceLogprobs> lps(count);
+  std::vector<ChoiceBody> bodies(count);
+  for (size_t i = 0; i < count; ++i) {
+    const ChoiceView& c = choices[i];
+    const GenerationResult& ri = *c.result;
+    const std::vector<TokenLogprobs>& prompt_lp = choices[i - i % static_cast<size_t>(a.n)].result->prompt_logprobs;
+    texts[i] = *c.echo_text + ri.text;
     lps[i] = {ri.logprobs, 0};
-    if (echoed) {
+    if (!c.echo_text->empty() || !prompt_lp.empty()) {
       echoed_lp[i] = prompt_lp;
       echoed_lp[i].insert(echoed_lp[i].end(), ri.logprobs.begin(), ri.logprobs.end());
       lps[i] = {echoed_lp[i], 0};
     }
-    bodies[i] = {texts[i], openai_finish_reason(ri.finish, tools && !tools->calls.empty()), a.logprobs ? &lps[i] : nullptr,
-                 tools ? &*tools : nullptr, is_last ? o.reasoning : o.earlier_choices[i].reasoning};
+    const std::optional<ToolReply>& tools = *c.tool_reply;
+    bodies[i] = {texts[i], openai_finish_reason(ri.finish, tools && !tools->calls.empty()),
+                 a.logprobs ? &lps[i] : nullptr, tools ? &*tools : nullptr, *c.reasoning};
   }
   HttpReply reply;
   reply.body = completion_body(a.identity, bodies, usage);
@@ -594,13 +615,12 @@ void Session::after_response() {
     const JobOutcome& o = a.outcome;
     const GenerationResult& r = o.result;  // the last choice, which ended the request
     const GenerationResult& first = o.earlier_choices.empty() ? r : o.earlier_choices.front().result;
-    const Usage usage = usage_of(o);
+    const Usage usage = usage_of(o, a.n);
     rec.prompt_tokens = usage.prompt_tokens;
     rec.cached_tokens = usage.cached_tokens;
     if (!a.job->generation.tools.empty()) {
-      auto calls_of = [](const std::optional<ToolReply>& t) { return t ? static_cast<int>(t->calls.size()) : 0; };
-      rec.tool_calls = calls_of(o.tool_reply);
-      for (const ChoiceOutcome& c : o.earlier_choices) rec.tool_calls += calls_of(c.tool_reply);
+      rec.tool_calls = 0;
+      for (const ChoiceView& c : choices_of(o)) rec.tool_calls += *c.tool_reply ? static_cast<int>((*c.tool_reply)->calls.size()) : 0;
       if (rec.status == 200) ctx_.metrics.count_tool_calls(rec.tool_calls);
     }
     rec.gen_tokens = usage.completion_tokens;

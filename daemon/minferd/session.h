@@ -66,7 +66,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::shared_ptr<Job> job;
     bool streaming = false;
     bool include_usage = false;
-    int choices = 1;            // n
+    int n = 1;                  // choices of each prompt
     bool logprobs = false;      // the request asked for log-probabilities
     // The streamed choice's tokens whose log-probabilities a chunk carried,
     // and completions' text_offset of its next streamed token.

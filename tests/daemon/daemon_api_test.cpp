@@ -743,6 +743,67 @@ TEST_F(DaemonApi, NChoicesAreTheSeedsInTurnAndStreamByIndex) {
   }
 }
 
+// Several prompts (OpenAI's batch form): prompt p's choice i is index
+// p * n + i and is what a request of that prompt alone with the seed + i
+// gives; usage counts each prompt once. Scoring a batch with echo (what
+// evaluation harnesses send) gives each prompt its own scores. A prompt too
+// long for the context is a 400 naming it, before any is generated for.
+TEST_F(DaemonApi, SeveralPromptsEachGetTheirChoices) {
+  const std::vector<std::string> prompts = {"Once upon a time", "A dog"};
+  Json req = {{"max_tokens", 12}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}, {"min_p", 0.0}, {"seed", 42}};
+  std::vector<Json> singles;
+  int prompt_tokens = 0, generated = 0;
+  for (const std::string& p : prompts) {
+    for (int i = 0; i < 2; ++i) {
+      Json one = req;
+      one["prompt"] = p;
+      one["seed"] = 42 + i;
+      singles.push_back(post("/v1/completions", one));
+      if (i == 0) prompt_tokens += singles.back()["usage"]["prompt_tokens"].get<int>();
+      generated += singles.back()["usage"]["completion_tokens"].get<int>();
+    }
+  }
+  req["prompt"] = prompts;
+  req["n"] = 2;
+  const Json batch = post("/v1/completions", req);
+  ASSERT_EQ(batch["choices"].size(), 4u) << batch;
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(batch["choices"][k]["index"], k);
+    EXPECT_EQ(batch["choices"][k]["text"], singles[k]["choices"][0]["text"]) << k;
+  }
+  EXPECT_EQ(batch["usage"]["prompt_tokens"], prompt_tokens);
+  EXPECT_EQ(batch["usage"]["completion_tokens"], generated);
+
+  Json sreq = req;
+  sreq["stream"] = true;
+  const HttpResponse r = post_json(sock(), "/v1/completions", sreq);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<Reassembled> s = reassemble_choices(r.body, "text_completion", false);
+  ASSERT_EQ(s.size(), 4u);
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(s[k].text, batch["choices"][k]["text"]) << k;
+
+  const Json scored = post("/v1/completions", {{"prompt", {"Once upon a time", "Once upon a time, there"}},
+                                              {"max_tokens", 0}, {"echo", true}, {"logprobs", 1}});
+  ASSERT_EQ(scored["choices"].size(), 2u) << scored;
+  for (size_t k = 0; k < 2; ++k) {
+    const Json alone = post("/v1/completions", {{"prompt", scored["choices"][k]["text"]}, {"max_tokens", 0},
+                                               {"echo", true}, {"logprobs", 1}});
+    EXPECT_EQ(scored["choices"][k]["logprobs"], alone["choices"][0]["logprobs"]) << k;
+  }
+  EXPECT_EQ(scored["choices"][1]["logprobs"]["tokens"].size(), 7u);
+
+  std::vector<int> long_prompt(300, 403);
+  const HttpResponse too_long = post_json(sock(), "/v1/completions", {{"prompt", {Json({1, 403}), Json(long_prompt)}},
+                                                                      {"max_tokens", 4}});
+  EXPECT_EQ(too_long.status, 400) << too_long.body;
+  EXPECT_EQ(too_long.json()["error"]["code"], "context_length_exceeded");
+  EXPECT_NE(too_long.json()["error"]["message"].get<std::string>().find("prompt 1 of 2"), std::string::npos)
+      << too_long.body;
+  EXPECT_EQ(post("/v1/completions", {{"prompt", {"Once upon a time"}}, {"max_tokens", 27}, {"temperature", 0}})
+                ["choices"][0]["text"],
+            kGreedy27);
+}
+
 // Chat: each choice's role chunk first, then the choices in turn; greedy
 // choices are all the greedy reply; echo with logprobs gives every choice the
 // prompt's scores.

@@ -46,8 +46,9 @@ TEST(CompletionRequest, AcceptsTheOpenAiFields) {
     "repeat_last_n":32,"logit_bias":{"5":-100,"6":2.5},"n":1,"stream":true,"stream_options":{"include_usage":true},"user":"u"})",
                           &s));
   EXPECT_EQ(s.kind, ApiKind::kCompletion);
-  EXPECT_EQ(s.prompt_text, "Once");
-  EXPECT_FALSE(s.prompt_is_tokens);
+  ASSERT_EQ(s.prompts.size(), 1u);
+  EXPECT_EQ(s.prompts[0].text, "Once");
+  EXPECT_FALSE(s.prompts[0].is_tokens);
   EXPECT_EQ(s.max_tokens, 8);
   EXPECT_FLOAT_EQ(s.sampling.temperature, 0.5f);
   EXPECT_FLOAT_EQ(s.sampling.top_p, 0.9f);
@@ -83,12 +84,32 @@ TEST(CompletionRequest, RepeatLastNSetsThePenaltiesWindow) {
 TEST(CompletionRequest, PromptForms) {
   GenerationSpec s;
   ASSERT_FALSE(completion(R"({"prompt":[1,403,407]})", &s));
-  EXPECT_TRUE(s.prompt_is_tokens);
-  EXPECT_EQ(s.prompt_tokens, (std::vector<int32_t>{1, 403, 407}));
+  ASSERT_EQ(s.prompts.size(), 1u);
+  EXPECT_TRUE(s.prompts[0].is_tokens);
+  EXPECT_EQ(s.prompts[0].tokens, (std::vector<int32_t>{1, 403, 407}));
   ASSERT_FALSE(completion(R"({"prompt":["one prompt"]})", &s));
-  EXPECT_EQ(s.prompt_text, "one prompt");
+  ASSERT_EQ(s.prompts.size(), 1u);
+  EXPECT_EQ(s.prompts[0].text, "one prompt");
   ASSERT_FALSE(completion(R"({"prompt":[[1,2]]})", &s));
-  EXPECT_EQ(s.prompt_tokens, (std::vector<int32_t>{1, 2}));
+  ASSERT_EQ(s.prompts.size(), 1u);
+  EXPECT_EQ(s.prompts[0].tokens, (std::vector<int32_t>{1, 2}));
+  // Several prompts (OpenAI's batch form), in order, of one form.
+  ASSERT_FALSE(completion(R"({"prompt":["a","b c",""]})", &s));
+  ASSERT_EQ(s.prompts.size(), 3u);
+  EXPECT_EQ(s.prompts[1].text, "b c");
+  EXPECT_EQ(s.prompts[2].text, "");
+  ASSERT_FALSE(completion(R"({"prompt":[[1,2],[3]],"n":2})", &s));
+  ASSERT_EQ(s.prompts.size(), 2u);
+  EXPECT_EQ(s.prompts[1].tokens, std::vector<int32_t>{3});
+  EXPECT_EQ(s.n, 2);
+  expect_error(completion(R"({"prompt":["a",[1]]})"), "invalid_type", "prompt", "mixes strings and token arrays");
+  expect_error(completion(R"({"prompt":[[1],[]]})"), "invalid_value", "prompt[1]", "empty array");
+  expect_error(completion(R"({"prompt":[[1],[9999]]})"), "invalid_value", "prompt[1]", "9999");
+  expect_error(completion(R"({"prompt":[[1],["x"]]})"), "invalid_type", "prompt[1]");
+  expect_error(completion(R"({"prompt":["a","b"],"n":65})"), "invalid_value", "n", "2 prompts and 'n' is 65: 130 choices");
+  std::string many = R"({"prompt":[)";
+  for (int i = 0; i < 129; ++i) many += i ? ",\"x\"" : "\"x\"";
+  expect_error(completion(many + "]}"), "invalid_value", "prompt", "129 prompts");
   ASSERT_FALSE(completion(R"({"prompt":"x","stop":"end"})", &s));
   EXPECT_EQ(s.stop, std::vector<std::string>{"end"});
   EXPECT_FALSE(s.max_tokens.has_value());  // the default is applied once the prompt length is known
@@ -151,7 +172,6 @@ TEST(CompletionRequest, ValuesOutOfRange) {
   expect_error(completion(R"({"prompt":[1,512]})"), "invalid_value", "prompt", "512");
   expect_error(completion(R"({"prompt":[1,-1]})"), "invalid_value", "prompt", "-1");
   expect_error(completion(R"({"prompt":[]})"), "invalid_value", "prompt");
-  expect_error(completion(R"({"prompt":["a","b"]})"), "invalid_value", "prompt", "2 prompts");
 }
 
 TEST(CompletionRequest, ChoicesFromOneToOneHundredTwentyEight) {

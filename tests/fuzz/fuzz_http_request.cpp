@@ -79,23 +79,30 @@ void handle(const http::request<http::string_body>& req) {
   }
   if (err) return check_error(*err);
   if (r.endpoint != Endpoint::kCompletions && r.endpoint != Endpoint::kChatCompletions) return;
-  std::vector<int32_t> prompt = spec.prompt_tokens;
-  if (!spec.prompt_is_tokens) {
-    size_t chars = spec.prompt_text.size();
+  // The choices a request holds: 1 to kMaxChoices in all.
+  if (spec.n < 1 || spec.n_prompts() < 1 || spec.n_prompts() * spec.n > kMaxChoices) __builtin_trap();
+  std::vector<std::vector<int32_t>> prompts;
+  if (spec.kind == ApiKind::kChat) {
+    size_t chars = 0;
     for (const ChatMessage& m : spec.messages) chars += m.content.size() + m.role.size() + 8;
-    prompt.assign(chars / 3 + 1, 1);
+    prompts.emplace_back(chars / 3 + 1, 1);
   }
-  for (int32_t id : prompt) {
-    if (id < 0 || id >= kLimits.vocab_size) __builtin_trap();
+  for (const CompletionPrompt& p : spec.prompts) {
+    prompts.push_back(p.is_tokens ? p.tokens : std::vector<int32_t>(p.text.size() / 3 + 1, 1));
   }
-  GenerationRequest out;
-  if (auto e = make_generation_request(spec, std::move(prompt), kLimits, 42, &out)) return check_error(*e);
-  // At least one token to generate, unless the prompt is only scored (echo
-  // with logprobs); the engine's limits on what it is asked.
-  if (out.max_tokens < (out.prompt_logprobs ? 0 : 1)) __builtin_trap();
-  if (static_cast<int>(out.prompt.size()) + out.max_tokens > kLimits.n_ctx) __builtin_trap();
-  if (out.prompt_logprobs && out.top_logprobs < 0) __builtin_trap();
-  if (out.top_logprobs < -1 || out.top_logprobs > kMaxTopLogprobs) __builtin_trap();
+  for (std::vector<int32_t>& prompt : prompts) {
+    for (int32_t id : prompt) {
+      if (id < 0 || id >= kLimits.vocab_size) __builtin_trap();
+    }
+    GenerationRequest out;
+    if (auto e = make_generation_request(spec, std::move(prompt), kLimits, 42, &out)) return check_error(*e);
+    // At least one token to generate, unless the prompt is only scored (echo
+    // with logprobs); the engine's limits on what it is asked.
+    if (out.max_tokens < (out.prompt_logprobs ? 0 : 1)) __builtin_trap();
+    if (static_cast<int>(out.prompt.size()) + out.max_tokens > kLimits.n_ctx) __builtin_trap();
+    if (out.prompt_logprobs && out.top_logprobs < 0) __builtin_trap();
+    if (out.top_logprobs < -1 || out.top_logprobs > kMaxTopLogprobs) __builtin_trap();
+  }
 }
 
 }  // namespace
