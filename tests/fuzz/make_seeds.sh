@@ -29,6 +29,8 @@ req completion POST /v1/completions '{"prompt": "Once upon a time", "max_tokens"
 req completion-full POST /v1/completions '{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0.8, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": 7, "stop": ["\n", "."], "presence_penalty": 0.5, "frequency_penalty": 0.1, "repeat_penalty": 1.1, "logit_bias": {"13": -100}, "n": 1, "stream": true, "stream_options": {"include_usage": true}, "model": "x"}'
 req completion-tokens POST /v1/completions '{"prompt": [1, 403, 407, 261], "max_tokens": 4}'
 req completion-array POST /v1/completions '{"prompt": ["Once"], "max_tokens": 4}'
+req completion-batch POST /v1/completions '{"prompt": ["Once", "A dog"], "n": 3, "max_tokens": 4, "seed": 5, "logprobs": 1}'
+req chat-choices POST /v1/chat/completions '{"messages": [{"role": "user", "content": "Hi"}], "n": 2, "max_tokens": 6, "stream": true}'
 req chat POST /v1/chat/completions '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Tell me a story"}], "stream": true}'
 req chat-parts POST /v1/chat/completions '{"messages": [{"role": "developer", "content": [{"type": "text", "text": "Hi"}]}, {"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], "max_completion_tokens": 5}'
 req completion-score POST /v1/completions '{"prompt": "Once upon a time", "max_tokens": 0, "echo": true, "logprobs": 2}'
