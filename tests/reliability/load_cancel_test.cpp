@@ -1,5 +1,6 @@
 // Load with cancellations (issue 8, point 3), against a real minferd on a
-// real socket: 64 concurrent clients, mixed plain and streamed completions,
+// real socket: 64 concurrent clients, mixed plain and streamed completions
+// (a fifth of them with the prompt twice: two choices in one request),
 // streams dropped after their first chunks, requests dropped before any
 // answer, and a queue of 4 so that it overflows. Bounded: 64 x 10 requests,
 // a 60 s deadline (about 10 s here in a Release build).
@@ -124,6 +125,7 @@ TEST(LoadWithCancellations, EveryRequestHasOneOutcomeAndNothingLeaks) {
   EXPECT_GT(t.stream_ok, 0);
   EXPECT_GT(t.rejected_503, 0);
   EXPECT_GT(t.cancelled, 0);
+  EXPECT_GT(t.twice_answered, 0) << "requests with the prompt twice were answered too";
 
   // Nothing kept: descriptors back to the level before, memory near it.
   EXPECT_TRUE(eventually([&] { return fd_count(d.pid()) <= fds_before; }, 10s))

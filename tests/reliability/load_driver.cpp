@@ -14,8 +14,11 @@ namespace {
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-Json body(const LoadJob& job, int max_tokens, bool stream) {
+// `twice`: the prompt twice in one request (OpenAI's batch form), whose two
+// choices are then the job's text each, one after the other.
+Json body(const LoadJob& job, int max_tokens, bool stream, bool twice = false) {
   Json b = {{"prompt", job.prompt}, {"max_tokens", max_tokens}, {"temperature", 0.9}, {"seed", job.seed}};
+  if (twice) b["prompt"] = {job.prompt, job.prompt};
   if (stream) b["stream"] = true;
   return b;
 }
@@ -29,7 +32,7 @@ std::string stream_text(const std::string& sse, bool* done, bool* error_event) {
       *error_event = true;
       continue;
     }
-    if (!j["choices"].empty()) text += j["choices"][0].value("text", "");
+    if (!j["choices"].empty()) text += j["choices"][0].value("text", "");  // choices come one after another
   }
   return text;
 }
@@ -37,12 +40,15 @@ std::string stream_text(const std::string& sse, bool* done, bool* error_event) {
 enum class Kind { kPlain, kStream, kCancel, kDrop };
 
 // Returns true when the daemon answered 503 (the caller backs off).
-bool one_request(const std::string& socket, const LoadJob& job, Kind kind, LoadTally* t) {
+bool one_request(const std::string& socket, const LoadJob& job, Kind kind, bool twice, LoadTally* t) {
   ++t->sent;
   TestConnection c(socket);
   const bool stream = kind != Kind::kPlain;
   const int max_tokens = kind == Kind::kCancel || kind == Kind::kDrop ? kLoadCancelMaxTokens : kLoadMaxTokens;
-  if (!c.connected() || !c.send(make_request("POST", "/v1/completions", body(job, max_tokens, stream).dump()))) {
+  // The text the answer must be: the job's, or twice the job's for the
+  // prompt twice (a cut stream a prefix of it).
+  const std::string expected = twice ? job.text + job.text : job.text;
+  if (!c.connected() || !c.send(make_request("POST", "/v1/completions", body(job, max_tokens, stream, twice).dump()))) {
     ++t->no_answer;
     t->fail("connect or send failed");
     return false;
@@ -69,6 +75,7 @@ bool one_request(const std::string& socket, const LoadJob& job, Kind kind, LoadT
         ++t->mismatched;
         t->fail(fmt::format("cancel: stream '{}' is not a prefix of job text '{}'", so_far, job.text));
       }
+      if (twice) ++t->twice_answered;
       ++t->cancelled;
       return false;
     }
@@ -103,19 +110,24 @@ bool one_request(const std::string& socket, const LoadJob& job, Kind kind, LoadT
   bool complete = true;
   if (kind == Kind::kPlain) {
     const Json j = r->json();
-    text = j.is_object() ? j["choices"][0].value("text", "") : "";
+    if (j.is_object() && j["choices"].size() == (twice ? 2u : 1u)) {
+      for (size_t k = 0; k < j["choices"].size(); ++k) {
+        if (j["choices"][k]["index"] == k) text += j["choices"][k].value("text", "");
+      }
+    }
   } else {
     bool error_event = false;
     text = stream_text(r->body, &complete, &error_event);
     complete = complete && !error_event;
   }
-  if (!complete || text != job.text) {
+  if (!complete || text != expected) {
     ++t->mismatched;
     t->fail(fmt::format("{}: '{}' is not the job's text '{}'", kind == Kind::kPlain ? "plain" : "stream", text,
-                        job.text));
+                        expected));
     return false;
   }
   ++(kind == Kind::kPlain ? t->plain_ok : t->stream_ok);
+  if (twice) ++t->twice_answered;
   return false;
 }
 
@@ -129,9 +141,9 @@ void LoadTally::fail(const std::string& what) {
 std::string LoadTally::summary() const {
   return fmt::format(
       "sent {}: plain ok {}, stream ok {}, 503 {}, cancelled mid-stream {}, dropped before an answer {}, "
-      "mismatched {}, other status {}, no answer {}",
+      "mismatched {}, other status {}, no answer {}; the prompt twice: {} answered",
       sent.load(), plain_ok.load(), stream_ok.load(), rejected_503.load(), cancelled.load(), dropped.load(),
-      mismatched.load(), other_status.load(), no_answer.load());
+      mismatched.load(), other_status.load(), no_answer.load(), twice_answered.load());
 }
 
 std::vector<LoadJob> make_load_jobs(const std::string& socket, int n_jobs, std::string* error) {
@@ -177,8 +189,10 @@ void run_load(const std::string& socket, const std::vector<LoadJob>& jobs, int c
       std::uniform_int_distribution<size_t> pick(0, jobs.size() - 1);
       std::uniform_int_distribution<int> pause(0, std::max(0, max_pause_ms));
       std::uniform_int_distribution<int> backoff(100, 400);
+      std::uniform_int_distribution<int> twice(0, 99);
       for (int i = 0; (requests_per_client == 0 || i < requests_per_client) && Clock::now() < until; ++i) {
-        const bool rejected = one_request(socket, jobs[pick(rng)], static_cast<Kind>(kinds(rng)), tally);
+        const Kind kind = static_cast<Kind>(kinds(rng));
+        const bool rejected = one_request(socket, jobs[pick(rng)], kind, twice(rng) < mix.twice_percent, tally);
         // After a 503 a client waits as Retry-After asks (shortened here: 0.1-0.4 s, not 1 s).
         std::this_thread::sleep_for(std::chrono::milliseconds(pause(rng) + (rejected ? backoff(rng) : 0)));
       }

@@ -1,6 +1,7 @@
 // The mixed workload of the load-with-cancellations test and the soak tool:
 // N client threads against a real minferd, each request on its own
-// connection, of four kinds:
+// connection, of four kinds (each sometimes with the prompt twice, as two
+// prompts of one request):
 //   plain     non-streamed completion, read whole
 //   stream    streamed completion, read to [DONE]
 //   cancel    streamed long completion, dropped after its first chunks
@@ -38,6 +39,9 @@ std::vector<LoadJob> make_load_jobs(const std::string& socket, int n_jobs, std::
 
 struct LoadMix {
   int plain = 40, stream = 35, cancel = 15, drop = 10;  // weights
+  // Of every kind, this share (%) sends the job's prompt twice in one
+  // request (two prompts: two choices, each the job's text).
+  int twice_percent = 20;
 };
 
 struct LoadTally {
@@ -49,6 +53,7 @@ struct LoadTally {
   std::atomic<long> mismatched{0};     // a text that is not its job's
   std::atomic<long> other_status{0};   // any other status, e.g. 500 or 504
   std::atomic<long> no_answer{0};      // connect failure, close or timeout before an answer
+  std::atomic<long> twice_answered{0};  // of plain_ok, stream_ok and cancelled: the prompt twice
   std::mutex mutex;
   std::vector<std::string> failures;   // the first few, for the report
 
