@@ -37,12 +37,32 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::work(int thread) {
+  int64_t done = 0;  // counted once at the end: one shared write a job, not one a task
   for (;;) {
     const int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
     if (task >= n_tasks_) break;
     thunk_(ctx_, task, thread);
+    ++done;
+  }
+  if (done > 0) done_tasks_.fetch_add(done, std::memory_order_release);
+}
+
+namespace {
+
+// Spins, then yields, until done() holds.
+template <class Done>
+void wait_until(Done done) {
+  int spins = 0;
+  while (!done()) {
+    if (++spins < kSpinIterations) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
   }
 }
+
+}  // namespace
 
 void ThreadPool::run_impl(int64_t n_tasks, Thunk thunk, void* ctx) {
   if (n_tasks <= 0) return;
@@ -50,23 +70,22 @@ void ThreadPool::run_impl(int64_t n_tasks, Thunk thunk, void* ctx) {
     for (int64_t t = 0; t < n_tasks; ++t) thunk(ctx, t, 0);
     return;
   }
+  // The last job is closed and no worker is inside it: its fields are free.
   thunk_ = thunk;
   ctx_ = ctx;
   n_tasks_ = n_tasks;
   next_task_.store(0, std::memory_order_relaxed);
-  pending_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);  // publishes the job
+  done_tasks_.store(0, std::memory_order_relaxed);
+  open_.store(true, std::memory_order_seq_cst);  // publishes the job to workers that join
+  generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   work(0);
-  // Wait for every worker to leave the job before the next one overwrites it.
-  int spins = 0;
-  while (pending_workers_.load(std::memory_order_acquire) != 0) {
-    if (++spins < kSpinIterations) {
-      cpu_relax();
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  // Every task done (a task a worker took is waited for: its results are the caller's) ...
+  wait_until([&] { return done_tasks_.load(std::memory_order_acquire) == n_tasks; });
+  // ... then closed, and left by every worker that joined. A worker that
+  // joins from here on sees it closed and leaves without reading the job.
+  open_.store(false, std::memory_order_seq_cst);
+  wait_until([&] { return active_workers_.load(std::memory_order_seq_cst) == 0; });
 }
 
 void ThreadPool::worker_loop(int thread) {
@@ -85,8 +104,12 @@ void ThreadPool::worker_loop(int thread) {
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
-    work(thread);
-    pending_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    // Join the job only while it is open (the caller's open_/active_workers_
+    // pair and this one, all sequentially consistent: either this worker
+    // sees it closed, or the caller sees this worker inside).
+    active_workers_.fetch_add(1, std::memory_order_seq_cst);
+    if (open_.load(std::memory_order_seq_cst)) work(thread);
+    active_workers_.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
 

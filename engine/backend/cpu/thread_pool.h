@@ -6,6 +6,14 @@
 // spin briefly on the job generation before sleeping in atomic::wait: a
 // decode step issues hundreds of short jobs, and waking a sleeping thread
 // costs more than a job at small model sizes.
+//
+// run() returns once every task is done and no worker is inside the job. It
+// never waits for a worker that did not join: when the cores are shared
+// (another process busy, or several engines in one process), a worker that
+// the kernel has not scheduled yet would otherwise hold up every job for a
+// time slice. Such a worker joins a later job, or none; the caller does the
+// tasks nobody took. (Waiting for every worker made a 0.3 s test take 60 s
+// beside two busy processes on 2 cores.)
 #pragma once
 
 #include <atomic>
@@ -46,7 +54,10 @@ class ThreadPool {
   void* ctx_ = nullptr;
   int64_t n_tasks_ = 0;
   alignas(64) std::atomic<int64_t> next_task_{0};
-  alignas(64) std::atomic<int> pending_workers_{0};
+  alignas(64) std::atomic<int64_t> done_tasks_{0};
+  // Workers inside the current job; a worker joins only while it is open.
+  alignas(64) std::atomic<int> active_workers_{0};
+  std::atomic<bool> open_{false};
   alignas(64) std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
 };
