@@ -334,6 +334,8 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
       if (i > 0) req.prompt_logprobs = false;
       out.echo_text = echo_texts[p];
       run_choice(job, req, choice, out);
+      // As usage counts them: a prompt's reuse of earlier requests' KV, once.
+      if (i == 0) metrics_.count_cached_prompt_tokens(out.result.n_cached);
       if (out.error || out.result.finish == FinishReason::kCancelled) return;
     }
   }
@@ -414,7 +416,6 @@ void EngineWorker::run_choice(Job& job, const GenerationRequest& req, int choice
   }
   if (calls > 0 && calls == r.n_generated) account_previous();  // the last call was a token, not a tail
   r.ttft_ms = ttft_ms.value_or(0);  // the session reports the first choice's
-  metrics_.count_cached_prompt_tokens(r.n_cached);
   out.result = std::move(r);
   if (out.result.n_generated > 1) metrics_.set_decode_rate(out.result.decode_tokens_per_s());
   if (out.result.finish == FinishReason::kError) {

@@ -702,8 +702,14 @@ TEST_F(DaemonApi, NChoicesAreTheSeedsInTurnAndStreamByIndex) {
   }
   ASSERT_NE(singles[0]["choices"][0]["text"], singles[1]["choices"][0]["text"]) << "the seeds give different texts";
   req["n"] = 3;
+  auto metric = [](const char* name) { return metric_value(http_request(sock(), "GET", "/metrics").body, name); };
+  const double prompt_before = metric("minfer_prompt_tokens_total");
+  const double cached_before = metric("minfer_prompt_tokens_cached_total");
   const Json whole = post("/v1/completions", req);
   ASSERT_EQ(whole["choices"].size(), 3u) << whole;
+  // The metrics count as usage does: the prompt and its reuse once.
+  EXPECT_EQ(metric("minfer_prompt_tokens_total") - prompt_before, 5);
+  EXPECT_EQ(metric("minfer_prompt_tokens_cached_total") - cached_before, 4);
   for (size_t i = 0; i < 3; ++i) {
     const Json& c = whole["choices"][i];
     EXPECT_EQ(c["index"], i);
