@@ -154,6 +154,7 @@ struct ModelInfo {
   std::string chat_template; // "chatml", "llama3", "chatml (fallback)"
   std::string tool_calls;     // how the template writes tools: "qwen2.5", "qwen3", "llama3"; "" none
   bool thinking = false;      // the template has a reasoning block (reasoning_content)
+  bool fill_in_middle = false;  // the vocabulary has FIM prefix, suffix and middle markers (code models)
   std::string backend;       // cpu | cuda
   std::string backend_reason;  // why this backend (e.g. the weight that failed the CUDA gate)
   std::string backend_detail;  // "2 threads, avx512" / the GPU's name
@@ -302,6 +303,11 @@ class Engine {
   // when parse_special.
   std::vector<TokenId> tokenize(std::string_view text, bool add_bos, bool parse_special) const;
   bool default_add_bos() const;
+  // A fill-in-the-middle prompt (code models; ModelInfo::fill_in_middle):
+  // BOS when the model adds one, the prefix marker, `prefix`, the suffix
+  // marker, `suffix` tokenized as text, the middle marker. The model writes
+  // what goes between. An error when the vocabulary has no such markers.
+  Expected<std::vector<TokenId>> fill_in_middle_prompt(const std::vector<TokenId>& prefix, std::string_view suffix) const;
   Expected<std::string> detokenize(const std::vector<TokenId>& ids) const;  // errors on ids outside the vocabulary
   // `tools`: declared tools as JSON texts (ChatTemplate::apply).
   Expected<std::string> apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt,

@@ -677,6 +677,10 @@ Expected<std::unique_ptr<Engine>> Engine::load(const EngineConfig& config) {
   info.chat_template = std::string(impl->chat->name());
   info.tool_calls = std::string(impl->chat->tool_style_name());
   info.thinking = impl->chat->thinks();
+  {
+    const SpecialTokens& s = impl->tokenizer->special();
+    info.fill_in_middle = s.fim_pre && s.fim_suf && s.fim_mid;
+  }
   info.backend = std::string(impl->backend->name());
   info.backend_reason = sel.reason;
   info.backend_detail = impl->backend->description();
@@ -731,6 +735,24 @@ std::vector<std::tuple<std::string, double, int64_t>> Engine::profile() const {
 }
 
 bool Engine::default_add_bos() const { return impl_->tokenizer->special().add_bos; }
+
+Expected<std::vector<TokenId>> Engine::fill_in_middle_prompt(const std::vector<TokenId>& prefix,
+                                                            std::string_view suffix) const {
+  const SpecialTokens& s = impl_->tokenizer->special();
+  if (!s.fim_pre || !s.fim_suf || !s.fim_mid) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      "the model's vocabulary has no fill-in-the-middle markers (prefix, suffix and middle)");
+  }
+  std::vector<TokenId> out;
+  if (s.add_bos && s.bos) out.push_back(*s.bos);
+  out.push_back(*s.fim_pre);
+  out.insert(out.end(), prefix.begin(), prefix.end());
+  out.push_back(*s.fim_suf);
+  const std::vector<TokenId> tail = tokenize(suffix, false, false);
+  out.insert(out.end(), tail.begin(), tail.end());
+  out.push_back(*s.fim_mid);
+  return out;
+}
 
 Expected<std::string> Engine::detokenize(const std::vector<TokenId>& ids) const {
   for (size_t i = 0; i < ids.size(); ++i) {

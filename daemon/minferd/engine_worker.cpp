@@ -103,7 +103,8 @@ bool EngineWorker::load_and_warm_up() {
   }
   engine_ = std::move(*loaded);
   info_ = engine_->info();
-  limits_ = ModelLimits{info_.n_ctx, info_.vocab_size, info_.chat_template, engine_->chat_template().tool_style()};
+  limits_ = ModelLimits{info_.n_ctx, info_.vocab_size, info_.chat_template, engine_->chat_template().tool_style(),
+                        info_.fill_in_middle};
   loaded_.store(true, std::memory_order_release);
   beat();
   log::info("loaded {} ({}, {} layers, n_ctx {}, {} KV cells) in {:.0f} ms on {} ({}){}", info_.name, info_.arch,
@@ -280,7 +281,17 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
     for (size_t p = 0; p < spec.prompts.size(); ++p) {
       const CompletionPrompt& cp = spec.prompts[p];
       // Token prompts are taken exactly as given.
-      prompts.push_back(cp.is_tokens ? cp.tokens : engine_->tokenize(cp.text, engine_->default_add_bos(), false));
+      if (!spec.suffix) {
+        prompts.push_back(cp.is_tokens ? cp.tokens : engine_->tokenize(cp.text, engine_->default_add_bos(), false));
+      } else {
+        auto fim = engine_->fill_in_middle_prompt(cp.is_tokens ? cp.tokens : engine_->tokenize(cp.text, false, false),
+                                                  *spec.suffix);
+        if (!fim) {
+          out.error = engine_error(fim.error(), "suffix");
+          return;
+        }
+        prompts.push_back(std::move(*fim));
+      }
       if (!spec.echo) continue;
       // The prompt as the client wrote it; token prompts as their text.
       if (!cp.is_tokens) {

@@ -128,8 +128,8 @@ std::optional<ApiError> refuse_unsupported(const Json& body, ApiKind kind) {
   if (given("best_of") && !(body["best_of"].is_number_integer() && body["best_of"].get<int64_t>() == 1)) {
     return unsupported("best_of", "asks for several candidates");
   }
-  if (given("suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty())) {
-    return unsupported("suffix", "asks for insertion");
+  if (kind == ApiKind::kChat && given("suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty())) {
+    return unsupported("suffix", "asks for fill-in-the-middle (completions only)");
   }
   if (given("functions") && !(body["functions"].is_array() && body["functions"].empty())) {
     return unsupported("functions", "declares functions the deprecated way (use 'tools')");
@@ -277,6 +277,21 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
     std::optional<bool> echo;
     if (auto e = read_bool(body, "echo", &echo)) return e;
     out->echo = echo.value_or(false);
+    // suffix: fill-in-the-middle, where the vocabulary has its markers ("":
+    // none, as OpenAI's default).
+    std::optional<std::string> suffix;
+    if (auto e = read_string(body, "suffix", &suffix)) return e;
+    if (suffix && !suffix->empty()) {
+      if (!limits.fill_in_middle) {
+        return invalid_request("suffix", "unsupported_parameter",
+                               "'suffix' asks for fill-in-the-middle, and the model's vocabulary has no FIM markers "
+                               "(a code model's <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|> or the like)");
+      }
+      if (out->echo) {
+        return invalid_request("suffix", "unsupported_parameter", "'suffix' with echo; minferd does not support both");
+      }
+      out->suffix = std::move(*suffix);
+    }
   }
   // max_tokens 0 scores the prompt without generating: only with echo and
   // logprobs, which say what to answer.

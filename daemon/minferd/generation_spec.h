@@ -22,6 +22,7 @@ struct ModelLimits {
   int vocab_size = 0;
   std::string chat_template;  // its name (ModelInfo::chat_template)
   ToolStyle tool_style = ToolStyle::kNone;  // how the chat template writes tools, if it does
+  bool fill_in_middle = false;  // the vocabulary has FIM markers (ModelInfo::fill_in_middle)
 };
 
 enum class ApiKind { kCompletion, kChat };
@@ -66,6 +67,10 @@ struct GenerationSpec {
   // Completions' echo: the answer's text starts with the prompt, and with
   // logprobs its tokens are listed first (the first one with none).
   bool echo = false;
+  // Completions' suffix (not empty): each prompt is the prefix of a
+  // fill-in-the-middle prompt (Engine::fill_in_middle_prompt) and the reply
+  // what goes between it and the suffix.
+  std::optional<std::string> suffix;
   bool json_object = false;  // response_format {"type": "json_object"}
   std::shared_ptr<const JsonSchema> json_schema;  // response_format {"type": "json_schema"}, compiled
 

@@ -41,6 +41,7 @@ Json model_object(const ServerContext& ctx) {
     // them, null when it has none) and reasoning_content.
     m["tool_calls"] = info->tool_calls.empty() ? Json(nullptr) : Json(info->tool_calls);
     m["thinking"] = info->thinking;
+    m["fill_in_middle"] = info->fill_in_middle;
     m["backend"] = info->backend;
     m["backend_reason"] = info->backend_reason;
     m["backend_detail"] = info->backend_detail;

@@ -20,9 +20,13 @@ using TextList = std::initializer_list<std::string_view>;
 const TextList kEotTexts = {"<|eot_id|>",    "<|im_end|>", "<|end|>", "<end_of_turn>",
                             "<|endoftext|>", "<EOT>",      "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"};
 const TextList kEomTexts = {"<|eom_id|>"};
-const TextList kFimPreTexts = {"<|fim_prefix|>", "<fim-prefix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>"};
-const TextList kFimSufTexts = {"<|fim_suffix|>", "<fim-suffix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>", "<SUF>"};
-const TextList kFimMidTexts = {"<|fim_middle|>", "<fim-middle>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>"};
+// The FIM markers: Qwen2.5-Coder's, Refact's, StarCoder's, DeepSeek-Coder's, CodeLlama's.
+const TextList kFimPreTexts = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>",
+                               "<PRE>", "\xE2\x96\x81<PRE>"};
+const TextList kFimSufTexts = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
+                               "<SUF>", "\xE2\x96\x81<SUF>"};
+const TextList kFimMidTexts = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>",
+                               "<MID>", "\xE2\x96\x81<MID>"};
 const TextList kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<PAD>"};
 const TextList kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"};
 const TextList kFimSepTexts = {"<|file_sep|>"};
@@ -120,9 +124,9 @@ SpecialSetup resolve_special_tokens(TokenizerKind kind, const Vocab& vocab, cons
 
   s.eot = r.id_or_text(vocab.eot_id, kEotTexts, "EOT");
   const std::optional<TokenId> eom = r.id_or_text(vocab.eom_id, kEomTexts, "EOM");
-  r.by_text(kFimPreTexts);
-  r.by_text(kFimSufTexts);
-  r.by_text(kFimMidTexts);
+  s.fim_pre = r.id_or_text(vocab.fim_pre_id, kFimPreTexts, "FIM prefix");
+  s.fim_suf = r.id_or_text(vocab.fim_suf_id, kFimSufTexts, "FIM suffix");
+  s.fim_mid = r.id_or_text(vocab.fim_mid_id, kFimMidTexts, "FIM middle");
   const std::optional<TokenId> fim_pad = r.id_or_text(vocab.fim_pad_id, kFimPadTexts, "FIM pad");
   const std::optional<TokenId> fim_rep = r.id_or_text(vocab.fim_rep_id, kFimRepTexts, "FIM repo");
   const std::optional<TokenId> fim_sep = r.id_or_text(vocab.fim_sep_id, kFimSepTexts, "FIM separator");

@@ -63,6 +63,8 @@ struct EncodeOptions {
 
 struct SpecialTokens {
   std::optional<TokenId> bos, eos, eot, pad, unk, sep;
+  // Fill-in-the-middle markers (code models): prefix, suffix, middle.
+  std::optional<TokenId> fim_pre, fim_suf, fim_mid;
   bool add_bos = false;  // tokenizer.ggml.add_bos_token, or the kind's default
   bool add_eos = false;
 };

@@ -30,7 +30,7 @@ struct Vocab {
   // Special token ids exactly as stored (absent: nullopt; out-of-range values
   // such as 0xFFFFFFFF are kept here and judged when the tokenizer is built).
   std::optional<uint32_t> bos_id, eos_id, eot_id, eom_id, unk_id, sep_id, pad_id, cls_id;
-  std::optional<uint32_t> fim_pad_id, fim_rep_id, fim_sep_id;
+  std::optional<uint32_t> fim_pre_id, fim_suf_id, fim_mid_id, fim_pad_id, fim_rep_id, fim_sep_id;
   std::optional<bool> add_bos, add_eos, add_space_prefix;
 };
 

@@ -63,11 +63,23 @@ Expected<Vocab> read_vocab(const gguf::File& file) {
       {"tokenizer.ggml.seperator_token_id", &v.sep_id},  // sic: the GGUF key is misspelt
       {"tokenizer.ggml.padding_token_id", &v.pad_id},
       {"tokenizer.ggml.cls_token_id", &v.cls_id},
+      {"tokenizer.ggml.fim_pre_token_id", &v.fim_pre_id},
+      {"tokenizer.ggml.fim_suf_token_id", &v.fim_suf_id},
+      {"tokenizer.ggml.fim_mid_token_id", &v.fim_mid_id},
       {"tokenizer.ggml.fim_pad_token_id", &v.fim_pad_id},
       {"tokenizer.ggml.fim_rep_token_id", &v.fim_rep_id},
       {"tokenizer.ggml.fim_sep_token_id", &v.fim_sep_id},
   };
   for (const auto& [key, out] : ids) MINFER_TRY(read_optional_id(file, key, out));
+  // The fill-in-the-middle markers' older keys (llama.cpp reads them too).
+  const std::pair<std::string_view, std::optional<uint32_t>*> legacy[] = {
+      {"tokenizer.ggml.prefix_token_id", &v.fim_pre_id},
+      {"tokenizer.ggml.suffix_token_id", &v.fim_suf_id},
+      {"tokenizer.ggml.middle_token_id", &v.fim_mid_id},
+  };
+  for (const auto& [key, out] : legacy) {
+    if (!*out) MINFER_TRY(read_optional_id(file, key, out));
+  }
   MINFER_TRY(read_optional_bool(file, "tokenizer.ggml.add_bos_token", &v.add_bos));
   MINFER_TRY(read_optional_bool(file, "tokenizer.ggml.add_eos_token", &v.add_eos));
   MINFER_TRY(read_optional_bool(file, "tokenizer.ggml.add_space_prefix", &v.add_space_prefix));

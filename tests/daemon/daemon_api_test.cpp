@@ -29,14 +29,7 @@ struct DefaultSpec {
   static DaemonSpec spec() { return {}; }
 };
 
-class DaemonApi : public DaemonSuite<DefaultSpec> {
- protected:
-  static Json post(const std::string& target, const Json& body, int expected_status = 200) {
-    const HttpResponse r = post_json(sock(), target, body);
-    EXPECT_EQ(r.status, expected_status) << r.body;
-    return r.json();
-  }
-};
+class DaemonApi : public DaemonSuite<DefaultSpec> {};
 
 // Joins the streamed text and checks the chunk shapes on the way.
 struct Reassembled {

@@ -142,6 +142,16 @@ TEST_F(DaemonBadInput, BadRoles) {
                400, "unsupported_parameter", "tools");
 }
 
+// A suffix asks for fill-in-the-middle; the story model's vocabulary has no
+// FIM markers, so it is refused, naming why ("" is no suffix).
+TEST_F(DaemonBadInput, SuffixWithoutFimMarkersIsRefused) {
+  const HttpResponse r = post_json(sock(), "/v1/completions", {{"prompt", "Once"}, {"suffix", " the end."}});
+  expect_error(r, 400, "unsupported_parameter", "suffix");
+  EXPECT_NE(r.body.find("no FIM markers"), std::string::npos) << r.body;
+  EXPECT_EQ(post_json(sock(), "/v1/completions", {{"prompt", "Once"}, {"suffix", ""}, {"max_tokens", 2}}).status, 200);
+  EXPECT_EQ(http_request(sock(), "GET", "/v1/models").json()["data"][0]["fill_in_middle"], false);
+}
+
 TEST_F(DaemonBadInput, PromptLongerThanTheContext) {
   std::string text = "Once";
   for (int i = 0; i < 299; ++i) text += " Once";

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include "tests/daemon/daemon_process.h"
+#include "tests/daemon/http_test_client.h"
 
 namespace minfer::test {
 
@@ -28,6 +29,12 @@ class DaemonSuite : public testing::Test {
     dir_ = nullptr;
   }
   static const std::string& sock() { return daemon_->socket(); }
+  // POSTs a JSON body, expects the status, returns the answer's JSON.
+  static nlohmann::json post(const std::string& target, const nlohmann::json& body, int expected_status = 200) {
+    const HttpResponse r = post_json(sock(), target, body);
+    EXPECT_EQ(r.status, expected_status) << r.body;
+    return r.json();
+  }
 
   static inline TempDir* dir_ = nullptr;
   static inline DaemonProcess* daemon_ = nullptr;

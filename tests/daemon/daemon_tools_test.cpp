@@ -55,11 +55,7 @@ template <class Spec>
 class ToolsSuite : public DaemonSuite<Spec> {
  public:
   using DaemonSuite<Spec>::sock;
-  static Json post(const std::string& target, const Json& body, int expected_status = 200) {
-    const HttpResponse r = post_json(sock(), target, body);
-    EXPECT_EQ(r.status, expected_status) << r.body;
-    return r.json();
-  }
+  using DaemonSuite<Spec>::post;
   // A case of tool-cases.json and the template's reference render of it
   // (for Llama without the BOS text: the story model's BOS is "<s>", added
   // to /v1/completions prompts as to chats).

@@ -195,9 +195,22 @@ TEST(CompletionRequest, ChoicesFromOneToOneHundredTwentyEight) {
 TEST(CompletionRequest, UnsupportedFeaturesAreRefused) {
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"echo":true})"), "unsupported_parameter", "echo");
   expect_error(completion(R"({"prompt":"x","best_of":3})"), "unsupported_parameter", "best_of");
-  expect_error(completion(R"({"prompt":"x","suffix":"end"})"), "unsupported_parameter", "suffix");
-  // Their neutral values are fine.
-  EXPECT_FALSE(completion(R"({"prompt":"x","logprobs":null,"echo":false,"best_of":1,"suffix":""})"));
+  // suffix: fill-in-the-middle, only where the vocabulary has its markers,
+  // not with echo, not on chat.
+  expect_error(completion(R"({"prompt":"x","suffix":"end"})"), "unsupported_parameter", "suffix", "no FIM markers");
+  ModelLimits fim = kLimits;
+  fim.fill_in_middle = true;
+  GenerationSpec s;
+  ASSERT_FALSE(parse_completion_request(R"({"prompt":"x","suffix":"end"})", fim, &s));
+  EXPECT_EQ(s.suffix, "end");
+  expect_error(parse_completion_request(R"({"prompt":"x","suffix":"end","echo":true})", fim, &s),
+               "unsupported_parameter", "suffix", "echo");
+  expect_error(parse_completion_request(R"({"prompt":"x","suffix":3})", fim, &s), "invalid_type", "suffix");
+  expect_error(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"suffix":"end"})", fim, &s),
+               "unsupported_parameter", "suffix", "completions only");
+  // Their neutral values are fine ("" is no suffix).
+  EXPECT_FALSE(completion(R"({"prompt":"x","logprobs":null,"echo":false,"best_of":1,"suffix":""})", &s));
+  EXPECT_FALSE(s.suffix);
 }
 
 // Log-probabilities: completions' "logprobs": N (0-20; false or null: none),

@@ -35,6 +35,7 @@ constexpr uint32_t kHeaderLimitBytes = 16 * 1024;  // session.cpp
 constexpr size_t kBodyLimitBytes = 64 * 1024;      // a small --body-limit-bytes, so 413 is reachable
 const ModelLimits kLimits{256, 512};                // stories260K with --ctx-size 256
 const ModelLimits kToolLimits{256, 512, "chatml", ToolStyle::kQwen25};  // the same with a chat template that has tools
+const ModelLimits kFimLimits{256, 512, "chatml", ToolStyle::kNone, true};  // a code model's vocabulary (FIM markers)
 
 void check_error(const ApiError& e) {
   if (e.status < 400 || e.status > 599) __builtin_trap();
@@ -50,7 +51,18 @@ void handle(const http::request<http::string_body>& req) {
   std::optional<ApiError> err;
   GenerationSpec spec;
   switch (r.endpoint) {
-    case Endpoint::kCompletions: err = parse_completion_request(body, kLimits, &spec); break;
+    case Endpoint::kCompletions: {
+      // Without FIM markers (a suffix refused), then with them.
+      GenerationSpec plain;
+      if (auto e = parse_completion_request(body, kLimits, &plain)) {
+        check_error(*e);
+      } else if (plain.suffix) {
+        __builtin_trap();  // a suffix passed without the markers
+      }
+      err = parse_completion_request(body, kFimLimits, &spec);
+      if (!err && spec.suffix && (spec.suffix->empty() || spec.echo)) __builtin_trap();
+      break;
+    }
     case Endpoint::kChatCompletions: {
       // Without tools in the template (tools refused), then with them.
       GenerationSpec plain;

@@ -25,6 +25,39 @@ TEST(SpecialTokens, ParseSpecialOnAndOff) {
   EXPECT_EQ(tok.encode("<|im_end|><|endoftext|>", {.parse_special = true}), (Ids{151645, 151643}));
 }
 
+// Fill-in-the-middle markers, found by their text where the file names no
+// ids (tokenizer.ggml.fim_pre_token_id and its kin): Qwen2.5's, StarCoder's,
+// Refact's and DeepSeek-Coder's; none in a vocabulary without them.
+TEST(SpecialTokens, FillInTheMiddleMarkersOfCodeVocabularies) {
+  const Tokenizer& qwen = test::qwen_tokenizer();
+  EXPECT_EQ(qwen.special().fim_pre, 151659);
+  EXPECT_EQ(qwen.special().fim_suf, 151661);
+  EXPECT_EQ(qwen.special().fim_mid, 151660);
+  struct Case {
+    const char* vocab;
+    const char *pre, *suf, *mid;
+  };
+  const Case cases[] = {
+      {"starcoder", "<fim_prefix>", "<fim_suffix>", "<fim_middle>"},
+      {"refact", "<fim_prefix>", "<fim_suffix>", "<fim_middle>"},
+      {"deepseek-coder", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>",
+       "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>"},
+  };
+  for (const Case& c : cases) {
+    auto tok = test::load_vocab(c.vocab);
+    ASSERT_TRUE(tok) << c.vocab;
+    const SpecialTokens& s = tok->special();
+    ASSERT_TRUE(s.fim_pre && s.fim_suf && s.fim_mid) << c.vocab;
+    EXPECT_EQ(tok->piece(*s.fim_pre), c.pre) << c.vocab;
+    EXPECT_EQ(tok->piece(*s.fim_suf), c.suf) << c.vocab;
+    EXPECT_EQ(tok->piece(*s.fim_mid), c.mid) << c.vocab;
+    EXPECT_EQ(tok->token_type(*s.fim_pre), TokenType::kControl) << c.vocab;
+  }
+  auto gpt2 = test::load_vocab("gpt-2");
+  ASSERT_TRUE(gpt2);
+  EXPECT_FALSE(gpt2->special().fim_pre || gpt2->special().fim_suf || gpt2->special().fim_mid);
+}
+
 TEST(SpecialTokens, SpmBosAndSpacePrefix) {
   auto tok = test::load_vocab("llama-spm");
   ASSERT_TRUE(tok);
