@@ -1,6 +1,7 @@
 // `minfer complete "prompt"`: asks minferd for a completion over its socket
-// and streams the text to stdout as it is generated; token counts and the
-// finish reason go to stderr.
+// (with --suffix, the middle between the prompt and the suffix, for code
+// models) and streams the text to stdout as it is generated; token counts and
+// the finish reason go to stderr.
 #include <cstdio>
 #include <iostream>
 
@@ -13,18 +14,20 @@ namespace minfer::cli {
 int cmd_complete(const std::vector<std::string>& args) {
   std::string socket = default_socket_path();
   std::string prompt;
+  std::string suffix;
   SamplingOptions sampling;
   po::options_description desc("minfer complete options");
   desc.add_options()
       ("socket", po::value(&socket)->default_value(socket), "minferd's socket (MINFER_SOCKET)")
-      ("prompt,p", po::value(&prompt)->required(), "the text to continue");
+      ("prompt,p", po::value(&prompt)->required(), "the text to continue")
+      ("suffix", po::value(&suffix), "fill-in-the-middle (code models): the text after the completion");
   sampling.add_to(desc);
   po::positional_options_description positional;
   positional.add("prompt", 1);
   po::variables_map vm;
   int code = 0;
-  if (!parse_args("usage: minfer complete [--socket PATH] [-n N] [--temperature T ...] PROMPT", desc, &positional,
-                  args, vm, &code)) {
+  if (!parse_args("usage: minfer complete [--socket PATH] [-n N] [--temperature T ...] [--suffix TEXT] PROMPT", desc,
+                  &positional, args, vm, &code)) {
     return code;
   }
   if (std::string e = sampling.load_schema(); !e.empty()) {
@@ -32,6 +35,7 @@ int cmd_complete(const std::vector<std::string>& args) {
     return 2;
   }
   nlohmann::json body = {{"prompt", prompt}};
+  if (!suffix.empty()) body["suffix"] = suffix;
   sampling.write(body);
   SocketClient client(socket);
   auto summary = stream_generation(client, "/v1/completions", body, [](const std::string& text) {

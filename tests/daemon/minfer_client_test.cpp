@@ -74,6 +74,14 @@ TEST_F(MinferClient, CompleteStreamsTheText) {
   EXPECT_NE(r.out.find("5 prompt tokens, 27 generated; finish: length"), std::string::npos) << r.out;
 }
 
+// --suffix asks for fill-in-the-middle: the story model has no FIM markers,
+// and the client shows the daemon's 400.
+TEST_F(MinferClient, SuffixReachesTheDaemon) {
+  const CommandRun r = run(minfer("complete --socket " + sock() + " -n 4 --suffix ' the end.' \"Once\""));
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("no FIM markers"), std::string::npos) << r.out;
+}
+
 // --repeat-last-n travels as repeat_last_n: a window past the context is the
 // daemon's 400, which the client shows; a short one with a penalty serves.
 TEST_F(MinferClient, RepeatLastNReachesTheDaemon) {
