@@ -2,9 +2,8 @@
 # Session 48, run 2: the thread pool's change (a972e02) on the GPU machine.
 # The CUDA backend uses the pool only to repack weights at upload, so:
 #   1. gpu_engine_test whole (every model it loads is repacked on the pool);
-#   2. repack_bench by thread count (1-16; the host's repack GB/s);
-#   3. minfer bench pp512 / tg128 of synth 0.5B Q8_0 and 7B Q4_K_M, with the
-#      load split (file, upload, warm-up, capture).
+#   2. minfer bench pp512 / tg128 of synth 0.5B Q8_0 (RUN2_MODELS="preset type"
+#      pairs for others), with the load split (file, upload, warm-up, capture).
 #   bash bench/results/2026-12-06-session48/run2.sh   (carry: .carry/boost_po)
 set -uo pipefail
 root=$(pwd)
@@ -16,7 +15,7 @@ t0=$(date +%s)
 el() { echo "$(( $(date +%s) - t0 )) s"; }
 log "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(nproc) cores"
 B=$root/build-gpu
-OUT=/tmp/b2 BUILD_DIR=$B BUILD_TARGETS="minfer gpu_engine_test repack_bench" \
+OUT=/tmp/b2 BUILD_DIR=$B BUILD_TARGETS="minfer gpu_engine_test" \
   bash tests/gpu/run_on_device.sh build >/dev/null 2>&1
 log "$(grep -h 'build:' /tmp/b2/summary.md | tail -1) ($(el))"
 [ -x "$B/tests/gpu/gpu_engine_test" ] || { grep -E "error|FAILED" /tmp/b2/build.log | head -40 >> "$sum"; cat "$sum"; exit 1; }
@@ -24,9 +23,8 @@ log "$(grep -h 'build:' /tmp/b2/summary.md | tail -1) ($(el))"
 log "gpu_engine_test rc $?: $(grep -E '^\[  (PASSED|FAILED) ' "$out/run2-gpu_engine_test.log" | tr '\n' ' ') ($(el))"
 grep -E "^\[  FAILED  \]" "$out/run2-gpu_engine_test.log" | head -20 | tee -a "$sum"
 gzip -f "$out/run2-gpu_engine_test.log"
-"$B/bench/repack_bench" --benchmark_min_time=0.5 2>&1 | grep -E "^BM_" | tee -a "$sum"
 mkdir -p /tmp/minfer-models
-for spec in "qwen2.5-0.5b q8_0" "qwen2.5-7b q4_k_m"; do
+for spec in ${RUN2_MODELS:-"qwen2.5-0.5b q8_0"}; do
   set -- $spec
   f=/tmp/minfer-models/$1-$2.gguf
   [ -f "$f" ] || "$B/daemon/minfer" synth --preset "$1" --type "$2" -o "$f" >/dev/null 2>&1
