@@ -200,7 +200,7 @@ bool EngineWorker::idle() const {
 
 void EngineWorker::finish_cancelled(const std::shared_ptr<Job>& job) {
   JobOutcome out;
-  out.result.finish = FinishReason::kCancelled;
+  out.cancelled = true;
   out.queue_ms = ms_between(job->received, Clock::now());
   job->sink->finished(std::move(out));
 }
@@ -215,7 +215,7 @@ void EngineWorker::serve(const std::shared_ptr<Job>& job) {
   out.queue_ms = ms_between(job->received, now);
   metrics_.queue_wait().observe(out.queue_ms / 1000.0);
   if (job->cancelled()) {
-    out.result.finish = FinishReason::kCancelled;  // its client left while it waited
+    out.cancelled = true;  // its client left while it waited
   } else if (now >= job->deadline) {
     out.error = server_error(504, "deadline_exceeded",
                              fmt::format("the request waited {:.0f} ms for the engine, past its deadline of {} ms",
@@ -331,28 +331,29 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   // Choice i is sampled with the seed + i; each after a prompt's first
   // reuses the prompt's KV that the one before it kept (the prefix cache),
   // and an echoed prompt is scored once, by its first choice.
-  int choice = 0;
+  const int n_choices = static_cast<int>(requests.size()) * spec.n;
+  out.choices.reserve(static_cast<size_t>(n_choices));
   for (size_t p = 0; p < requests.size(); ++p) {
     GenerationRequest& req = requests[p];
     const uint64_t seed = req.sampling.seed;
-    for (int i = 0; i < spec.n; ++i, ++choice) {
-      if (choice > 0) {
-        out.earlier_choices.push_back({std::move(out.result), std::exchange(out.tool_reply, std::nullopt),
-                                       std::exchange(out.reasoning, {}), std::exchange(out.echo_text, {})});
-        if (spec.stream) job.sink->choice_finished(choice - 1, out.earlier_choices.back());
-      }
+    for (int i = 0; i < spec.n; ++i) {
       req.sampling.seed = seed + static_cast<uint64_t>(i);
       if (i > 0) req.prompt_logprobs = false;
-      out.echo_text = echo_texts[p];
-      run_choice(job, req, choice, out);
+      const int choice = static_cast<int>(out.choices.size());
+      ChoiceOutcome& c = out.choices.emplace_back();
+      c.echo_text = echo_texts[p];
+      run_choice(job, req, choice, out, c);
       // As usage counts them: a prompt's reuse of earlier requests' KV, once.
-      if (i == 0) metrics_.count_cached_prompt_tokens(out.result.n_cached);
-      if (out.error || out.result.finish == FinishReason::kCancelled) return;
+      if (i == 0) metrics_.count_cached_prompt_tokens(c.result.n_cached);
+      if (out.error || out.cancelled) return;
+      // A stream's choice ends here unless it is the last, which ends with
+      // the outcome.
+      if (spec.stream && choice + 1 < n_choices) job.sink->choice_finished(choice, c);
     }
   }
 }
 
-void EngineWorker::run_choice(Job& job, const GenerationRequest& req, int choice, JobOutcome& out) {
+void EngineWorker::run_choice(Job& job, const GenerationRequest& req, int choice, JobOutcome& out, ChoiceOutcome& c) {
   const GenerationSpec& spec = job.generation;
   const ChatTemplate& chat = engine_->chat_template();
   // The engine calls back once per token and, when text was still held back
@@ -373,21 +374,21 @@ void EngineWorker::run_choice(Job& job, const GenerationRequest& req, int choice
   ReplyParser parser({.reasoning = spec.kind == ApiKind::kChat && spec.split_reasoning && chat.thinks(),
                       .tools = spec.tools.empty() ? ToolStyle::kNone : chat.tool_style(),
                       .forced_call = spec.forced_tool_call()});
-  if (parser.active()) out.tool_reply.emplace();
+  if (parser.active()) c.tool_reply.emplace();
   auto deliver = [&](std::vector<ReplyParser::Event> events) {
     for (ReplyParser::Event& e : events) {
       switch (e.kind) {
         case ReplyParser::Event::Kind::kText:
           if (stream) job.sink->text(choice, e.text, std::exchange(unsent_logprobs, {}));
-          out.tool_reply->content += e.text;
+          c.tool_reply->content += e.text;
           break;
         case ReplyParser::Event::Kind::kReasoning:
-          out.reasoning += e.text;
+          c.reasoning += e.text;
           if (stream) job.sink->reasoning(choice, std::move(e.text));
           break;
         case ReplyParser::Event::Kind::kCall:
-          if (stream) job.sink->tool_call(choice, static_cast<int>(out.tool_reply->calls.size()), *e.call);
-          out.tool_reply->calls.push_back(std::move(*e.call));
+          if (stream) job.sink->tool_call(choice, static_cast<int>(c.tool_reply->calls.size()), *e.call);
+          c.tool_reply->calls.push_back(std::move(*e.call));
           break;
       }
     }
@@ -427,15 +428,22 @@ void EngineWorker::run_choice(Job& job, const GenerationRequest& req, int choice
   }
   if (calls > 0 && calls == r.n_generated) account_previous();  // the last call was a token, not a tail
   r.ttft_ms = ttft_ms.value_or(0);  // the session reports the first choice's
-  out.result = std::move(r);
-  if (out.result.n_generated > 1) metrics_.set_decode_rate(out.result.decode_tokens_per_s());
-  if (out.result.finish == FinishReason::kError) {
-    out.error = engine_error(out.result.error.value_or(Error(ErrorCode::kInternal, "unknown engine error")),
-                             spec.kind == ApiKind::kChat ? "messages" : "prompt");
-  } else if (out.result.finish == FinishReason::kDeadline) {
-    out.error = server_error(504, "deadline_exceeded",
-                             fmt::format("the request passed its deadline of {} ms after {} generated tokens",
-                                         config_.request_timeout_ms, out.result.n_generated));
+  c.result = std::move(r);
+  if (c.result.n_generated > 1) metrics_.set_decode_rate(c.result.decode_tokens_per_s());
+  switch (c.result.finish) {
+    case FinishReason::kError:
+      out.error = engine_error(c.result.error.value_or(Error(ErrorCode::kInternal, "unknown engine error")),
+                               spec.kind == ApiKind::kChat ? "messages" : "prompt");
+      break;
+    case FinishReason::kDeadline:
+      out.error = server_error(504, "deadline_exceeded",
+                               fmt::format("the request passed its deadline of {} ms after {} generated tokens",
+                                           config_.request_timeout_ms, c.result.n_generated));
+      break;
+    case FinishReason::kCancelled: out.cancelled = true; break;
+    case FinishReason::kLength:
+    case FinishReason::kStop:
+    case FinishReason::kEos: break;
   }
 }
 

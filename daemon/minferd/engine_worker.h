@@ -74,8 +74,9 @@ class EngineWorker {
   bool load_and_warm_up();
   void serve(const std::shared_ptr<Job>& job);
   void run_generation(Job& job, JobOutcome& out);
-  // One choice of a generation: its result and reply in out (result, tool_reply, reasoning).
-  void run_choice(Job& job, const GenerationRequest& req, int choice, JobOutcome& out);
+  // One choice of a generation into c (its result, its reply taken apart);
+  // the job's engine time, and an error or cancellation that ends it, into out.
+  void run_choice(Job& job, const GenerationRequest& req, int choice, JobOutcome& out, ChoiceOutcome& c);
   void run_tokenize(Job& job, JobOutcome& out);
   void run_detokenize(Job& job, JobOutcome& out);
   void beat();

@@ -36,13 +36,13 @@ struct ChoiceOutcome {
 
 struct JobOutcome {
   std::optional<ApiError> error;  // rejected or failed: answered with this
-  // kGenerate: the last choice generated (the only one for one prompt and n
-  // 1), which ended the job, and the choices finished before it, in order.
-  GenerationResult result;
-  std::optional<ToolReply> tool_reply;
-  std::string reasoning;
-  std::string echo_text;
-  std::vector<ChoiceOutcome> earlier_choices;
+  // Ended by its cancellation token (Job::cancel_reason says why), while it
+  // waited or during a choice; the choices finished before are kept.
+  bool cancelled = false;
+  // kGenerate: the choices generated, in order (prompt p's choice i at
+  // p * n + i); the last one ended the job. None when it ended before the
+  // first (a rejected prompt, a cancellation while it waited).
+  std::vector<ChoiceOutcome> choices;
   std::vector<int32_t> tokens;    // kTokenize
   std::vector<std::string> pieces;  // kTokenize with_pieces: each token's text
   std::string content;            // kDetokenize

@@ -50,29 +50,15 @@ uint64_t random_seed() {
   return rng();
 }
 
-// A generation's choices in order: the earlier ones, then the last.
-struct ChoiceView {
-  const GenerationResult* result;
-  const std::optional<ToolReply>* tool_reply;
-  const std::string* reasoning;
-  const std::string* echo_text;
-};
-std::vector<ChoiceView> choices_of(const JobOutcome& o) {
-  std::vector<ChoiceView> v;
-  v.reserve(o.earlier_choices.size() + 1);
-  for (const ChoiceOutcome& c : o.earlier_choices) v.push_back({&c.result, &c.tool_reply, &c.reasoning, &c.echo_text});
-  v.push_back({&o.result, &o.tool_reply, &o.reasoning, &o.echo_text});
-  return v;
-}
+bool called_tools(const ChoiceOutcome& c) { return c.tool_reply && !c.tool_reply->calls.empty(); }
 
 // A generation's usage: each prompt once (its first choice's tokens, and
 // what that choice reused of earlier requests' KV) and every choice's
 // generated tokens. `n`: the choices of each prompt.
 Usage usage_of(const JobOutcome& o, int n) {
   Usage u;
-  const std::vector<ChoiceView> choices = choices_of(o);
-  for (size_t i = 0; i < choices.size(); ++i) {
-    const GenerationResult& r = *choices[i].result;
+  for (size_t i = 0; i < o.choices.size(); ++i) {
+    const GenerationResult& r = o.choices[i].result;
     if (i % static_cast<size_t>(n) == 0) {
       u.prompt_tokens += r.n_prompt;
       u.cached_tokens += r.n_cached;
@@ -450,7 +436,7 @@ void Session::on_job_reasoning(const std::shared_ptr<Job>& job, int choice, std:
 
 void Session::on_job_choice_finished(const std::shared_ptr<Job>& job, int choice, ChoiceOutcome outcome) {
   if (closed_ || !active_ || active_->job != job || active_->done || !active_->head_sent) return;
-  stream_choice_finish(choice, outcome.result, outcome.tool_reply && !outcome.tool_reply->calls.empty());
+  stream_choice_finish(choice, outcome.result, called_tools(outcome));
 }
 
 void Session::stream_choice_finish(int choice, const GenerationResult& r, bool called_tools) {
@@ -474,7 +460,7 @@ void Session::on_job_finished(const std::shared_ptr<Job>& job, JobOutcome outcom
     a.outcome = std::move(outcome);
     CancelReason reason = job->cancel_reason.load();
     if (reason == CancelReason::kNone) reason = CancelReason::kClientGone;
-    if (a.outcome.result.finish == FinishReason::kCancelled) ctx_.metrics.count_cancellation(reason);
+    if (a.outcome.cancelled) ctx_.metrics.count_cancellation(reason);
     a.record.cancel_reason = cancel_reason_name(reason);
     a.record.status = 499;
     after_response();
@@ -492,6 +478,7 @@ void Session::complete(JobOutcome outcome) {
     if (a.head_sent) return stream_error(*a.outcome.error);
     return answer_error(*a.outcome.error);
   }
+  if (a.outcome.cancelled) return complete_cancelled();
   switch (a.job->kind) {
     case JobKind::kTokenize: return answer(tokenize_reply(a.job->tokenize, a.outcome));
     case JobKind::kDetokenize: return answer(detokenize_reply(a.outcome));
@@ -499,32 +486,39 @@ void Session::complete(JobOutcome outcome) {
   }
 }
 
+// Cancelled while it waited or ran, with the client still connected: at
+// shutdown a 503 (or, streaming, an error event); otherwise the client is
+// not reading its stream, and the connection is dropped.
+void Session::complete_cancelled() {
+  Active& a = *active_;
+  const CancelReason reason = a.job->cancel_reason.load();
+  ctx_.metrics.count_cancellation(reason);
+  a.record.cancel_reason = cancel_reason_name(reason);
+  if (reason == CancelReason::kShutdown) {
+    std::string message = "minferd is shutting down; the request was cancelled";
+    if (a.job->kind == JobKind::kGenerate) {
+      message += fmt::format(" after {} tokens", usage_of(a.outcome, a.n).completion_tokens);
+    }
+    ApiError e = server_error(503, "shutting_down", std::move(message));
+    e.close_connection = true;
+    if (a.head_sent) return stream_error(e);
+    return answer_error(e);
+  }
+  log::debug("request {}: client not reading; {} bytes unsent", a.record.id, unsent_bytes_);
+  a.record.status = 499;
+  close_after_response_ = true;
+  after_response();
+}
+
 void Session::complete_generation(JobOutcome& o) {
   Active& a = *active_;
-  const GenerationResult& r = o.result;
-  if (r.finish == FinishReason::kCancelled) {
-    CancelReason reason = a.job->cancel_reason.load();
-    ctx_.metrics.count_cancellation(reason);
-    a.record.cancel_reason = cancel_reason_name(reason);
-    if (reason == CancelReason::kShutdown) {
-      ApiError e = server_error(503, "shutting_down",
-                                fmt::format("minferd is shutting down; the request was cancelled after {} tokens",
-                                            usage_of(o, a.n).completion_tokens));
-      e.close_connection = true;
-      if (a.head_sent) return stream_error(e);
-      return answer_error(e);
-    }
-    // Not reading its stream (or gone): drop the connection; the log line is the outcome.
-    log::debug("request {}: client not reading; {} bytes unsent", a.record.id, unsent_bytes_);
-    a.record.status = 499;
-    close_after_response_ = true;
-    after_response();
-    return;
+  if (o.choices.empty()) {  // run_generation ends with an error or a cancellation before its first choice
+    return answer_error(server_error(500, "internal_error", "the engine ended the request without a choice"));
   }
   const Usage usage = usage_of(o, a.n);
-  const std::vector<ChoiceView> choices = choices_of(o);
+  const std::vector<ChoiceOutcome>& choices = o.choices;
   if (a.streaming) {
-    stream_choice_finish(static_cast<int>(choices.size()) - 1, r, o.tool_reply && !o.tool_reply->calls.empty());
+    stream_choice_finish(static_cast<int>(choices.size()) - 1, choices.back().result, called_tools(choices.back()));
     if (a.include_usage) stream_event(usage_chunk(a.identity, usage));
     send(stream_piece(kSseDone, a.version), false);
     send(stream_end(a.version), true);
@@ -539,19 +533,18 @@ void Session::complete_generation(JobOutcome& o) {
   std::vector<ChoiceLogprobs> lps(count);
   std::vector<ChoiceBody> bodies(count);
   for (size_t i = 0; i < count; ++i) {
-    const ChoiceView& c = choices[i];
-    const GenerationResult& ri = *c.result;
-    const std::vector<TokenLogprobs>& prompt_lp = choices[i - i % static_cast<size_t>(a.n)].result->prompt_logprobs;
-    texts[i] = *c.echo_text + ri.text;
+    const ChoiceOutcome& c = choices[i];
+    const GenerationResult& ri = c.result;
+    const std::vector<TokenLogprobs>& prompt_lp = choices[i - i % static_cast<size_t>(a.n)].result.prompt_logprobs;
+    texts[i] = c.echo_text + ri.text;
     lps[i] = {ri.logprobs, 0};
-    if (!c.echo_text->empty() || !prompt_lp.empty()) {
+    if (!c.echo_text.empty() || !prompt_lp.empty()) {
       echoed_lp[i] = prompt_lp;
       echoed_lp[i].insert(echoed_lp[i].end(), ri.logprobs.begin(), ri.logprobs.end());
       lps[i] = {echoed_lp[i], 0};
     }
-    const std::optional<ToolReply>& tools = *c.tool_reply;
-    bodies[i] = {texts[i], openai_finish_reason(ri.finish, tools && !tools->calls.empty()),
-                 a.logprobs ? &lps[i] : nullptr, tools ? &*tools : nullptr, *c.reasoning};
+    bodies[i] = {texts[i], openai_finish_reason(ri.finish, called_tools(c)), a.logprobs ? &lps[i] : nullptr,
+                 c.tool_reply ? &*c.tool_reply : nullptr, c.reasoning};
   }
   HttpReply reply;
   reply.body = completion_body(a.identity, bodies, usage);
@@ -613,23 +606,26 @@ void Session::after_response() {
   }
   if (a.job && a.job->kind == JobKind::kGenerate && ran) {
     const JobOutcome& o = a.outcome;
-    const GenerationResult& r = o.result;  // the last choice, which ended the request
-    const GenerationResult& first = o.earlier_choices.empty() ? r : o.earlier_choices.front().result;
+    static const ChoiceOutcome kNone{};  // ended before its first choice
+    const ChoiceOutcome& last = o.choices.empty() ? kNone : o.choices.back();  // the one that ended the request
+    const GenerationResult& r = last.result;
+    const GenerationResult& first = o.choices.empty() ? r : o.choices.front().result;
     const Usage usage = usage_of(o, a.n);
     rec.prompt_tokens = usage.prompt_tokens;
     rec.cached_tokens = usage.cached_tokens;
     if (!a.job->generation.tools.empty()) {
       rec.tool_calls = 0;
-      for (const ChoiceView& c : choices_of(o)) rec.tool_calls += *c.tool_reply ? static_cast<int>((*c.tool_reply)->calls.size()) : 0;
+      for (const ChoiceOutcome& c : o.choices) rec.tool_calls += c.tool_reply ? static_cast<int>(c.tool_reply->calls.size()) : 0;
       if (rec.status == 200) ctx_.metrics.count_tool_calls(rec.tool_calls);
     }
     rec.gen_tokens = usage.completion_tokens;
     if (first.n_generated > 0) rec.ttft_ms = first.ttft_ms;
     if (r.n_generated > 1) rec.tokens_per_s = r.decode_tokens_per_s();
-    const bool called = o.tool_reply && !o.tool_reply->calls.empty();
-    rec.finish_reason = o.error ? (r.finish == FinishReason::kDeadline ? "deadline" : "error")
-                                : (openai_finish_reason(r.finish, called) ? openai_finish_reason(r.finish, called)
-                                                                          : finish_reason_name(r.finish));
+    const bool called = called_tools(last);
+    const FinishReason finish = o.cancelled ? FinishReason::kCancelled : r.finish;  // (none ran: no result says it)
+    rec.finish_reason = o.error ? (finish == FinishReason::kDeadline ? "deadline" : "error")
+                                : (openai_finish_reason(finish, called) ? openai_finish_reason(finish, called)
+                                                                        : finish_reason_name(finish));
     if (rec.status == 200) {
       ctx_.metrics.request_duration().observe(rec.total_ms / 1000.0);
       // The daemon's own time: neither waiting for the engine thread nor in an

@@ -98,6 +98,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void dispatch(Pending p);
   void start_job(Endpoint endpoint, http::request<http::string_body>& request);
   void complete(JobOutcome outcome);
+  void complete_cancelled();
   void complete_generation(JobOutcome& outcome);
   void answer(const HttpReply& reply, bool close_after = false);
   void answer_error(const ApiError& e);

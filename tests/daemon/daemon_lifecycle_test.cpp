@@ -203,6 +203,34 @@ TEST(DaemonLifecycle, SigtermPastTheGraceCancelsInFlightRequestsAndExitsZero) {
   EXPECT_NE(d.log().find("CANCEL_REASON=shutdown"), std::string::npos) << d.log();
 }
 
+// Requests still queued when the grace ends are answered 503, whatever their
+// endpoint: a tokenize request behind the stuck generation is not answered
+// with an empty token list.
+TEST(DaemonLifecycle, SigtermPastTheGraceAnswersQueuedRequests503) {
+  TempDir dir;
+  DaemonProcess d(dir, DaemonSpec{true, {"--debug-token-delay-ms", "50", "--shutdown-grace-ms", "300"}, {}, -1});
+  ASSERT_TRUE(d.wait_ready()) << d.log();
+  TestConnection running(d.socket());
+  ASSERT_TRUE(running.send(make_request("POST", "/v1/completions",
+                                        R"({"prompt":"Once upon a time","max_tokens":200,"stream":true})")));
+  ASSERT_TRUE(running.read_until([](const std::string& b) { return b.find("data: ") != std::string::npos; }));
+  TestConnection tokenize(d.socket()), complete(d.socket());
+  ASSERT_TRUE(tokenize.send(make_request("POST", "/tokenize", R"({"content":"Once upon a time"})")));
+  ASSERT_TRUE(complete.send(make_request("POST", "/v1/completions", R"({"prompt":"Once","max_tokens":4})")));
+  // Both wait in the queue behind the stream.
+  ASSERT_TRUE(eventually([&] { return scrape(d.socket(), "minfer_queue_depth") == 2; }, 10s));
+  ::kill(d.pid(), SIGTERM);
+  for (TestConnection* c : {&tokenize, &complete}) {
+    const auto r = c->read_response(30s);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 503) << r->body;
+    EXPECT_EQ(Json::parse(r->body)["error"]["code"], "shutting_down") << r->body;
+  }
+  const auto st = d.wait_exit(20s);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_TRUE(st->exited && st->code == 0) << d.log();
+}
+
 TEST(DaemonLifecycle, ServesOnASocketPassedBySystemd) {
   TempDir dir;
   const std::string path = dir.file("activated.sock");
