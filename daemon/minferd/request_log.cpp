@@ -14,6 +14,7 @@ void log_request(const RequestRecord& r) {
     message += fmt::format(" prompt {}", r.prompt_tokens);
     if (r.cached_tokens > 0) message += fmt::format(" ({} cached)", r.cached_tokens);
     message += fmt::format(" gen {}", r.gen_tokens);
+    if (r.choices > 1) message += fmt::format(" in {} choices", r.choices);
   }
   if (!r.finish_reason.empty()) message += " " + r.finish_reason;
   if (!r.cancel_reason.empty()) message += " (" + r.cancel_reason + ")";
@@ -37,6 +38,7 @@ void log_request(const RequestRecord& r) {
   if (r.cached_tokens >= 0) f.emplace_back("CACHED_TOKENS", std::to_string(r.cached_tokens));
   if (r.tool_calls >= 0) f.emplace_back("TOOL_CALLS", std::to_string(r.tool_calls));
   if (r.gen_tokens >= 0) f.emplace_back("GEN_TOKENS", std::to_string(r.gen_tokens));
+  if (r.choices >= 0) f.emplace_back("CHOICES", std::to_string(r.choices));
   if (r.ttft_ms >= 0) f.emplace_back("TTFT_MS", fmt::format("{:.3f}", r.ttft_ms));
   if (r.tokens_per_s >= 0) f.emplace_back("TOKENS_PER_S", fmt::format("{:.1f}", r.tokens_per_s));
   if (!r.finish_reason.empty()) f.emplace_back("FINISH_REASON", r.finish_reason);

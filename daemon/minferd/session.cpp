@@ -619,6 +619,7 @@ void Session::after_response() {
       if (rec.status == 200) ctx_.metrics.count_tool_calls(rec.tool_calls);
     }
     rec.gen_tokens = usage.completion_tokens;
+    rec.choices = static_cast<int>(o.choices.size());
     if (first.n_generated > 0) rec.ttft_ms = first.ttft_ms;
     if (r.n_generated > 1) rec.tokens_per_s = r.decode_tokens_per_s();
     const bool called = called_tools(last);

@@ -4,6 +4,7 @@
 // (tests/engine/stories_e2e_test.cpp); chat is checked against the same
 // prompt tokenized by /tokenize and completed by /v1/completions, and streams
 // against the non-streamed answer for the same seed.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -764,8 +765,19 @@ TEST_F(DaemonApi, SeveralPromptsEachGetTheirChoices) {
   }
   req["prompt"] = prompts;
   req["n"] = 2;
-  const Json batch = post("/v1/completions", req);
+  const HttpResponse whole = post_json(sock(), "/v1/completions", req);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const Json batch = whole.json();
   ASSERT_EQ(batch["choices"].size(), 4u) << batch;
+  // Its log line counts the four choices and all their tokens.
+  const std::string id = "REQUEST_ID=" + whole.header("x-request-id") + " ";
+  ASSERT_TRUE(eventually([&] { return daemon_->log().find(id) != std::string::npos; }, 5s)) << daemon_->log();
+  const std::string log = daemon_->log();
+  const size_t at = log.find(id), begin = log.rfind('\n', at) + 1;
+  const std::string line = log.substr(begin, log.find('\n', at) - begin);
+  EXPECT_NE(line.find(fmt::format(" gen {} in 4 choices", generated)), std::string::npos) << line;
+  EXPECT_NE(line.find("CHOICES=4"), std::string::npos) << line;
+  EXPECT_NE(line.find(fmt::format("GEN_TOKENS={}", generated)), std::string::npos) << line;
   for (size_t k = 0; k < 4; ++k) {
     EXPECT_EQ(batch["choices"][k]["index"], k);
     EXPECT_EQ(batch["choices"][k]["text"], singles[k]["choices"][0]["text"]) << k;
@@ -936,7 +948,7 @@ TEST_F(DaemonApi, EachRequestIsOneLogLineWithPeerCredentialsAndFields) {
   for (const std::string& field :
        {std::string("PEER_PID=") + std::to_string(::getpid()), std::string("PEER_UID=") + std::to_string(::getuid()),
         std::string("PEER_GID="), std::string("REQUEST_ID="), std::string("PROMPT_TOKENS=5"),
-        std::string("GEN_TOKENS=23"), std::string("TTFT_MS="), std::string("TOKENS_PER_S="),
+        std::string("GEN_TOKENS=23"), std::string("CHOICES=1"), std::string("TTFT_MS="), std::string("TOKENS_PER_S="),
         std::string("FINISH_REASON=length"), std::string("BACKEND=cpu")}) {
     EXPECT_NE(line.find(field), std::string::npos) << field << " missing from: " << line;
   }
