@@ -323,6 +323,10 @@ class Engine {
   GenerationResult generate(const GenerationRequest& request, const TokenCallback& on_token,
                             const std::atomic<bool>* cancel);
 
+  // Drops every history the prefix cache keeps (their cells are free again):
+  // what a caller's own requests (a warm-up) left is no client's to reuse.
+  void forget_histories();
+
   // Time per op kind (benchmarks): op name → (ms, calls), accumulated while on.
   void set_profiling(bool on);
   std::vector<std::tuple<std::string, double, int64_t>> profile() const;

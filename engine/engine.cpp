@@ -783,6 +783,11 @@ GenerationResult Engine::generate(const GenerationRequest& request, const TokenC
   return r;
 }
 
+void Engine::forget_histories() {
+  impl_->prefix->clear();
+  impl_->retire_history();  // the cache's figures
+}
+
 Expected<std::vector<float>> Engine::eval_logits(const std::vector<TokenId>& tokens) {
   EngineImpl& e = *impl_;
   if (tokens.empty() || static_cast<int>(tokens.size()) > e.runner->max_tokens()) {

@@ -129,6 +129,9 @@ bool EngineWorker::load_and_warm_up() {
     return false;
   }
   log::info("warm-up generated {} tokens in {:.1f} ms", r.n_generated, ms_between(t1, Clock::now()));
+  // Its prompt is no client's: the first request reuses nothing of it (its
+  // usage would count the BOS as cached).
+  engine_->forget_histories();
   phase_.store(DaemonPhase::kReady);
   if (hooks_.on_ready) hooks_.on_ready(info_);
   return true;

@@ -369,6 +369,25 @@ TEST(DaemonLifecycle, ReadsItsConfigurationFileAndTheCommandLineWins) {
       << metrics;
 }
 
+// The daemon's warm-up generation leaves nothing in the prefix cache: the
+// first request reuses no token (before, the warm-up's BOS counted as cached).
+TEST(DaemonLifecycle, ServesItsFirstRequestWithAnEmptyPrefixCache) {
+  TempDir dir;
+  DaemonProcess d(dir, DaemonSpec{true, {}, {}, -1});
+  ASSERT_TRUE(d.wait_ready()) << d.log();
+  const std::string metrics = http_request(d.socket(), "GET", "/metrics").body;
+  EXPECT_EQ(metric_value(metrics, "minfer_prefix_cache_histories"), 0) << metrics;
+  EXPECT_EQ(metric_value(metrics, "minfer_kv_cells{state=\"kept\"}"), 0) << metrics;
+  const Json body = {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}};
+  const HttpResponse first = post_json(d.socket(), "/v1/completions", body);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.json()["usage"]["prompt_tokens_details"]["cached_tokens"], 0) << first.body;
+  // The cache works from there: the same prompt again reuses all but its last token.
+  const HttpResponse again = post_json(d.socket(), "/v1/completions", body);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.json()["usage"]["prompt_tokens_details"]["cached_tokens"], 4) << again.body;
+}
+
 // The engine switches of minferd.conf reach the engine: every A/B switch off
 // (and graphs, lookahead, the prefix cache) leaves the greedy text the
 // reference, the log names them, and `trace` writes a Chrome trace with an
