@@ -27,6 +27,7 @@ packages=(
   systemd dpkg-dev lintian jq                 # tests/systemd, tests/packaging: systemd-analyze, systemd --user, journald, dpkg-shlibdeps, lintian
   clang-14 libclang-rt-14-dev                 # .ci/sanitizers: ASan/UBSan/TSan builds and the libFuzzer targets
   python3-jsonschema                          # tests/data/schemas/check_walks.py: structured output checked by another implementation
+  g++-aarch64-linux-gnu qemu-user googletest  # .ci/run: the NEON kernels (Jetson's CPU backend) cross-built and run under qemu
 )
 
 deps() {
