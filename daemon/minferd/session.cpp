@@ -439,13 +439,13 @@ void Session::on_job_choice_finished(const std::shared_ptr<Job>& job, int choice
   stream_choice_finish(choice, outcome.result, called_tools(outcome));
 }
 
-void Session::stream_choice_finish(int choice, const GenerationResult& r, bool called_tools) {
+void Session::stream_choice_finish(int choice, const GenerationResult& r, bool with_tool_calls) {
   Active& a = *active_;
   // Tokens whose logprobs no piece of text carried (held back, then cut by
   // a stop string, or ending the text) come with the finish.
   const auto rest = std::span<const TokenLogprobs>(r.logprobs).subspan(std::min(a.logprobs_sent, r.logprobs.size()));
   const ChoiceLogprobs lp{rest, a.logprobs_offset};
-  stream_event(finish_chunk(a.identity, choice, openai_finish_reason(r.finish, called_tools), a.include_usage,
+  stream_event(finish_chunk(a.identity, choice, openai_finish_reason(r.finish, with_tool_calls), a.include_usage,
                             a.logprobs && !rest.empty() ? &lp : nullptr));
   a.logprobs_sent = 0;  // the next choice's tokens
   a.logprobs_offset = 0;

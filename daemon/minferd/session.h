@@ -106,7 +106,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void stream_event(std::string_view data);
   // Streaming: a choice's finish chunk, with the log-probabilities of its
   // tokens that no piece of text carried.
-  void stream_choice_finish(int choice, const GenerationResult& r, bool called_tools);
+  void stream_choice_finish(int choice, const GenerationResult& r, bool with_tool_calls);
   void log_unanswered(CancelReason reason);
   void after_response();
 
