@@ -240,6 +240,12 @@ struct GenerationRequest {
   ToolStyle tool_call_style = ToolStyle::kNone;
   std::vector<std::string> stop; // stop strings (not included in the output)
   bool ignore_eos = false;
+  // The reply starts a text of its own (a chat message) instead of going on
+  // from the prompt's (a completion). Where the encoder puts a space in front
+  // of a text (SPM, WordPiece), the reply's first piece then loses it, as at
+  // the start of a document; a completion keeps it, so that the prompt and
+  // the reply make the text ("Once upon" + " a time").
+  bool reply_starts_text = false;
   // A request that runs past this fails with finish kDeadline.
   std::optional<std::chrono::steady_clock::time_point> deadline;
 };

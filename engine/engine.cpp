@@ -385,6 +385,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
                                  logprobs_in_step || listed);
   };
   StreamDecoder decoder(*tokenizer);
+  if (!req.reply_starts_text) decoder.follow(req.prompt);
   StopMatcher stops(req.stop);
   const int ahead = decode_ahead(picked);
   // The step that evaluates the k-th generated token runs only if that token

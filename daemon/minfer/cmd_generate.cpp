@@ -96,6 +96,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   req.json_schema = schema;
   req.stop = stops;
   req.ignore_eos = vm.count("ignore-eos") > 0;
+  req.reply_starts_text = vm.count("chat") > 0;
   GenerationResult r = e.generate(req, [](const TokenEvent& ev) {
     std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
     std::fflush(stdout);

@@ -314,6 +314,7 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
       return;
     }
     req.deadline = job.deadline;
+    req.reply_starts_text = spec.kind == ApiKind::kChat;
     if (spec.forced_tool_call()) {
       req.json_schema = spec.tool_call_schema;
     } else if (spec.tool_call_schema) {

@@ -8,11 +8,20 @@ namespace minfer {
 
 StreamDecoder::StreamDecoder(const Tokenizer& tok, bool render_special) : tok_(tok), render_special_(render_special) {}
 
+void StreamDecoder::follow(std::span<const TokenId> before) {
+  for (TokenId id : before) {
+    if (!tok_.token_bytes(id, render_special_).empty()) {
+      first_ = false;
+      return;
+    }
+  }
+}
+
 std::string StreamDecoder::push(TokenId id) {
   std::string bytes = tok_.token_bytes(id, render_special_);
   if (first_ && !bytes.empty()) {
-    // Same rule as Tokenizer::decode: the first non-empty piece loses the
-    // space the encoder put in front of the text.
+    // Same rule as Tokenizer::decode: the first non-empty piece of the text
+    // loses the space the encoder put in front of it.
     if (tok_.strips_leading_space() && bytes[0] == ' ') bytes.erase(0, 1);
     first_ = false;
   }

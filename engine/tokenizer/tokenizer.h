@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -138,6 +139,12 @@ class Tokenizer {
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tok, bool render_special = false);
+  // The ids pushed continue the text `before` decodes to (a prompt): the
+  // chunks are then what they add to it, decode(before + ids) less
+  // decode(before). Where `before` holds text, the first piece keeps its
+  // leading space ("Once upon" + " a time"); only at the start of the text
+  // does it lose the encoder's. Call before the first push.
+  void follow(std::span<const TokenId> before);
   std::string push(TokenId id);
   // Whatever is left at the end (an incomplete sequence becomes U+FFFD).
   std::string flush();

@@ -164,6 +164,27 @@ TEST_F(DaemonApi, GreedyCompletionIsTheReferenceContinuation) {
   EXPECT_FALSE(r.header("x-request-id").empty());
 }
 
+// A completion's text goes on from its prompt's: the story model continues
+// "Once upon" with " a time" (SPM's "▁a"), space included, so that the prompt
+// and the text make the story — with echo too. A chat reply starts a text of
+// its own and loses the space, as the start of a document does.
+TEST_F(DaemonApi, CompletionTextContinuesThePromptsText) {
+  const Json plain = post("/v1/completions", {{"prompt", "Once upon"}, {"max_tokens", 5}, {"temperature", 0}});
+  EXPECT_EQ(plain["choices"][0]["text"], " a time, there was");
+  const Json echoed =
+      post("/v1/completions", {{"prompt", "Once upon"}, {"max_tokens", 5}, {"temperature", 0}, {"echo", true}});
+  EXPECT_EQ(echoed["choices"][0]["text"], "Once upon a time, there was");
+  Json streamed = {{"prompt", "Once upon"}, {"max_tokens", 5}, {"temperature", 0}, {"stream", true}};
+  const HttpResponse r = post_json(sock(), "/v1/completions", streamed);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(reassemble(r.body, "text_completion", false).text, " a time, there was");
+  const Json chat = post("/v1/chat/completions",
+                         {{"messages", {{{"role", "user"}, {"content", "Once upon"}}}}, {"max_tokens", 5}, {"temperature", 0}});
+  const std::string content = chat["choices"][0]["message"]["content"].get<std::string>();
+  ASSERT_FALSE(content.empty());
+  EXPECT_NE(content[0], ' ') << content;
+}
+
 TEST_F(DaemonApi, TokenPromptGivesTheSameText) {
   const Json j = post("/v1/completions", {{"prompt", {1, 403, 407, 261, 378}}, {"max_tokens", 27}, {"temperature", 0}});
   EXPECT_EQ(j["choices"][0]["text"], kGreedy27);
@@ -401,9 +422,11 @@ TEST_F(DaemonApi, JsonObjectResponseFormatHoldsTheReplyToAnObject) {
   const Reassembled s = reassemble(r.body, "chat.completion.chunk", false);
   EXPECT_EQ(s.text, "{}");
   EXPECT_EQ(s.finish_reason, "stop");
+  // A completion goes on from its prompt: the object's first piece keeps
+  // its space (JSON allows it; see CompletionTextContinuesThePromptsText).
   const Json completion = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"logit_bias", {{"128", 50}}},
                                                    {"response_format", {{"type", "json_object"}}}});
-  EXPECT_EQ(completion["choices"][0]["text"], "{}");
+  EXPECT_EQ(completion["choices"][0]["text"], " {}");
 }
 
 // response_format json_schema: a schema whose values are enumerated leaves

@@ -86,6 +86,30 @@ INSTANTIATE_TEST_SUITE_P(SpmAndBpe, RoundTrip, ::testing::Values("llama-spm", "p
                            return n;
                          });
 
+// A continuation: the chunks are what the ids add to the text before them,
+// decode(before + ids) less decode(before). SPM's encoder writes "▁a" for
+// " a", so after "Once upon" the first piece keeps its space; at the start of
+// the text (nothing before, or only BOS) it loses it, as decode() does.
+TEST(StreamDecoder, AContinuationKeepsItsFirstSpace) {
+  auto tok = test::load_vocab("llama-spm");
+  ASSERT_TRUE(tok);
+  const auto prompt = tok->encode("Once upon", {.add_bos = true, .parse_special = false});
+  const auto whole = tok->encode("Once upon a time", {.add_bos = true, .parse_special = false});
+  ASSERT_EQ(std::vector<TokenId>(whole.begin(), whole.begin() + static_cast<ptrdiff_t>(prompt.size())), prompt);
+  const std::vector<TokenId> reply(whole.begin() + static_cast<ptrdiff_t>(prompt.size()), whole.end());
+  auto stream_of = [&](std::span<const TokenId> before) {
+    StreamDecoder stream(*tok);
+    stream.follow(before);
+    std::string out;
+    for (TokenId id : reply) out += stream.push(id);
+    return out + stream.flush();
+  };
+  EXPECT_EQ(tok->decode(prompt) + stream_of(prompt), tok->decode(whole));
+  EXPECT_EQ(stream_of(prompt), " a time");
+  EXPECT_EQ(stream_of({}), "a time");
+  EXPECT_EQ(stream_of(std::vector<TokenId>{*tok->special().bos}), "a time") << "BOS decodes to no text";
+}
+
 TEST(StreamDecoder, JoinsByteFallbackPieces) {
   auto tok = test::load_vocab("llama-spm");
   ASSERT_TRUE(tok);
