@@ -468,10 +468,12 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
 // one block; as many splits as fill the GPU once (split_grid: the SMs shared
 // out over the KV heads), each range at least kSplitMinCells cells. A block
 // works in passes of up to `cap` cells: their positions and K and V rows
-// copied into shared memory in one round trip (cp.async), the scores (a warp
-// a 32-cell tile and head, a lane a cell), the running softmax of each head
-// (max and sum of exp, rescaled across passes), then the V rows weighted (a
-// thread two dimensions of one or more heads). Its partial (unnormalized
+// copied into shared memory in one round trip (cp.async; the first pass's,
+// but for the cell this step's tail writes, before the PDL wait), the scores
+// (a warp a 32-cell tile and a few heads, a lane a cell), the running
+// softmax of each head (max and sum of exp, rescaled across passes), then
+// the V rows weighted (a thread two dimensions of every head over a set of
+// the cells; the sets added in order at the end). Its partial (unnormalized
 // sums, max, sum of exp) goes to `partials`, and the last block of the KV
 // head to finish (an atomic count, left at zero) combines the splits in
 // split order — a thread two dimensions of a head, its loads of all splits
@@ -484,9 +486,23 @@ __global__ void __launch_bounds__(kThreads, 512 / kThreads) attention_heads_kern
 // took as long (23.78 µs); with them copied into shared memory at once, tg128
 // (H200, 2026-12-04, same machine kind, against the pair) 7B Q4_K_M 486 / 448
 // / 396 tok/s 1,024 / 4,096 / 8,192 deep vs 472 / 447 / 374, 0.5B Q8_0 1,542
-// / 1,406 / 1,277 vs 1,664 / 1,370 / 1,098. Where its ~20 µs a 7B layer at
-// 4,096 cells go is not yet measured (phase probe kinds 5 and 6;
-// bench/results/2026-12-04-h200-session36).
+// / 1,406 / 1,277 vs 1,664 / 1,370 / 1,098 (bench/results/2026-12-04-h200-session36).
+// Its phase probe 4,096 deep (H100, 2026-12-06, bench/results/2026-12-06-
+// session51, run 1; a 7B layer 27.3 µs with the probe in): every block
+// staged its K/V in 4.05 µs, scored in 2.56 (a head a job: 28 jobs over 16
+// warps, the K row converted once a head), ran the softmax in 0.99 and
+// weighted V in 3.96 (a thread a head's pair of dimensions, each V value
+// loaded and converted once a head), then wrote its partial in 1.27; the last
+// block took 11.5 more to combine (a fence after the count's reset, the
+// statistics' loads behind the partials' copies). With the V sums, the
+// scores and the combine as above and the loops compiled for head dims 64
+// and 128 (same build and run, against that kernel; H100, run 4): a 7B Q4_K_M
+// layer 24.46 → 22.25 µs, 0.5B Q8_0 12.71 → 11.86 (CUPTI); tg128 7B 385.7 →
+// 394.0 tok/s 4,096 deep, 344.5 → 357.6 8,192 deep; 0.5B 1,336 → 1,373 and
+// 1,218 → 1,296. The early staging alone (MINFER_ATTN_SPLIT_EARLY=0 the
+// other arm): 7B +0.3%, 0.5B +0.5-3%. Not probed again since: the last
+// block's combine (11.5 µs in run 1) is the lead for what still separates a
+// 7B layer from its bytes (2.8 µs of K/V on the H100).
 constexpr int kSplitThreads = 512;
 constexpr int kSplitWarps = kSplitThreads / kWarp;
 constexpr int kSplitMinCells = 32;           // a split's range, at least (a tile: a lane a cell)
@@ -518,7 +534,12 @@ struct SplitLayout {  // shared-memory carve-up, the same on host and device
     wgt = stats + sizeof(float) * 3 * group;                    // the combine: [2][group][splits] maxima (weights), sums; [group]
     k = align16(wgt + sizeof(float) * (2 * static_cast<size_t>(group) * splits + group));  // [cap] K rows
     v = k + static_cast<size_t>(cap) * kstride;                 // [cap] V rows
-    rows_end = v + static_cast<size_t>(cap) * vstride;          // then the combine's splits' partials from k on
+    // Then, from k on, the V sums' sets (at most 1,024 floats a head: sets ×
+    // pairs ≤ the block's threads) and, in the last block, the combine's
+    // splits' partials.
+    rows_end = v + static_cast<size_t>(cap) * vstride;
+    const size_t sets_end = k + sizeof(float) * 2 * kSplitThreads * static_cast<size_t>(group);
+    if (sets_end > rows_end) rows_end = sets_end;
   }
 };
 
@@ -559,17 +580,66 @@ __device__ __forceinline__ float cell_score(const unsigned char* krow, const flo
   return acc0 + acc1;
 }
 
+// Lane c's scores of its cell (K row staged at krow) against nh ≤ kScoreHeads
+// query heads of the group (q: the first one's, heads hd floats apart; shared
+// memory, one address for the whole warp: broadcasts). The K row is read and
+// converted once for all of them; each head's sum has cell_score's two chains
+// in its order (the same bits). kHd > 0: the head dim fixed at compile time.
+constexpr int kScoreHeads = 4;
+template <int kHd>
+__device__ __forceinline__ void cell_scores(const unsigned char* krow, const float* q, int hd, bool f16, bool pieces16, int nh,
+                                            float (&s)[kScoreHeads]) {
+  if (kHd > 0) hd = kHd;
+  if (!(pieces16 && f16)) {
+#pragma unroll
+    for (int h = 0; h < kScoreHeads; ++h) s[h] = h < nh ? cell_score(krow, q + h * hd, hd, f16, pieces16) : 0.0f;
+    return;
+  }
+  float acc0[kScoreHeads], acc1[kScoreHeads];
+#pragma unroll
+  for (int h = 0; h < kScoreHeads; ++h) acc0[h] = acc1[h] = 0.0f;
+#pragma unroll 4
+  for (int d = 0; d < hd; d += 8) {
+    const int4 raw = *reinterpret_cast<const int4*>(krow + d * 2);
+    const __half2* hk = reinterpret_cast<const __half2*>(&raw);
+    const float2 k0 = __half22float2(hk[0]), k1 = __half22float2(hk[1]), k2 = __half22float2(hk[2]), k3 = __half22float2(hk[3]);
+#pragma unroll
+    for (int h = 0; h < kScoreHeads; ++h) {
+      if (h >= nh) break;
+      const float4 q0 = *reinterpret_cast<const float4*>(q + h * hd + d), q1 = *reinterpret_cast<const float4*>(q + h * hd + d + 4);
+      acc0[h] = fmaf(q0.x, k0.x, acc0[h]);
+      acc1[h] = fmaf(q0.y, k0.y, acc1[h]);
+      acc0[h] = fmaf(q0.z, k1.x, acc0[h]);
+      acc1[h] = fmaf(q0.w, k1.y, acc1[h]);
+      acc0[h] = fmaf(q1.x, k2.x, acc0[h]);
+      acc1[h] = fmaf(q1.y, k2.y, acc1[h]);
+      acc0[h] = fmaf(q1.z, k3.x, acc0[h]);
+      acc1[h] = fmaf(q1.w, k3.y, acc1[h]);
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < kScoreHeads; ++h) s[h] = acc0[h] + acc1[h];
+}
+
 // Dimensions 2 pair and 2 pair + 1 of a staged V row.
 __device__ __forceinline__ float2 row_pair(const unsigned char* row, int pair, bool f16) {
   if (f16) return __half22float2(reinterpret_cast<const __half2*>(row)[pair]);
   return reinterpret_cast<const float2*>(row)[pair];
 }
 
+// kHd > 0: the head dim fixed at compile time (64 and 128, the models'), so
+// that the scores' and the V sums' loops unroll; kG: the most query heads a
+// KV head has (the V sums keep a pair of dimensions of each in registers).
+// (Tried on an H100, 2026-12-06, not kept: the next kernel let launch only
+// once the last blocks had combined, so that the combine's loads would not
+// queue behind attn_output's weights — attention 21.03 → 20.02 µs a 7B layer
+// 4,096 deep, attn_output 6.1 µs (3.6-3.7 otherwise), tg128 401 → 396 tok/s.)
+template <int kHd, int kG>
 __global__ void __launch_bounds__(kSplitThreads, 1) attention_split_kernel(AttentionArgs a, int* counters, int cap,
                                                                            int comb_splits) {
   extern __shared__ __align__(16) unsigned char split_smem[];
   __shared__ bool last;
-  const int hd = a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = blockIdx.x, split = blockIdx.y;
+  const int hd = kHd > 0 ? kHd : a.head_dim, group = a.n_heads / a.n_kv_heads, kvh = blockIdx.x, split = blockIdx.y;
   const int t = threadIdx.x, lane = t % kWarp, warp = t / kWarp;
   const int n_grid = static_cast<int>(gridDim.y);
   const bool f16 = a.cache_f16;
@@ -608,47 +678,21 @@ __global__ void __launch_bounds__(kSplitThreads, 1) attention_split_kernel(Atten
   const int n_splits = max(1, min(n_grid, (n_seq + kSplitMinCells - 1) / kSplitMinCells));
   const int per = (n_seq + n_splits - 1) / n_splits;
   const int j0 = min(n_seq, split * per), j1 = min(n_seq, j0 + per);
-  // Before the wait: the first pass's cells (the host uploaded them before the step).
-  if (split < n_splits) {
-    for (int i = t; i < min(cap, j1 - j0); i += kSplitThreads) cells[i] = a.seq_cells[j0 + i];
-  }
-  lap(1);
-  pdl_begin();
-  if (split >= n_splits) return;
-  lap(2);
-
-  const int qpos = a.q_pos[0];
-  const float scale = rsqrtf(static_cast<float>(hd));
+  const int qpos = a.q_pos[0];  // (uploaded by the host before the step)
+  const float scale = rsqrtf(static_cast<float>(a.head_dim));  // at run time: a folded constant is not rsqrtf's bits
   const int esize = f16 ? 2 : 4;
   const size_t kv_row = static_cast<size_t>(a.n_kv_heads) * hd, head_off = static_cast<size_t>(kvh) * hd;
-  const float* qbase = a.q + static_cast<size_t>(kvh) * group * hd;
-  for (int i = t; i < group * hd; i += kSplitThreads) qs[i] = qbase[i];
-  if (t < group) {
-    m_run[t] = -INFINITY;
-    l_run[t] = 0.0f;
-  }
-  // The V sums: thread (set, pair) holds dimensions 2 pair, 2 pair + 1 of
-  // heads set, set + n_sets, ... (head_dim even; launch_attention_decode).
-  const int pairs = hd / 2, n_sets = kSplitThreads / pairs;
-  const int set = t / pairs, pair = t % pairs;
-  const bool summing = set < n_sets;
-  float2 acc[kSplitHeadsPerThread];
-#pragma unroll
-  for (int k = 0; k < kSplitHeadsPerThread; ++k) acc[k] = make_float2(0.0f, 0.0f);
-
-  for (int b0 = j0; b0 < j1; b0 += cap) {
-    const int n = min(cap, j1 - b0);
-    if (b0 != j0) {
-      __syncthreads();  // the last pass's reads are done
-      for (int i = t; i < n; i += kSplitThreads) cells[i] = a.seq_cells[b0 + i];
+  // A pass's positions and K and V rows, one round trip: cells c < n but
+  // the one numbered `skip` (-1: none), or cell c alone (`one`).
+  auto stage_rows = [&](int n, int skip) {
+    for (int i = t; i < n; i += kSplitThreads) {
+      if (cells[i] != skip) ok[i] = a.cell_pos[cells[i]] <= qpos;
     }
-    __syncthreads();
-    // One round trip: the positions, the K and V rows.
-    for (int i = t; i < n; i += kSplitThreads) ok[i] = a.cell_pos[cells[i]] <= qpos;
     if (l.pieces16) {
       const int pieces = l.row_bytes / 16, per_rows = n * pieces;
       for (int i = t; i < 2 * per_rows; i += kSplitThreads) {
         const int which = i / per_rows, rest = i % per_rows, c = rest / pieces, piece = rest % pieces;
+        if (cells[c] == skip) continue;
         const unsigned char* src = static_cast<const unsigned char*>(which == 0 ? a.k_cache : a.v_cache) +
                                    (static_cast<size_t>(cells[c]) * kv_row + head_off) * esize + piece * 16;
         unsigned char* dst = which == 0 ? kst + static_cast<size_t>(c) * l.kstride : vst + static_cast<size_t>(c) * l.vstride;
@@ -665,17 +709,89 @@ __global__ void __launch_bounds__(kSplitThreads, 1) attention_split_kernel(Atten
         else reinterpret_cast<float*>(dst)[d] = static_cast<const float*>(cache)[e];
       }
     }
+  };
+  auto stage_one = [&](int c) {  // pieces16 rows
+    ok[c] = a.cell_pos[cells[c]] <= qpos;
+    const int pieces = l.row_bytes / 16;
+    const size_t at = (static_cast<size_t>(cells[c]) * kv_row + head_off) * esize;
+    for (int piece = 0; piece < pieces; ++piece) {
+      stage_piece(kst + static_cast<size_t>(c) * l.kstride + piece * 16, static_cast<const unsigned char*>(a.k_cache) + at + piece * 16);
+      stage_piece(vst + static_cast<size_t>(c) * l.vstride + piece * 16, static_cast<const unsigned char*>(a.v_cache) + at + piece * 16);
+    }
+  };
+  // Before the wait: the first pass's cells (the host uploaded them before
+  // the step) and, where a.kv_cells names the cell this step's q/k/v tail
+  // writes, every other cell's position and K and V rows of the pass: earlier
+  // steps wrote them, and every kernel before this one's predecessor has
+  // ended (each waits on its own predecessor before it lets the next launch).
+  // The tail's cell is staged after the wait.
+  const int n_first = split < n_splits ? min(cap, j1 - j0) : 0;
+  for (int i = t; i < n_first; i += kSplitThreads) cells[i] = a.seq_cells[j0 + i];
+  const bool early = l.pieces16 && a.kv_cells != nullptr && n_first > 0;
+  const int fresh = early ? *a.kv_cells : -1;
+  if (early) {
+    __syncthreads();
+    stage_rows(n_first, fresh);
+  }
+  lap(1);
+  pdl_begin();
+  if (split >= n_splits) return;
+  lap(2);
+
+  const float* qbase = a.q + static_cast<size_t>(kvh) * group * hd;
+  for (int i = t; i < group * hd; i += kSplitThreads) qs[i] = qbase[i];
+  if (t < group) {
+    m_run[t] = -INFINITY;
+    l_run[t] = 0.0f;
+  }
+  // The V sums: thread (set, pair) holds dimensions 2 pair, 2 pair + 1 of
+  // every head of the group over cells set, set + n_sets, ... of each pass
+  // (head_dim even; launch_attention_decode), so that each V value is
+  // loaded and converted once for the group; the sets are added in set
+  // order at the end. (The combine reuses the mapping with heads for sets.)
+  const int pairs = hd / 2, n_sets = kSplitThreads / pairs;
+  const int set = t / pairs, pair = t % pairs;
+  const bool summing = set < n_sets;
+  float2 acc[kG];
+#pragma unroll
+  for (int g = 0; g < kG; ++g) acc[g] = make_float2(0.0f, 0.0f);
+
+  for (int b0 = j0; b0 < j1; b0 += cap) {
+    const int n = min(cap, j1 - b0);
+    if (b0 != j0) {
+      __syncthreads();  // the last pass's reads are done
+      for (int i = t; i < n; i += kSplitThreads) cells[i] = a.seq_cells[b0 + i];
+    }
+    if (early && b0 == j0) {
+      for (int i = t; i < n; i += kSplitThreads) {
+        if (cells[i] == fresh) stage_one(i);
+      }
+    } else {
+      __syncthreads();
+      stage_rows(n, -1);
+    }
     staged_pieces_landed();
     __syncthreads();
     lap(3);
 
-    // Scores: warp w takes (tile, head) jobs w, w + 16, ...; lane c cell c of the tile.
+    // Scores: warp w takes (tile, heads) jobs w, w + 16, ...; lane c cell c
+    // of the tile against hpj heads at once, as many as make the jobs about
+    // one round of the warps (a 7B pass of 124 cells: 4 tiles × 4 jobs of 2
+    // heads; one head a job took two rounds, 12 warps with two jobs).
     const int tiles = (n + kWarp - 1) / kWarp;
-    for (int job = warp; job < tiles * group; job += kSplitWarps) {
-      const int g = job % group, c = job / group * kWarp + lane;
-      float s = -INFINITY;
-      if (c < n && ok[c] != 0) s = cell_score(kst + static_cast<size_t>(c) * l.kstride, qs + g * hd, hd, f16, l.pieces16) * scale;
-      p[g * cap + c] = s;
+    const int hpj = min(kScoreHeads, max(1, (tiles * group + kSplitWarps - 1) / kSplitWarps));
+    const int chunks = (group + hpj - 1) / hpj;
+    for (int job = warp; job < tiles * chunks; job += kSplitWarps) {
+      const int g0 = job % chunks * hpj, c = job / chunks * kWarp + lane, nh = min(hpj, group - g0);
+      const bool valid = c < n && ok[c] != 0;
+      float s[kScoreHeads];
+      if (valid) {
+        cell_scores<kHd>(kst + static_cast<size_t>(c) * l.kstride, qs + g0 * hd, hd, f16, l.pieces16, nh, s);
+      }
+#pragma unroll
+      for (int h = 0; h < kScoreHeads; ++h) {
+        if (h < nh) p[(g0 + h) * cap + c] = valid ? s[h] * scale : -INFINITY;
+      }
     }
     __syncthreads();
     lap(4);
@@ -703,47 +819,54 @@ __global__ void __launch_bounds__(kSplitThreads, 1) attention_split_kernel(Atten
     __syncthreads();
     lap(5);
 
-    // The V rows weighted.
+    // The V rows weighted: the sums so far rescaled to this pass's maxima,
+    // then this thread's cells, each V pair against every head's weight (a
+    // broadcast: a warp's lanes are one set's pairs).
     if (summing) {
 #pragma unroll
-      for (int k = 0; k < kSplitHeadsPerThread; ++k) {
-        const int g = set + k * n_sets;
-        if (g >= group) break;
-        const float* w = p + g * cap;
-        float2 s0 = make_float2(0.0f, 0.0f), s1 = s0;
-        int c = 0;
-        for (; c + 1 < n; c += 2) {
-          const float2 v0 = row_pair(vst + static_cast<size_t>(c) * l.vstride, pair, f16);
-          const float2 v1 = row_pair(vst + static_cast<size_t>(c + 1) * l.vstride, pair, f16);
-          s0.x = fmaf(w[c], v0.x, s0.x);
-          s0.y = fmaf(w[c], v0.y, s0.y);
-          s1.x = fmaf(w[c + 1], v1.x, s1.x);
-          s1.y = fmaf(w[c + 1], v1.y, s1.y);
+      for (int g = 0; g < kG; ++g) {
+        if (g < group) {
+          acc[g].x *= corr[g];
+          acc[g].y *= corr[g];
         }
-        if (c < n) {
-          const float2 v0 = row_pair(vst + static_cast<size_t>(c) * l.vstride, pair, f16);
-          s0.x = fmaf(w[c], v0.x, s0.x);
-          s0.y = fmaf(w[c], v0.y, s0.y);
+      }
+#pragma unroll 2
+      for (int c = set; c < n; c += n_sets) {
+        const float2 v = row_pair(vst + static_cast<size_t>(c) * l.vstride, pair, f16);
+#pragma unroll
+        for (int g = 0; g < kG; ++g) {
+          if (g < group) {
+            const float w = p[g * cap + c];
+            acc[g].x = fmaf(w, v.x, acc[g].x);
+            acc[g].y = fmaf(w, v.y, acc[g].y);
+          }
         }
-        acc[k].x = fmaf(acc[k].x, corr[g], s0.x + s1.x);
-        acc[k].y = fmaf(acc[k].y, corr[g], s0.y + s1.y);
       }
     }
     lap(6);
   }
-  __syncthreads();  // q is read no more: its space takes the outputs
+  __syncthreads();  // the rows are read no more: their space takes the sets' sums
+  // The sets' sums added in set order: red[set][g][d], then each (g, d) by a thread.
+  float* red = reinterpret_cast<float*>(kst);
+  if (summing) {
+#pragma unroll
+    for (int g = 0; g < kG; ++g) {
+      if (g < group) *reinterpret_cast<float2*>(red + (static_cast<size_t>(set) * group + g) * hd + 2 * pair) = acc[g];
+    }
+  }
+  __syncthreads();
+  const int outs = group * hd;
+  auto set_sum = [&](int i) {
+    float s = 0.0f;
+    for (int st = 0; st < n_sets; ++st) s += red[static_cast<size_t>(st) * outs + i];
+    return s;
+  };
 
   float* out_s = qs;  // [group][head_dim]
   if (n_splits == 1) {
-    if (summing) {
-#pragma unroll
-      for (int k = 0; k < kSplitHeadsPerThread; ++k) {
-        const int g = set + k * n_sets;
-        if (g >= group) break;
-        const float inv = l_run[g] > 0.0f ? 1.0f / l_run[g] : 0.0f;
-        out_s[g * hd + 2 * pair] = acc[k].x * inv;
-        out_s[g * hd + 2 * pair + 1] = acc[k].y * inv;
-      }
+    for (int i = t; i < outs; i += kSplitThreads) {
+      const float lr = l_run[i / hd];
+      out_s[i] = set_sum(i) * (lr > 0.0f ? 1.0f / lr : 0.0f);
     }
   } else {
     // This split's partial; the KV head's last block combines them all.
@@ -751,53 +874,71 @@ __global__ void __launch_bounds__(kSplitThreads, 1) attention_split_kernel(Atten
     const size_t stride = static_cast<size_t>(a.n_heads) * head;  // a split's partials
     float* base = a.partials + static_cast<size_t>(kvh) * group * head;
     float* part = base + static_cast<size_t>(split) * stride;
-    if (summing) {
-#pragma unroll
-      for (int k = 0; k < kSplitHeadsPerThread; ++k) {
-        const int g = set + k * n_sets;
-        if (g >= group) break;
-        *reinterpret_cast<float2*>(part + g * head + 2 * pair) = acc[k];
-      }
-    }
+    for (int i = t; i < outs; i += kSplitThreads) part[i / hd * head + i % hd] = set_sum(i);
     if (t < group) {
       part[t * head + hd] = m_run[t];
       part[t * head + hd + 1] = l_run[t];
     }
     __threadfence();
     __syncthreads();
-    if (t == 0) last = atomicAdd(&counters[kvh], 1) == n_splits - 1;
+    if (t == 0) {
+      last = atomicAdd(&counters[kvh], 1) == n_splits - 1;
+      // The last block: its reads of the other splits' partials after their
+      // count (acquire; the barrier below orders the block's reads after it),
+      // and the count back to zero for the next launch, which the launch
+      // boundary publishes. (Before: a fence by every thread after the reset,
+      // a round trip on the critical path.)
+      if (last) {
+        __threadfence();
+        counters[kvh] = 0;
+      }
+    }
     __syncthreads();
     lap(7);
     report(probe, 8);
     if (!last) return;
     if (probing) probe += kPhaseProbeFields;  // kind 6: the last block's combine
     for (int i = 0; i < kPhaseProbeFields; ++i) phase[i] = 0;
-    if (t == 0) counters[kvh] = 0;  // ready for the next launch
-    __threadfence();
     // The splits' partial sums into shared memory (where the K rows were),
     // comb_splits at a time — every split in one round trip but for shapes
     // whose partials outgrow the shared memory — with the statistics loaded
     // meanwhile. (A thread's loads of the splits straight from L2, 8 at a
-    // time, took that many round trips.)
+    // time, took that many round trips.) Where a split's pieces fit the
+    // block, thread t takes piece t % pieces of splits t / pieces, ... (no
+    // division a piece).
     const int split_floats = group * head, pieces = split_floats / 4;  // a split's partials, in 16-byte pieces
     float* comb = reinterpret_cast<float*>(kst);
     auto fetch = [&](int s0) {
       const int n = min(comb_splits, n_splits - s0);
-      for (int i = t; i < n * pieces; i += kSplitThreads) {
-        const int s = i / pieces, piece = i % pieces;
+      auto copy = [&](int s, int piece) {
         stage_piece(reinterpret_cast<unsigned char*>(comb + static_cast<size_t>(s) * split_floats + 4 * piece),
                     reinterpret_cast<const unsigned char*>(base + (s0 + s) * stride + 4 * piece));
+      };
+      if (pieces <= kSplitThreads) {
+        const int ways = kSplitThreads / pieces, piece = t % pieces;
+        for (int s = t / pieces; s < n && t < ways * pieces; s += ways) copy(s, piece);
+      } else {
+        for (int i = t; i < n * pieces; i += kSplitThreads) copy(i / pieces, i % pieces);
       }
     };
-    fetch(0);
+    // The statistics' loads first, so that they come back ahead of the
+    // partials' copies and the weights are worked out while those land.
     float* ms = reinterpret_cast<float*>(split_smem + l.wgt);  // [group][n_grid] maxima, then weights
     float* ls = ms + group * n_grid;                            // [group][n_grid] sums of exp
     float* den = ls + group * n_grid;                           // [group]
-    for (int i = t; i < n_splits * group; i += kSplitThreads) {
+    const int n_stats = n_splits * group, i0 = t, i1 = t + kSplitThreads;  // a thread's first two, in registers
+    auto stat_at = [&](int i) {
+      return __ldcg(reinterpret_cast<const float2*>(base + (i / group) * stride + (i % group) * head + hd));
+    };
+    float2 st0 = make_float2(0.0f, 0.0f), st1 = st0;
+    if (i0 < n_stats) st0 = stat_at(i0);
+    if (i1 < n_stats) st1 = stat_at(i1);
+    fetch(0);
+    for (int i = t; i < n_stats; i += kSplitThreads) {
       const int s = i / group, g = i % group;
-      const float* st = base + s * stride + g * head + hd;
-      ms[g * n_grid + s] = __ldcg(st);
-      ls[g * n_grid + s] = __ldcg(st + 1);
+      const float2 st = i == i0 ? st0 : i == i1 ? st1 : stat_at(i);
+      ms[g * n_grid + s] = st.x;
+      ls[g * n_grid + s] = st.y;
     }
     __syncthreads();
     lap(1);
@@ -1053,13 +1194,19 @@ cudaError_t launch_split(const AttentionArgs& a, int group, cudaStream_t stream)
   const int comb_splits = static_cast<int>(std::min<size_t>(static_cast<size_t>(splits), room / split_bytes));
   if (comb_splits < 1) return cudaErrorInvalidValue;
   const size_t smem = std::max(l.rows_end, l.k + static_cast<size_t>(comb_splits) * split_bytes);
-  if (const cudaError_t st = allow_dynamic_smem(reinterpret_cast<const void*>(attention_split_kernel), smem); st != cudaSuccess) {
+  // The models' head dims (and groups of up to 8) on kernels compiled for
+  // them (set_attention_fixed_shape), other shapes on the general one.
+  auto kernel = attention_split_kernel<0, kMaxGroup>;
+  if (attention_fixed_shape() && group <= 8 && a.head_dim == 128) kernel = attention_split_kernel<128, 8>;
+  if (attention_fixed_shape() && group <= 8 && a.head_dim == 64) kernel = attention_split_kernel<64, 8>;
+  if (const cudaError_t st = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem); st != cudaSuccess) {
     return st;
   }
   int* counters = reinterpret_cast<int*>(a.partials + partial_floats(a.n_heads, a.head_dim, a.max_cells));
-  const cudaError_t st =
-      launch_kernel(attention_split_kernel, dim3(a.n_kv_heads, splits), dim3(kSplitThreads), smem, stream, a, counters, cap, comb_splits);
+  const cudaError_t st = launch_kernel(kernel, dim3(a.n_kv_heads, splits), dim3(kSplitThreads), smem, stream, a, counters, cap,
+                                       comb_splits);
   if (st == cudaSuccess) g_split_launches.fetch_add(1, std::memory_order_relaxed);
+  if (st == cudaSuccess && kernel != attention_split_kernel<0, kMaxGroup>) g_fixed_shape_launches.fetch_add(1, std::memory_order_relaxed);
   return st;
 }
 

@@ -256,6 +256,10 @@ struct AttentionArgs {
   void* out_f16 = nullptr;             // optional f16 copy of out (prefill GEMM input)
   float* partials = nullptr;           // scratch, attention_partials_floats() floats, zeroed before first use
   bool decode_split = false;           // decode: split and combine (below) instead of one launch
+  // Decode (split kernel): the cell this step's q/k/v tail writes (device,
+  // written before the step; null: unknown). The kernel then stages the
+  // other cells' K and V rows before its PDL wait, that one after it.
+  const int32_t* kv_cells = nullptr;
 };
 // Attention for n_tokens == 1 (attention_decode.cu). One launch: a block per
 // (query head, 256-cell chunk); a sequence of one chunk is done by one block,
@@ -312,7 +316,9 @@ bool attention_fit_batch();
 // Whether its blocks for the models' head shapes with an f16 cache (head dims
 // 64 and 128, either block size) take kernels compiled for that shape rather
 // than the one that reads the shape from its arguments (on by default). The
-// same bits either way.
+// same bits either way. The split kernel (below) takes it too: head dims 64
+// and 128 with up to 8 query heads a KV head, either cache type (the same
+// bits as its general form).
 void set_attention_fixed_shape(bool on);
 bool attention_fixed_shape();
 // Splits a KV head of the split decode attention: 0 (the default) as many as
@@ -323,7 +329,8 @@ void set_attention_split_blocks(int blocks);
 int attention_split_blocks();
 // Launches of the split decode attention so far (tests check which variant ran).
 uint64_t attention_split_launches();
-// Launches of the shape-compiled kernels so far (tests check that the path ran).
+// Launches of the shape-compiled kernels so far, the split kernel's among
+// them (tests check that the path ran).
 uint64_t attention_fixed_shape_launches();
 // How decode matvecs schedule a row's loads (dot.cuh row_dot_t): 0 one unit
 // at a time (the loop checks each index), 1 groups of units whose loads are

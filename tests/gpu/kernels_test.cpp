@@ -1684,6 +1684,11 @@ struct AttnCase {
 // compares every query row against ref::attention_ref (and, for decode, the
 // Q8 copy of the output against the output).
 // got_out: the output, for callers comparing bits.
+// Whether check_attention's decode launches name the cell the step's tail
+// writes (AttentionArgs::kv_cells), so that the split kernel stages the
+// other cells' rows before its wait.
+bool g_name_the_fresh_cell = true;
+
 void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2 generic*/, double tol,
                      bool decode_split = false, std::vector<float>* got_out = nullptr) {
   const int hd = c.head_dim, kv_dim = c.n_kv_heads * hd, q_dim = c.n_heads * hd;
@@ -1738,6 +1743,14 @@ void check_attention(const AttnCase& c, int which /*0 decode, 1 flash prefill, 2
   a.out = out.get();
   a.partials = partials.get();
   a.decode_split = decode_split;
+  // Decode: the cell of the query's position is the one this step's q/k/v
+  // tail would write (the split kernel stages it after its wait, the others
+  // before).
+  DeviceArray<int32_t> dfresh;
+  if (which == 0 && g_name_the_fresh_cell) {
+    dfresh.upload(std::vector<int32_t>{seq[static_cast<size_t>(c.n_seq - 1)]});
+    a.kv_cells = dfresh.get();
+  }
   // Decode also writes the Q8 copy of its output (the O projection's input).
   std::unique_ptr<Q8Device> out_q;
   if (which == 0 && q_dim % 32 == 0) {
@@ -1911,6 +1924,32 @@ TEST_P(GpuAttentionDecode, FixedShapeKeepsTheBits) {
       [&] {
         EXPECT_EQ(kernels::attention_fixed_shape_launches(), last) << "a compiled kernel ran with the switch off";
       });
+}
+
+// The split kernel: compiled for head dims 64 and 128 (up to 8 query heads
+// a KV head) and its general form on the same shapes; the rows of every cell
+// but the tail's staged before the wait and all of them after it: the same
+// bits each way.
+void expect_split_keeps_bits(const AttnCase& c, const std::function<void(bool)>& set, const char* what) {
+  std::vector<float> on, off;
+  set(true);
+  ASSERT_NO_FATAL_FAILURE(check_attention(c, 0, 2e-5, true, &on));
+  set(false);
+  ASSERT_NO_FATAL_FAILURE(check_attention(c, 0, 2e-5, true, &off));
+  set(true);
+  test::expect_same_bits(on, off, what);
+}
+TEST_P(GpuAttentionDecode, SplitFixedShapeKeepsTheBits) {
+  MINFER_REQUIRE_GPU();
+  const AttnCase& c = GetParam();
+  const uint64_t before = kernels::attention_fixed_shape_launches();
+  expect_split_keeps_bits(c, kernels::set_attention_fixed_shape, "split attention, compiled shape vs general");
+  const bool fixed = (c.head_dim == 64 || c.head_dim == 128) && c.n_heads / c.n_kv_heads <= 8;
+  EXPECT_EQ(kernels::attention_fixed_shape_launches() - before, fixed ? 2u : 0u) << "launches of the compiled split kernels";
+}
+TEST_P(GpuAttentionDecode, SplitEarlyStagingKeepsTheBits) {
+  MINFER_REQUIRE_GPU();
+  expect_split_keeps_bits(GetParam(), [](bool on) { g_name_the_fresh_cell = on; }, "split attention, rows staged early vs not");
 }
 
 // One chunk (≤ 256 cells) and several (300, 513, 1000, 4100: the last block

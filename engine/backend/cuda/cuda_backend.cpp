@@ -121,18 +121,19 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   options_ = options;
   graphs_enabled_ = options.cuda_graphs;
   // Decode attention (cuda_backend.h, attn_mode_): a block a query head
-  // (heads) until a layer's K/V rows reach kSplitKvBytes, then a block a KV
-  // head and range of cells (split). The heads kernel reads each K/V row once
-  // a query head, from L2 after the first, and takes fewer round trips; the
-  // split kernel reads each once. H200 tg128 tok/s (2026-12-04, same build,
-  // heads / split; bench/results/2026-12-04-h200-session36, run 4): 7B Q4_K_M
-  // (4 KV heads of 128, 512 KiB of K/V a layer per 256 cells) from empty 576 /
-  // 518, 1,024 deep 511 / 486, 4,096 deep 423 / 448, 8,192 deep 348 / 396;
-  // 0.5B Q8_0 (2 KV heads of 64) from empty 2,175 / 1,749, 1,024 deep 1,665 /
-  // 1,542, 4,096 deep 1,600 / 1,406, 8,192 deep 1,311 / 1,277. 8 MiB a layer
-  // is 4,096 cells on 7B and 16,384 on 0.5B: between the depths measured,
-  // where split won and where heads did. (Before, H200, 2026-12-01, the split
-  // kernel of 32-cell blocks and a combine launch won from 256 cells.)
+  // (heads) until a layer's K/V rows reach kSplitKvBytes or the sequence
+  // kSplitMaxCells cells, then a block a KV head and range of cells (split).
+  // The heads kernel reads each K/V row once a query head, from L2 after the
+  // first, and takes fewer round trips; the split kernel reads each once.
+  // tg128 tok/s, heads / split, same build and run (H100, 2026-12-06,
+  // bench/results/2026-12-06-session51, run 4): 7B Q4_K_M (4 KV heads of
+  // 128: 2 KiB of K/V a layer a cell) 2,048 deep 417 / 408, 4,096 deep 365 /
+  // 394, 8,192 deep 306 / 358; 0.5B Q8_0 (2 KV heads of 64: 512 bytes a
+  // cell) 4,096 deep 1,505 / 1,373, 8,192 deep 1,227 / 1,296. So 8 MiB (4,096
+  // cells on 7B) or 8,192 cells, whichever comes first: each point measured
+  // falls on its faster side. (Session 36 had set 8 MiB alone from H200 runs
+  // of the split kernel before its V sums took a pair of dimensions of every
+  // head a thread.)
   const char* attn = std::getenv("MINFER_ATTN_DECODE");
   const std::string_view attn_sv = attn != nullptr ? attn : "";
   attn_mode_ = attn_sv == "split" ? AttnDecode::kSplit : attn_sv == "heads" ? AttnDecode::kHeads : AttnDecode::kAuto;
@@ -154,8 +155,10 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   const char* fixed_shape = std::getenv("MINFER_ATTN_FIXED_SHAPE");
   kernels::set_attention_fixed_shape(fixed_shape == nullptr || std::string_view(fixed_shape) != "0");
   constexpr int64_t kSplitKvBytes = int64_t{8} << 20;
+  constexpr int64_t kSplitMaxCells = 8192;
   const int64_t kv_cell_bytes = int64_t{2} * config.n_kv_heads * config.head_dim * (options.kv_type == DType::kF16 ? 2 : 4);
-  attn_split_cells_ = static_cast<int>(std::max<int64_t>(kernels::kAttentionChunkCells, kSplitKvBytes / kv_cell_bytes));
+  attn_split_cells_ = static_cast<int>(
+      std::max<int64_t>(kernels::kAttentionChunkCells, std::min(kSplitMaxCells, kSplitKvBytes / kv_cell_bytes)));
   if (const char* cells = std::getenv("MINFER_ATTN_SPLIT_CELLS"); cells != nullptr && std::atoi(cells) > 0) {
     attn_split_cells_ = std::atoi(cells);
   }
@@ -163,6 +166,8 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // 0 or unset: as many as fill the GPU once). For A/B runs.
   const char* split_blocks = std::getenv("MINFER_ATTN_SPLIT_BLOCKS");
   kernels::set_attention_split_blocks(split_blocks != nullptr ? std::atoi(split_blocks) : 0);
+  const char* split_early = std::getenv("MINFER_ATTN_SPLIT_EARLY");
+  attn_split_early_ = split_early == nullptr || std::string_view(split_early) != "0";
   // Programmatic dependent launch overlaps each kernel's launch with its
   // predecessor's run (Hopper and newer, with kernels built for it: the
   // capability kernels::device_limits gives); MINFER_NO_PDL=1 turns it off.
@@ -1138,6 +1143,9 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       a.partials = partials_;
       a.decode_split = attn_split_;
       if (q.rows == 1) {
+        // The cell the q/k/v tail writes: the split kernel stages the others'
+        // rows before its wait (MINFER_ATTN_SPLIT_EARLY=0: after it, for A/B runs).
+        if (attn_split_early_) a.kv_cells = d_kv_cells_;
         a.out_q = out.q8;
         out.q8_ok = out.q8.q != nullptr;
         out.f16_ok = false;

@@ -232,13 +232,14 @@ class CudaBackend final : public Backend {
   std::map<std::tuple<const Graph*, bool, bool>, Captured> captured_;  // (graph, profiling, attn_split_)
   // Decode attention (kernels::launch_attention_decode): a block a query
   // head, or a block a KV head and range of cells once the sequence passes
-  // attn_split_cells_ (8 MiB of K/V a layer; see prepare()). Both decode
+  // attn_split_cells_ (8 MiB of K/V a layer or 8,192 cells; see prepare()). Both decode
   // graphs are captured together. MINFER_ATTN_DECODE=heads|split forces one;
   // MINFER_ATTN_SPLIT_CELLS=N moves the switch-over (tests).
   enum class AttnDecode { kAuto, kHeads, kSplit };
   AttnDecode attn_mode_ = AttnDecode::kAuto;
   int attn_split_cells_ = 0;
   bool attn_split_ = false;  // the variant of the step being enqueued
+  bool attn_split_early_ = true;  // the split kernel told the tail's cell (AttentionArgs::kv_cells)
   bool graphs_enabled_ = true;
   int captures_ = 0;
   int launches_ = 0;
