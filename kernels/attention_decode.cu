@@ -683,7 +683,7 @@ __global__ void __launch_bounds__(kSplitThreads, 1) attention_split_kernel(Atten
   const int esize = f16 ? 2 : 4;
   const size_t kv_row = static_cast<size_t>(a.n_kv_heads) * hd, head_off = static_cast<size_t>(kvh) * hd;
   // A pass's positions and K and V rows, one round trip: cells c < n but
-  // the one numbered `skip` (-1: none), or cell c alone (`one`).
+  // the one numbered `skip` (-1: none); stage_one: cell c alone.
   auto stage_rows = [&](int n, int skip) {
     for (int i = t; i < n; i += kSplitThreads) {
       if (cells[i] != skip) ok[i] = a.cell_pos[cells[i]] <= qpos;
