@@ -69,7 +69,6 @@ float row_value(const uint8_t* row, int i) {
   if constexpr (kF16) return f16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
   return reinterpret_cast<const float*>(row)[i];
 }
-template <bool kF16>
 const uint8_t* weighted_row(const WeightedRows& r, int k) {
   return r.base + static_cast<size_t>(r.cells[r.keep[k]]) * r.row_bytes;
 }
@@ -79,7 +78,7 @@ void wsum_scalar_from(const WeightedRows& r, int d0, float* out) {
   for (int d = d0; d < r.hd; ++d) out[d] = 0.0f;
   for (int k = 0; k < r.n; ++k) {
     const float w = r.w[r.keep[k]];
-    const uint8_t* row = weighted_row<kF16>(r, k);
+    const uint8_t* row = weighted_row(r, k);
     for (int d = d0; d < r.hd; ++d) out[d] += w * row_value<kF16>(row, d);
   }
 }
@@ -121,43 +120,28 @@ __attribute__((target("avx2,fma,f16c"))) __m256 load8_avx2(const uint8_t* row, i
   if constexpr (kF16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
   return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d);
 }
+// Dimensions [d0, d0 + 8 kC) of the weighted rows with their kC sums in
+// registers: a cell's kC FMAs do not wait on each other, only on the last
+// cell's (four cycles), so the widest pass the row allows goes first.
+template <bool kF16, int kC>
+__attribute__((target("avx2,fma,f16c"))) void wsum_avx2_pass(const WeightedRows& r, int d0, float* out) {
+  __m256 s[kC];
+  for (auto& v : s) v = _mm256_setzero_ps();
+  for (int k = 0; k < r.n; ++k) {
+    const __m256 w = _mm256_set1_ps(r.w[r.keep[k]]);
+    const uint8_t* row = weighted_row(r, k);
+#pragma GCC unroll 8
+    for (int c = 0; c < kC; ++c) s[c] = _mm256_fmadd_ps(w, load8_avx2<kF16>(row, d0 + 8 * c), s[c]);
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < kC; ++c) _mm256_storeu_ps(out + d0 + 8 * c, s[c]);
+}
 template <bool kF16>
 __attribute__((target("avx2,fma,f16c"))) void wsum_avx2(const WeightedRows& r, float* out) {
   int d0 = 0;
-  // 64 dimensions a pass where the row has them: eight independent sums, so
-  // that a cell's eight FMAs do not wait on the last cell's (four cycles each).
-  for (; d0 + 64 <= r.hd; d0 += 64) {
-    __m256 s[8];
-    for (auto& v : s) v = _mm256_setzero_ps();
-    for (int k = 0; k < r.n; ++k) {
-      const __m256 w = _mm256_set1_ps(r.w[r.keep[k]]);
-      const uint8_t* row = weighted_row<kF16>(r, k);
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) s[c] = _mm256_fmadd_ps(w, load8_avx2<kF16>(row, d0 + 8 * c), s[c]);
-    }
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; ++c) _mm256_storeu_ps(out + d0 + 8 * c, s[c]);
-  }
-  for (; d0 + 32 <= r.hd; d0 += 32) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (int k = 0; k < r.n; ++k) {
-      const __m256 w = _mm256_set1_ps(r.w[r.keep[k]]);
-      const uint8_t* row = weighted_row<kF16>(r, k);
-      s0 = _mm256_fmadd_ps(w, load8_avx2<kF16>(row, d0), s0);
-      s1 = _mm256_fmadd_ps(w, load8_avx2<kF16>(row, d0 + 8), s1);
-      s2 = _mm256_fmadd_ps(w, load8_avx2<kF16>(row, d0 + 16), s2);
-      s3 = _mm256_fmadd_ps(w, load8_avx2<kF16>(row, d0 + 24), s3);
-    }
-    _mm256_storeu_ps(out + d0, s0);
-    _mm256_storeu_ps(out + d0 + 8, s1);
-    _mm256_storeu_ps(out + d0 + 16, s2);
-    _mm256_storeu_ps(out + d0 + 24, s3);
-  }
-  for (; d0 + 8 <= r.hd; d0 += 8) {
-    __m256 s0 = _mm256_setzero_ps();
-    for (int k = 0; k < r.n; ++k) s0 = _mm256_fmadd_ps(_mm256_set1_ps(r.w[r.keep[k]]), load8_avx2<kF16>(weighted_row<kF16>(r, k), d0), s0);
-    _mm256_storeu_ps(out + d0, s0);
-  }
+  for (; d0 + 64 <= r.hd; d0 += 64) wsum_avx2_pass<kF16, 8>(r, d0, out);
+  for (; d0 + 32 <= r.hd; d0 += 32) wsum_avx2_pass<kF16, 4>(r, d0, out);
+  for (; d0 + 8 <= r.hd; d0 += 8) wsum_avx2_pass<kF16, 1>(r, d0, out);
   if (d0 < r.hd) wsum_scalar_from<kF16>(r, d0, out);
 }
 #elif defined(__aarch64__)
@@ -185,29 +169,25 @@ float32x4_t load4_neon(const uint8_t* row, int d) {
   if constexpr (kF16) return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(row) + d)));
   return vld1q_f32(reinterpret_cast<const float*>(row) + d);
 }
+// The same with 4-wide sums (wsum_avx2_pass).
+template <bool kF16, int kC>
+void wsum_neon_pass(const WeightedRows& r, int d0, float* out) {
+  float32x4_t s[kC];
+  for (auto& v : s) v = vdupq_n_f32(0.0f);
+  for (int k = 0; k < r.n; ++k) {
+    const float w = r.w[r.keep[k]];
+    const uint8_t* row = weighted_row(r, k);
+#pragma GCC unroll 4
+    for (int c = 0; c < kC; ++c) s[c] = vfmaq_n_f32(s[c], load4_neon<kF16>(row, d0 + 4 * c), w);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < kC; ++c) vst1q_f32(out + d0 + 4 * c, s[c]);
+}
 template <bool kF16>
 void wsum_neon(const WeightedRows& r, float* out) {
   int d0 = 0;
-  for (; d0 + 16 <= r.hd; d0 += 16) {
-    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
-    for (int k = 0; k < r.n; ++k) {
-      const float w = r.w[r.keep[k]];
-      const uint8_t* row = weighted_row<kF16>(r, k);
-      s0 = vfmaq_n_f32(s0, load4_neon<kF16>(row, d0), w);
-      s1 = vfmaq_n_f32(s1, load4_neon<kF16>(row, d0 + 4), w);
-      s2 = vfmaq_n_f32(s2, load4_neon<kF16>(row, d0 + 8), w);
-      s3 = vfmaq_n_f32(s3, load4_neon<kF16>(row, d0 + 12), w);
-    }
-    vst1q_f32(out + d0, s0);
-    vst1q_f32(out + d0 + 4, s1);
-    vst1q_f32(out + d0 + 8, s2);
-    vst1q_f32(out + d0 + 12, s3);
-  }
-  for (; d0 + 4 <= r.hd; d0 += 4) {
-    float32x4_t s0 = vdupq_n_f32(0.0f);
-    for (int k = 0; k < r.n; ++k) s0 = vfmaq_n_f32(s0, load4_neon<kF16>(weighted_row<kF16>(r, k), d0), r.w[r.keep[k]]);
-    vst1q_f32(out + d0, s0);
-  }
+  for (; d0 + 16 <= r.hd; d0 += 16) wsum_neon_pass<kF16, 4>(r, d0, out);
+  for (; d0 + 4 <= r.hd; d0 += 4) wsum_neon_pass<kF16, 1>(r, d0, out);
   if (d0 < r.hd) wsum_scalar_from<kF16>(r, d0, out);
 }
 #endif
