@@ -507,6 +507,8 @@ constexpr int kSplitThreads = 512;
 constexpr int kSplitWarps = kSplitThreads / kWarp;
 constexpr int kSplitMinCells = 32;           // a split's range, at least (a tile: a lane a cell)
 constexpr int kSplitMaxCells = 128;          // a pass, at most
+constexpr size_t kSplitStaticSmem = 64;     // its static shared memory (`last`), at most: a block's
+                                             // dynamic part gets the rest of the opt-in limit
 constexpr int kSplitHeadsPerThread = 4;      // group ≤ 16 over ≥ 4 sets of dimension pairs (head_dim ≤ 256)
 
 __host__ __device__ constexpr size_t align16(size_t n) { return (n + 15) / 16 * 16; }
@@ -544,25 +546,11 @@ struct SplitLayout {  // shared-memory carve-up, the same on host and device
 };
 
 // Lane c's score of its cell (K row staged at krow) against q (shared memory,
-// one address for the whole warp: a broadcast).
+// one address for the whole warp: a broadcast), for the rows cell_scores
+// does not take itself: f32 rows, and f16 rows that are not whole pieces.
 __device__ __forceinline__ float cell_score(const unsigned char* krow, const float* q, int hd, bool f16, bool pieces16) {
   float acc0 = 0.0f, acc1 = 0.0f;  // two chains
-  if (pieces16 && f16) {
-    for (int d = 0; d < hd; d += 8) {
-      const int4 raw = *reinterpret_cast<const int4*>(krow + d * 2);
-      const __half2* h = reinterpret_cast<const __half2*>(&raw);
-      const float4 q0 = *reinterpret_cast<const float4*>(q + d), q1 = *reinterpret_cast<const float4*>(q + d + 4);
-      const float2 k0 = __half22float2(h[0]), k1 = __half22float2(h[1]), k2 = __half22float2(h[2]), k3 = __half22float2(h[3]);
-      acc0 = fmaf(q0.x, k0.x, acc0);
-      acc1 = fmaf(q0.y, k0.y, acc1);
-      acc0 = fmaf(q0.z, k1.x, acc0);
-      acc1 = fmaf(q0.w, k1.y, acc1);
-      acc0 = fmaf(q1.x, k2.x, acc0);
-      acc1 = fmaf(q1.y, k2.y, acc1);
-      acc0 = fmaf(q1.z, k3.x, acc0);
-      acc1 = fmaf(q1.w, k3.y, acc1);
-    }
-  } else if (pieces16) {
+  if (pieces16 && !f16) {
     for (int d = 0; d < hd; d += 4) {
       const float4 k = *reinterpret_cast<const float4*>(krow + d * 4);
       const float4 qv = *reinterpret_cast<const float4*>(q + d);
@@ -633,7 +621,15 @@ __device__ __forceinline__ float2 row_pair(const unsigned char* row, int pair, b
 // (Tried on an H100, 2026-12-06, not kept: the next kernel let launch only
 // once the last blocks had combined, so that the combine's loads would not
 // queue behind attn_output's weights — attention 21.03 → 20.02 µs a 7B layer
-// 4,096 deep, attn_output 6.1 µs (3.6-3.7 otherwise), tg128 401 → 396 tok/s.)
+// 4,096 deep, attn_output 6.1 µs (3.6-3.7 otherwise), tg128 401 → 396 tok/s.
+// Nor, session 52, H100s, bench/results/2026-12-06-session52: the combine's
+// copies of the partials by cp.async.bulk, a split an instruction on an
+// mbarrier — its last block 9.76 µs a 7B layer 4,096 deep against 10.18, 0.5B
+// 6.83 against 6.26 (phase probe; its time is the bytes crossing into one SM,
+// not the instructions); nor the kernel in clusters of 4 or 8 blocks that
+// combine their splits through distributed shared memory, a head a block —
+// the clusters an H100 holds at once take fewer splits, and tg128 fell 384.9
+// → 366.2 tok/s (7B Q4_K_M, 4,096 deep) and 1,402.7 → 1,224.7 (0.5B Q8_0).)
 template <int kHd, int kG>
 __global__ void __launch_bounds__(kSplitThreads, 1) attention_split_kernel(AttentionArgs a, int* counters, int cap,
                                                                            int comb_splits) {
@@ -1175,7 +1171,7 @@ bool fused_q8(const AttentionArgs& a) { return a.out_q.q != nullptr && a.head_di
 // The most cells a pass of the split kernel stages: a multiple of 32 from 128
 // down whose rows fit the block's shared memory.
 int split_cap(int head_dim, int group, bool f16, int splits) {
-  const size_t limit = static_cast<size_t>(device_limits().max_smem);
+  const size_t limit = static_cast<size_t>(device_limits().max_smem) - kSplitStaticSmem;
   for (int cap = kSplitMaxCells; cap >= kSplitMinCells; cap -= kWarp) {
     if (SplitLayout(head_dim, group, f16, cap, splits).rows_end <= limit) return cap;
   }
@@ -1190,7 +1186,7 @@ cudaError_t launch_split(const AttentionArgs& a, int group, cudaStream_t stream)
   // The combine's splits a round trip: all of them where the block's shared
   // memory holds their partials (from the K rows on), else as many as it does.
   const size_t split_bytes = sizeof(float) * static_cast<size_t>(group) * split_head_floats(a.head_dim);
-  const size_t room = static_cast<size_t>(device_limits().max_smem) - l.k;
+  const size_t room = static_cast<size_t>(device_limits().max_smem) - kSplitStaticSmem - l.k;
   const int comb_splits = static_cast<int>(std::min<size_t>(static_cast<size_t>(splits), room / split_bytes));
   if (comb_splits < 1) return cudaErrorInvalidValue;
   const size_t smem = std::max(l.rows_end, l.k + static_cast<size_t>(comb_splits) * split_bytes);

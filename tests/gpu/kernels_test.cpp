@@ -1954,7 +1954,9 @@ TEST_P(GpuAttentionDecode, SplitEarlyStagingKeepsTheBits) {
 
 // One chunk (≤ 256 cells) and several (300, 513, 1000, 4100: the last block
 // of a head combines), head dims 8 to 256, f16 and f32 caches, rows of whole
-// 16-byte pieces and not (20 × f16).
+// 16-byte pieces and not (20 × f16). 16 query heads of 256 dims a KV head
+// over 2,000 cells: the split kernel's combine takes the splits' partials
+// (16.6 KB a split) in several rounds.
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuAttentionDecode,
                          testing::Values(AttnCase{14, 2, 64, 1, 1, true}, AttnCase{14, 2, 64, 1, 300, true},
                                          AttnCase{16, 8, 128, 1, 1000, true}, AttnCase{8, 4, 8, 1, 77, false},
@@ -1962,7 +1964,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuAttentionDecode,
                                          AttnCase{4, 4, 256, 1, 65, false}, AttnCase{6, 2, 96, 1, 200, true},
                                          AttnCase{3, 1, 20, 1, 70, true}, AttnCase{14, 2, 64, 1, 4100, true},
                                          AttnCase{28, 4, 128, 1, 256, true}, AttnCase{28, 4, 128, 1, 513, true},
-                                         AttnCase{4, 4, 256, 1, 600, false}, AttnCase{3, 1, 20, 1, 700, false}));
+                                         AttnCase{4, 4, 256, 1, 600, false}, AttnCase{3, 1, 20, 1, 700, false},
+                                         AttnCase{16, 1, 256, 1, 2000, true}));
 
 class GpuAttentionPrefill : public testing::TestWithParam<AttnCase> {};
 TEST_P(GpuAttentionPrefill, FlashKernelMatchesReference) {
