@@ -97,7 +97,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,
                                          AttnCase{16, 8, 128, 7, 37, DType::kF16},    // prefill chunk, qwen3 heads
                                          AttnCase{8, 4, 8, 13, 13, DType::kF32},      // stories260K, full causal
                                          AttnCase{4, 4, 64, 3, 10, DType::kF32},      // MHA
-                                         AttnCase{32, 8, 128, 2, 129, DType::kF32}));
+                                         AttnCase{32, 8, 128, 2, 129, DType::kF32},
+                                         AttnCase{18, 2, 22, 3, 40, DType::kF32},     // group 9: 8 heads a pass and 1; a row's tail
+                                         AttnCase{16, 1, 20, 2, 33, DType::kF16}));   // group 16: two passes of 8
 
 TEST(CpuRope, MatchesReferenceForBothPairings) {
   std::mt19937 rng(5);

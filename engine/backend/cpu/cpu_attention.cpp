@@ -1,13 +1,14 @@
 // Attention on the CPU: one task per (token, KV head). The task loads each
-// cached K row once, converts it to f32, and scores it against every query
-// head of the group (GQA), which cuts cache traffic by the group size.
+// cached K row once, converting it to f32 as it goes, and scores it against
+// every query head of the group (GQA), which cuts cache traffic by the group
+// size.
 // Scores are kept for the cells the query sees; then each head's softmax
 // weights and its weighted sum of the V rows, with 32 of the sums in
 // registers across the cells (until 2026-12-06 each cell's V row was added
 // to every head's output row in memory: an axpy call a cell and head, 21% of
 // a 2,048-token prefill of qwen2.5-0.5b on the 2-core machine).
 //
-// The inner loops (f16→f32 row, dot, weighted rows) have AVX2/F16C versions
+// The inner loops (a K row's dots, weighted rows) have AVX2/F16C versions
 // chosen at run time on x86-64 and NEON versions on aarch64.
 #include <algorithm>
 #include <cmath>
@@ -44,30 +45,37 @@ struct WeightedRows {
 };
 
 struct RowOps {
-  void (*f16_to_f32)(const uint16_t* src, float* dst, int n);
-  // out[h] = dot(q + h * hd, k) for the group's n_heads query heads: one
-  // call a K row, the dot inlined (one indirect call a cell and head was 15%
-  // of the attention's time).
-  void (*dots)(const float* q, int n_heads, int hd, const float* k, float* out);
+  // out[h] = dot(q + h * hd, k) for the group's n_heads query heads, k a
+  // cache row (f16 or f32): one call a K row, the row read once for up to
+  // 8 heads and converted as it is read (one indirect call a cell and head
+  // was 15% of the attention's time; until 2026-12-06 the row was converted
+  // into a buffer first, and each head's sum was added across its lanes on
+  // its own, 20% of a 2,048-token prefill together).
+  void (*dots_f16)(const float* q, int n_heads, int hd, const uint8_t* k, float* out);
+  void (*dots_f32)(const float* q, int n_heads, int hd, const uint8_t* k, float* out);
   void (*wsum_f16)(const WeightedRows& r, float* out);
   void (*wsum_f32)(const WeightedRows& r, float* out);
 };
 
-void f16_to_f32_scalar(const uint16_t* src, float* dst, int n) {
-  for (int i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
-}
-float dot_scalar(const float* a, const float* b, int n) {
-  float s = 0.0f;
-  for (int i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-void dots_scalar(const float* q, int n_heads, int hd, const float* k, float* out) {
-  for (int h = 0; h < n_heads; ++h) out[h] = dot_scalar(q + static_cast<size_t>(h) * hd, k, hd);
-}
 template <bool kF16>
 float row_value(const uint8_t* row, int i) {
   if constexpr (kF16) return f16_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
   return reinterpret_cast<const float*>(row)[i];
+}
+// Dimensions [d0, hd) of the dots, one at a time, added to out (the scalar
+// form, and the vector forms' tails).
+template <bool kF16>
+void dots_scalar_from(const float* q, int n_heads, int hd, const uint8_t* k, int d0, float* out) {
+  for (int h = 0; h < n_heads; ++h) {
+    float s = out[h];
+    for (int d = d0; d < hd; ++d) s += q[static_cast<size_t>(h) * hd + d] * row_value<kF16>(k, d);
+    out[h] = s;
+  }
+}
+template <bool kF16>
+void dots_scalar(const float* q, int n_heads, int hd, const uint8_t* k, float* out) {
+  for (int h = 0; h < n_heads; ++h) out[h] = 0.0f;
+  dots_scalar_from<kF16>(q, n_heads, hd, k, 0, out);
 }
 const uint8_t* weighted_row(const WeightedRows& r, int k) {
   return r.base + static_cast<size_t>(r.cells[r.keep[k]]) * r.row_bytes;
@@ -88,37 +96,38 @@ void wsum_scalar(const WeightedRows& r, float* out) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma,f16c"))) void f16_to_f32_avx2(const uint16_t* src, float* dst, int n) {
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-  }
-  for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
-}
-__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int n) {
-  __m256 acc0 = _mm256_setzero_ps();
-  __m256 acc1 = _mm256_setzero_ps();
-  int i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  acc0 = _mm256_add_ps(acc0, acc1);
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc0), _mm256_extractf128_ps(acc0, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  float r = _mm_cvtss_f32(s);
-  for (; i < n; ++i) r += a[i] * b[i];
-  return r;
-}
-__attribute__((target("avx2,fma"))) void dots_avx2(const float* q, int n_heads, int hd, const float* k, float* out) {
-  for (int h = 0; h < n_heads; ++h) out[h] = dot_avx2(q + static_cast<size_t>(h) * hd, k, hd);
-}
 template <bool kF16>
 __attribute__((target("avx2,fma,f16c"))) __m256 load8_avx2(const uint8_t* row, int d) {
   if constexpr (kF16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
   return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d);
+}
+// Up to 8 heads' dots with one K row: a head's sum in a register across the
+// row, the row loaded (and converted) once for all of them, and the 8 sums
+// added across their lanes together (two rounds of pairwise adds).
+template <bool kF16>
+__attribute__((target("avx2,fma,f16c"))) void dots_avx2(const float* q, int n_heads, int hd, const uint8_t* k, float* out) {
+  const int d_end = hd / 8 * 8;
+  for (int h0 = 0; h0 < n_heads; h0 += 8) {
+    const int nh = std::min(8, n_heads - h0);
+    const float* qh = q + static_cast<size_t>(h0) * hd;
+    __m256 acc[8];
+    for (auto& v : acc) v = _mm256_setzero_ps();
+    for (int d = 0; d < d_end; d += 8) {
+      const __m256 kv = load8_avx2<kF16>(k, d);
+#pragma GCC unroll 8
+      for (int h = 0; h < 8; ++h) {
+        if (h < nh) acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(qh + static_cast<size_t>(h) * hd + d), kv, acc[h]);
+      }
+    }
+    // hadd(a, b) = [a0+a1, a2+a3, b0+b1, b2+b3 | the same of lanes 4-7]: two
+    // rounds leave heads 0-3 (u0) and 4-7 (u1) a lane each in both halves.
+    const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
+    const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[4], acc[5]), _mm256_hadd_ps(acc[6], acc[7]));
+    alignas(32) float sums[8];
+    _mm256_store_ps(sums, _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31)));
+    for (int h = 0; h < nh; ++h) out[h0 + h] = sums[h];
+    if (d_end < hd) dots_scalar_from<kF16>(qh, nh, hd, k, d_end, out + h0);
+  }
 }
 // Dimensions [d0, d0 + 8 kC) of the weighted rows with their kC sums in
 // registers: a cell's kC FMAs do not wait on each other, only on the last
@@ -145,29 +154,34 @@ __attribute__((target("avx2,fma,f16c"))) void wsum_avx2(const WeightedRows& r, f
   if (d0 < r.hd) wsum_scalar_from<kF16>(r, d0, out);
 }
 #elif defined(__aarch64__)
-void f16_to_f32_neon(const uint16_t* src, float* dst, int n) {
-  int i = 0;
-  for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(src + i))));
-  for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
-}
-float dot_neon(const float* a, const float* b, int n) {
-  float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
-  int i = 0;
-  for (; i + 8 <= n; i += 8) {
-    acc0 = vfmaq_f32(acc0, vld1q_f32(a + i), vld1q_f32(b + i));
-    acc1 = vfmaq_f32(acc1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
-  }
-  float r = vaddvq_f32(vaddq_f32(acc0, acc1));
-  for (; i < n; ++i) r += a[i] * b[i];
-  return r;
-}
-void dots_neon(const float* q, int n_heads, int hd, const float* k, float* out) {
-  for (int h = 0; h < n_heads; ++h) out[h] = dot_neon(q + static_cast<size_t>(h) * hd, k, hd);
-}
 template <bool kF16>
 float32x4_t load4_neon(const uint8_t* row, int d) {
   if constexpr (kF16) return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(row) + d)));
   return vld1q_f32(reinterpret_cast<const float*>(row) + d);
+}
+// The same as dots_avx2 with 4-wide sums (heads 0-3 and 4-7 added across
+// their lanes by pairs).
+template <bool kF16>
+void dots_neon(const float* q, int n_heads, int hd, const uint8_t* k, float* out) {
+  const int d_end = hd / 4 * 4;
+  for (int h0 = 0; h0 < n_heads; h0 += 8) {
+    const int nh = std::min(8, n_heads - h0);
+    const float* qh = q + static_cast<size_t>(h0) * hd;
+    float32x4_t acc[8];
+    for (auto& v : acc) v = vdupq_n_f32(0.0f);
+    for (int d = 0; d < d_end; d += 4) {
+      const float32x4_t kv = load4_neon<kF16>(k, d);
+#pragma GCC unroll 8
+      for (int h = 0; h < 8; ++h) {
+        if (h < nh) acc[h] = vfmaq_f32(acc[h], vld1q_f32(qh + static_cast<size_t>(h) * hd + d), kv);
+      }
+    }
+    float sums[8];
+    vst1q_f32(sums, vpaddq_f32(vpaddq_f32(acc[0], acc[1]), vpaddq_f32(acc[2], acc[3])));
+    vst1q_f32(sums + 4, vpaddq_f32(vpaddq_f32(acc[4], acc[5]), vpaddq_f32(acc[6], acc[7])));
+    for (int h = 0; h < nh; ++h) out[h0 + h] = sums[h];
+    if (d_end < hd) dots_scalar_from<kF16>(qh, nh, hd, k, d_end, out + h0);
+  }
 }
 // The same with 4-wide sums (wsum_avx2_pass).
 template <bool kF16, int kC>
@@ -197,12 +211,12 @@ RowOps select_row_ops() {
   // A non-scalar active ISA on x86 is avx2 or avx512, each detected only with
   // AVX2 + FMA + F16C (quant/isa.cpp), what these row ops need.
   if (quant::active_isa() != quant::Isa::kScalar) {
-    return {f16_to_f32_avx2, dots_avx2, wsum_avx2<true>, wsum_avx2<false>};
+    return {dots_avx2<true>, dots_avx2<false>, wsum_avx2<true>, wsum_avx2<false>};
   }
 #elif defined(__aarch64__)
-  if (quant::active_isa() != quant::Isa::kScalar) return {f16_to_f32_neon, dots_neon, wsum_neon<true>, wsum_neon<false>};
+  if (quant::active_isa() != quant::Isa::kScalar) return {dots_neon<true>, dots_neon<false>, wsum_neon<true>, wsum_neon<false>};
 #endif
-  return {f16_to_f32_scalar, dots_scalar, wsum_scalar<true>, wsum_scalar<false>};
+  return {dots_scalar<true>, dots_scalar<false>, wsum_scalar<true>, wsum_scalar<false>};
 }
 
 }  // namespace
@@ -218,9 +232,8 @@ void attention(ThreadPool& pool, const AttentionArgs& a, std::vector<std::vector
   const size_t row_bytes = static_cast<size_t>(kv_dim) * elem;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int n_cells = a.n_seq_cells;
-  // Per thread: scores [group][n_cells], one converted row [hd], a row's dot
-  // products [group].
-  const size_t need = static_cast<size_t>(group) * n_cells + hd + group;
+  // Per thread: scores [group][n_cells], a row's dot products [group].
+  const size_t need = static_cast<size_t>(group) * n_cells + group;
   if (scratch.size() < static_cast<size_t>(pool.size())) scratch.resize(static_cast<size_t>(pool.size()));
   for (auto& v : scratch) {
     if (v.size() < need) v.resize(need);
@@ -231,18 +244,12 @@ void attention(ThreadPool& pool, const AttentionArgs& a, std::vector<std::vector
     const int g = static_cast<int>(task % s.n_kv_heads);
     const int32_t qpos = a.q_pos[t];
     float* scores = scratch[static_cast<size_t>(thread)].data();
-    float* row = scores + static_cast<size_t>(group) * n_cells;
+    float* dot = scores + static_cast<size_t>(group) * n_cells;
     const float* q = a.q + static_cast<size_t>(t) * q_dim + static_cast<size_t>(g) * group * hd;
     float* out = a.out + static_cast<size_t>(t) * q_dim + static_cast<size_t>(g) * group * hd;
 
-    auto load_row = [&](const uint8_t* cache, int32_t cell) -> const float* {
-      const uint8_t* p = cache + static_cast<size_t>(cell) * row_bytes + static_cast<size_t>(g) * hd * elem;
-      if (s.kv_type == DType::kF16) {
-        ops.f16_to_f32(reinterpret_cast<const uint16_t*>(p), row, hd);
-        return row;
-      }
-      return reinterpret_cast<const float*>(p);
-    };
+    const auto dots = s.kv_type == DType::kF16 ? ops.dots_f16 : ops.dots_f32;
+    const uint8_t* k_base = a.k_cache + static_cast<size_t>(g) * hd * elem;
 
     // Pass 1: scores of the cells the query sees (keep, in sequence order).
     thread_local std::vector<int32_t> keep;
@@ -252,8 +259,7 @@ void attention(ThreadPool& pool, const AttentionArgs& a, std::vector<std::vector
       const int32_t cell = a.seq_cells[j];
       if (a.cell_pos[cell] > qpos) continue;
       keep.push_back(j);
-      float* dot = row + hd;
-      ops.dots(q, group, hd, load_row(a.k_cache, cell), dot);
+      dots(q, group, hd, k_base + static_cast<size_t>(cell) * row_bytes, dot);
       for (int h = 0; h < group; ++h) {
         const float v = dot[h] * scale;
         scores[static_cast<size_t>(h) * n_cells + j] = v;
