@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -100,6 +102,77 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,
                                          AttnCase{32, 8, 128, 2, 129, DType::kF32},
                                          AttnCase{18, 2, 22, 3, 40, DType::kF32},     // group 9: 8 heads a pass and 1; a row's tail
                                          AttnCase{16, 1, 20, 2, 33, DType::kF16}));   // group 16: two passes of 8
+
+// The softmax's e^x (x ≤ 0): within 2 ulp of e^x rounded to float over the
+// normal floats' range, 0 below it and for -inf and NaN.
+TEST(CpuSoftmax, ExpIsWithinTwoUlp) {
+  auto ulps = [](float a, float b) {
+    int32_t ia = 0, ib = 0;
+    std::memcpy(&ia, &a, sizeof a);
+    std::memcpy(&ib, &b, sizeof b);
+    return std::abs(static_cast<int64_t>(ia) - ib);
+  };
+  int64_t worst = 0;
+  float worst_x = 0.0f;
+  std::vector<float> xs = {0.0f, -0.0f, -1e-30f, -1e-7f, -0.34657359f, -0.5f, -1.0f, -10.0f, -87.0f, -87.33654f};
+  for (int i = 0; i <= 400000; ++i) xs.push_back(-87.33654f * static_cast<float>(i) / 400000.0f);
+  for (const float x : xs) {
+    const auto want = static_cast<float>(std::exp(static_cast<double>(x)));
+    const float got = cpu::softmax_exp(x);
+    ASSERT_TRUE(std::isfinite(got)) << "x " << x;
+    if (ulps(got, want) > worst) {
+      worst = ulps(got, want);
+      worst_x = x;
+    }
+  }
+  EXPECT_LE(worst, 2) << "worst at x = " << worst_x;
+  EXPECT_EQ(cpu::softmax_exp(0.0f), 1.0f);
+  EXPECT_EQ(cpu::softmax_exp(-87.5f), 0.0f);
+  EXPECT_EQ(cpu::softmax_exp(-1000.0f), 0.0f);
+  EXPECT_EQ(cpu::softmax_exp(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(cpu::softmax_exp(std::numeric_limits<float>::quiet_NaN()), 0.0f);
+}
+
+// The weights as the machine's vector form computes them: each one the bits
+// of softmax_exp(score - max), 0 for ±inf scores, only the kept places
+// written, at every count across the vector width, with keep in one run (a
+// causal prefill's) and with gaps; the sum within rounding of the weights'
+// sum in double.
+TEST(CpuSoftmax, WeightsAreSoftmaxExpsBits) {
+  std::mt19937 rng(7);
+  for (const bool gaps : {false, true}) {
+    for (int n = 0; n <= 37; ++n) {
+      auto scores = random_vec(static_cast<size_t>(2 * n + 3), rng, 4.0f);
+      if (n > 5) scores[3] = -std::numeric_limits<float>::infinity();
+      if (n > 9) scores[7] = std::numeric_limits<float>::infinity();
+      std::vector<int32_t> keep;
+      for (int j = gaps ? 0 : 1; static_cast<int>(keep.size()) < n; ++j) {
+        if (!gaps || j % 3 != 1) keep.push_back(j);  // gaps: every third place is not kept
+      }
+      float m = -std::numeric_limits<float>::infinity();
+      for (const int32_t j : keep) {
+        if (std::isfinite(scores[static_cast<size_t>(j)])) m = std::max(m, scores[static_cast<size_t>(j)]);
+      }
+      auto w = scores;
+      const float sum = cpu::softmax_weights(w.data(), keep.data(), n, m);
+      double want_sum = 0.0;
+      std::vector<bool> kept(w.size(), false);
+      for (const int32_t j : keep) {
+        const float s = scores[static_cast<size_t>(j)];
+        const float want = std::isinf(s) ? 0.0f : cpu::softmax_exp(s - m);
+        kept[static_cast<size_t>(j)] = true;
+        EXPECT_EQ(0, std::memcmp(&w[static_cast<size_t>(j)], &want, sizeof want)) << "n " << n << " place " << j;
+        want_sum += want;
+      }
+      for (size_t j = 0; j < w.size(); ++j) {
+        if (!kept[j]) {
+          EXPECT_EQ(0, std::memcmp(&w[j], &scores[j], sizeof(float))) << "n " << n << " place " << j << " written";
+        }
+      }
+      EXPECT_NEAR(sum, want_sum, 1e-6 * std::max(1.0, want_sum)) << "n " << n << (gaps ? " with gaps" : "");
+    }
+  }
+}
 
 TEST(CpuRope, MatchesReferenceForBothPairings) {
   std::mt19937 rng(5);

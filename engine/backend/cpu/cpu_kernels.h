@@ -39,6 +39,13 @@ struct AttentionArgs {
 // Attention for every token; one task per (token, KV head) so that each K/V
 // row is loaded once for the whole query group. `scratch` is resized as needed.
 void attention(ThreadPool& pool, const AttentionArgs& a, std::vector<std::vector<float>>& scratch);
+// The attention's softmax weights, exposed for tests: e^x for x ≤ 0 within
+// 2 ulp of std::exp (0 below -87.33, where e^x leaves the normal floats),
+// and w[keep[k]] = softmax_exp(w[keep[k]] - m) for k < n (0 where w[keep[k]]
+// is ±inf) with their sum, in the vector form the machine has: each weight
+// the bits softmax_exp gives it.
+float softmax_exp(float x);
+float softmax_weights(float* w, const int32_t* keep, int n, float m);
 
 // Precomputed RoPE rotation for a step: cos/sin per token and frequency.
 struct RopeTable {
