@@ -17,8 +17,15 @@
 // 16-byte loads bring (two runs of 16, per type below), and reads x at the
 // same places: lane (g, t) of the warp holds rows g and g + 8 and runs
 // Runs(t) of a 128-element chunk of k, and its slots 2t, 2t + 1, 2t + 8,
-// 2t + 9 of k step s are elements 4s .. 4s + 3 of its runs. No shared
-// memory, no barrier in the loop: each warp streams its own bytes.
+// 2t + 9 of k step s are elements 4s .. 4s + 3 of its runs. No barrier in
+// the loop: each warp streams its own bytes, into registers four chunks at a
+// time (gemm_fused_kernel) or, up to 8 tokens, through stages in shared
+// memory seven chunks ahead (gemm_piped_kernel, below).
+//
+// The unpacking makes its integers floats without conversion instructions
+// (magic_float; Q8_0 by HMUL2), which on Hopper issue at a fraction of the
+// FP32 rate: the first form's I2F bounded it — 7B's Q6_K ffn_down took 85.7
+// µs for 2 tokens, 53.8 without them (H100, session 53, run 2).
 //
 // A block: 16 weight rows, kWarps warps each taking every kWarps-th chunk
 // of k, up to 32 tokens (4 tiles of 8); the warps' sums are added in warp
@@ -26,11 +33,13 @@
 // blocks of the next 32 (grid y) read the weight again.
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 
 #include "kernels/common.cuh"
 #include "kernels/dequant.cuh"
 #include "kernels/kernels.h"
 #include "kernels/launch.cuh"
+#include "kernels/pipe.cuh"
 
 namespace minfer::kernels {
 namespace {
@@ -39,8 +48,10 @@ constexpr int kRows = 16;      // weight rows a block
 constexpr int kWarps = 4;      // warps a block, splitting k
 constexpr int kChunk = 128;    // k a warp's step: 8 mma k-steps
 constexpr int kMaxTiles = 4;   // token tiles of 8 a block
+constexpr int kGemmStages = 8; // the pipelined form's stages a warp
 
 std::atomic<uint64_t> g_launches{0};
+std::atomic<uint64_t> g_piped_launches{0};
 
 __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                           uint32_t b1) {
@@ -69,57 +80,98 @@ __device__ __forceinline__ int run1(int t) {
   return 32 * t + 16;
 }
 
+__device__ __forceinline__ uint8_t byte_of(const int4& v, int i) {
+  const int word = i / 4 == 0 ? v.x : i / 4 == 1 ? v.y : i / 4 == 2 ? v.z : v.w;
+  return static_cast<uint8_t>(static_cast<uint32_t>(word) >> (8 * (i % 4)));
+}
+
 // A lane's raw bytes of one row's chunk, loaded ahead of their use.
 struct Raw {
   int4 a = {}, b = {};
   uint32_t s = 0;  // scales: Q8_0 d; Q6_K d and the runs' two int8 scales
 };
 
-template <WType T>
-__device__ __forceinline__ void load_raw(const DeviceWeight& w, int row, int chunk, int t, Raw& r) {
+// Where a lane's raw bytes come from (load_raw's loads, in one order for
+// every policy): each 16-byte piece its own (operator()), the 16 bytes the four
+// lanes of a row share (`quad16`: a K-quant super-block's scales), a 2-byte
+// scale (`u16`). DirectLoads reads them from global memory into registers.
+// The pipelined kernel below sends them as cp.async into the lane's slots of
+// a stage and takes them from there again: the decode pipeline's IssueFetch
+// and ReadFetch (pipe.cuh).
+struct DirectLoads {
+  __device__ int4 operator()(const void* p) { return __ldg(static_cast<const int4*>(p)); }
+  __device__ int4 quad16(const void* p) { return __ldg(static_cast<const int4*>(p)); }
+  __device__ uint32_t u16(const uint16_t* p) { return __ldg(p); }
+};
+
+template <WType T, class Loads>
+__device__ __forceinline__ void load_raw(const DeviceWeight& w, int row, int chunk, int t, Raw& r, Loads& ld) {
   const size_t rw = static_cast<size_t>(row);
   if constexpr (T == WType::kQ8_0) {
     const uint32_t units = static_cast<uint32_t>(w.k / 32), u = static_cast<uint32_t>(4 * chunk + t);
     const int8_t* q = static_cast<const int8_t*>(w.q) + rw * w.k;
-    r.a = __ldg(reinterpret_cast<const int4*>(q + split_offset(u, 0, units)));
-    r.b = __ldg(reinterpret_cast<const int4*>(q + split_offset(u, 16, units)));
-    r.s = __ldg(static_cast<const uint16_t*>(w.meta) + rw * units + u);
+    r.a = ld(q + split_offset(u, 0, units));
+    r.b = ld(q + split_offset(u, 16, units));
+    r.s = ld.u16(static_cast<const uint16_t*>(w.meta) + rw * units + u);
   } else if constexpr (T == WType::kQ4_K) {
     const uint32_t units = static_cast<uint32_t>(w.k / 64), u = static_cast<uint32_t>(2 * chunk + t / 2);
     const uint8_t* q = static_cast<const uint8_t*>(w.q) + rw * (w.k / 2);
-    r.a = __ldg(reinterpret_cast<const int4*>(q + split_offset(u, 16 * (t % 2), units)));
-    r.b = __ldg(reinterpret_cast<const int4*>(static_cast<const uint8_t*>(w.meta) + (rw * (w.k / 256) + u / 4) * 16));
+    r.a = ld(q + split_offset(u, 16 * (t % 2), units));
+    r.b = ld.quad16(static_cast<const uint8_t*>(w.meta) + (rw * (w.k / 256) + u / 4) * 16);
   } else if constexpr (T == WType::kQ6_K) {
     const int sb = chunk / 2, n = chunk % 2, l0 = 16 * (t % 2), j = t / 2;
     const uint8_t* ql = static_cast<const uint8_t*>(w.q) + rw * (w.k / 2) + sb * 128 + n * 64;
     const uint8_t* qh = static_cast<const uint8_t*>(w.qh) + rw * (w.k / 4) + sb * 64 + n * 32;
-    const int8_t* sc = reinterpret_cast<const int8_t*>(static_cast<const uint8_t*>(w.meta) + (rw * (w.k / 256) + sb) * 16) + 8 * n;
-    r.a = __ldg(reinterpret_cast<const int4*>(ql + l0 + 32 * j));
-    r.b = __ldg(reinterpret_cast<const int4*>(qh + l0));
-    const uint32_t d = __ldg(static_cast<const uint16_t*>(w.d) + rw * (w.k / 256) + sb);
-    const uint32_t s0 = static_cast<uint8_t>(__ldg(sc + (t % 2) + 2 * j));
-    const uint32_t s1 = static_cast<uint8_t>(__ldg(sc + (t % 2) + 2 * (2 + j)));
+    r.a = ld(ql + l0 + 32 * j);
+    r.b = ld(qh + l0);
+    // The super-block's 16 int8 scales; this chunk's are its half n.
+    const int4 sc = ld.quad16(static_cast<const uint8_t*>(w.meta) + (rw * (w.k / 256) + sb) * 16);
+    const uint32_t d = ld.u16(static_cast<const uint16_t*>(w.d) + rw * (w.k / 256) + sb);
+    const uint32_t s0 = byte_of(sc, 8 * n + (t % 2) + 2 * j);
+    const uint32_t s1 = byte_of(sc, 8 * n + (t % 2) + 2 * (2 + j));
     r.s = d | (s0 << 16) | (s1 << 24);
   }
 }
 
-__device__ __forceinline__ uint8_t byte_of(const int4& v, int i) {
-  const int word = i / 4 == 0 ? v.x : i / 4 == 1 ? v.y : i / 4 == 2 ? v.z : v.w;
-  return static_cast<uint8_t>(static_cast<uint32_t>(word) >> (8 * (i % 4)));
+// The f32 value of an integer 0 <= v < 2^22 that sits in the low bits of
+// `word` (the rest zero, or 0x4B000000 already in): 2^23 + v as a float's bits,
+// less 2^23 — exact, on the integer and FP32 pipes instead of a conversion
+// (I2F), which on Hopper issues at a fraction of their rate. `bias`: more to
+// take off (32 for Q6_K's q - 32), exact too (Sterbenz).
+__device__ __forceinline__ float magic_float(uint32_t word, float bias = 0.0f) {
+  return __uint_as_float(word | 0x4B000000u) - (8388608.0f + bias);
+}
+// Byte k of `bytes` as magic_float's word (byte 0, under 0x4B in byte 3).
+__device__ __forceinline__ float byte_float(uint32_t bytes, int k, float bias = 0.0f) {
+  return magic_float(__byte_perm(bytes, 0x4B000000u, static_cast<uint32_t>(k) | 0x7440u), bias);
 }
 
 // The lane's 32 elements of one row, as 16 pairs of f16 in run order, each
-// dequant.cuh's value rounded to f16 (what launch_dequantize_f16 writes).
+// dequant.cuh's value rounded to f16 (what launch_dequantize_f16 writes), by
+// the same f32 arithmetic with the integers made floats by magic_float, so
+// that no value passes a conversion unit but the final rounding to f16:
+// Q8_0 not even that — its int8 values become f16 integers under a biased
+// exponent and HMUL2 rounds q·d once, as the f32 product's rounding does
+// (an int8 times an f16 is exact in f32).
 template <WType T>
 __device__ __forceinline__ void unpack(const DeviceWeight& w, int row, int chunk, int t, const Raw& r, uint32_t (&p)[16]) {
   if constexpr (T == WType::kQ8_0) {
-    const float d = h2f(static_cast<uint16_t>(r.s));
+    const __half2 d = __half2half2(__ushort_as_half(static_cast<uint16_t>(r.s)));
+    const __half2 bias = __float2half2_rn(1152.0f);  // 1024 + the 128 the xor adds
+    const uint32_t words[8] = {static_cast<uint32_t>(r.a.x), static_cast<uint32_t>(r.a.y), static_cast<uint32_t>(r.a.z),
+                               static_cast<uint32_t>(r.a.w), static_cast<uint32_t>(r.b.x), static_cast<uint32_t>(r.b.y),
+                               static_cast<uint32_t>(r.b.z), static_cast<uint32_t>(r.b.w)};
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const int4& v = i < 8 ? r.a : r.b;
-      const int b = 2 * (i % 8);
-      p[i] = pack_h2(d * static_cast<float>(static_cast<int8_t>(byte_of(v, b))),
-                     d * static_cast<float>(static_cast<int8_t>(byte_of(v, b + 1))));
+    for (int j = 0; j < 8; ++j) {
+      const uint32_t u = words[j] ^ 0x80808080u;  // q + 128 a byte
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        // Bytes 2h and 2h + 1 under 0x64: f16 1024 + q + 128.
+        const uint32_t biased = __byte_perm(u, 0x64646464u, h == 0 ? 0x4140u : 0x4342u);
+        const __half2 q = __hsub2(*reinterpret_cast<const __half2*>(&biased), bias);
+        const __half2 v = __hmul2(q, d);
+        p[2 * j + h] = *reinterpret_cast<const uint32_t*>(&v);
+      }
     }
   } else if constexpr (T == WType::kQ4_K) {
     const float d = h2f(static_cast<uint16_t>(r.b.x)), dmin = h2f(static_cast<uint16_t>(static_cast<uint32_t>(r.b.x) >> 16));
@@ -128,25 +180,37 @@ __device__ __forceinline__ void unpack(const DeviceWeight& w, int row, int chunk
     scale_min_k4_pair(quarter, r.b, &sc0, &m0, &sc1, &m1);
     const float ds0 = d * static_cast<float>(sc0), dm0 = dmin * static_cast<float>(m0);
     const float ds1 = d * static_cast<float>(sc1), dm1 = dmin * static_cast<float>(m1);
+    const float ds1_16 = ds1 * 0.0625f;  // the high nibbles stay in place: 16 q (exact: a power of two)
+    const uint32_t words[4] = {static_cast<uint32_t>(r.a.x), static_cast<uint32_t>(r.a.y), static_cast<uint32_t>(r.a.z),
+                               static_cast<uint32_t>(r.a.w)};
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const uint8_t b0 = byte_of(r.a, 2 * i), b1 = byte_of(r.a, 2 * i + 1);
-      p[i] = pack_h2(ds0 * static_cast<float>(b0 & 0xF) - dm0, ds0 * static_cast<float>(b1 & 0xF) - dm0);
-      p[8 + i] = pack_h2(ds1 * static_cast<float>(b0 >> 4) - dm1, ds1 * static_cast<float>(b1 >> 4) - dm1);
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t lo = words[j] & 0x0F0F0F0Fu, hi = words[j] & 0xF0F0F0F0u;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // bytes 2h, 2h + 1 of the word: pair i = 2j + h
+        p[2 * j + h] = pack_h2(ds0 * byte_float(lo, 2 * h) - dm0, ds0 * byte_float(lo, 2 * h + 1) - dm0);
+        p[8 + 2 * j + h] = pack_h2(ds1_16 * byte_float(hi, 2 * h) - dm1, ds1_16 * byte_float(hi, 2 * h + 1) - dm1);
+      }
     }
   } else if constexpr (T == WType::kQ6_K) {
     const float d = h2f(static_cast<uint16_t>(r.s));
     const float d0 = d * static_cast<float>(static_cast<int8_t>(r.s >> 16));
     const float d1 = d * static_cast<float>(static_cast<int8_t>(r.s >> 24));
-    const int j = t / 2;
+    const int j2 = 2 * (t / 2);
+    const uint32_t la[4] = {static_cast<uint32_t>(r.a.x), static_cast<uint32_t>(r.a.y), static_cast<uint32_t>(r.a.z),
+                            static_cast<uint32_t>(r.a.w)};
+    const uint32_t hb[4] = {static_cast<uint32_t>(r.b.x), static_cast<uint32_t>(r.b.y), static_cast<uint32_t>(r.b.z),
+                            static_cast<uint32_t>(r.b.w)};
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const uint8_t l0 = byte_of(r.a, 2 * i), l1 = byte_of(r.a, 2 * i + 1);
-      const uint8_t h0 = byte_of(r.b, 2 * i), h1 = byte_of(r.b, 2 * i + 1);
-      const int q00 = ((l0 & 0xF) | (((h0 >> (2 * j)) & 3) << 4)) - 32, q01 = ((l1 & 0xF) | (((h1 >> (2 * j)) & 3) << 4)) - 32;
-      const int q10 = ((l0 >> 4) | (((h0 >> (4 + 2 * j)) & 3) << 4)) - 32, q11 = ((l1 >> 4) | (((h1 >> (4 + 2 * j)) & 3) << 4)) - 32;
-      p[i] = pack_h2(d0 * static_cast<float>(q00), d0 * static_cast<float>(q01));
-      p[8 + i] = pack_h2(d1 * static_cast<float>(q10), d1 * static_cast<float>(q11));
+    for (int j = 0; j < 4; ++j) {
+      // Four 6-bit values a word: the nibbles of ql with their two bits of qh.
+      const uint32_t q0 = (la[j] & 0x0F0F0F0Fu) | (((hb[j] >> j2) & 0x03030303u) << 4);
+      const uint32_t q1 = ((la[j] >> 4) & 0x0F0F0F0Fu) | (((hb[j] >> (4 + j2)) & 0x03030303u) << 4);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        p[2 * j + h] = pack_h2(d0 * byte_float(q0, 2 * h, 32.0f), d0 * byte_float(q0, 2 * h + 1, 32.0f));
+        p[8 + 2 * j + h] = pack_h2(d1 * byte_float(q1, 2 * h, 32.0f), d1 * byte_float(q1, 2 * h + 1, 32.0f));
+      }
     }
   } else {
     // Every other type: dequant8's values, 32 consecutive elements.
@@ -177,10 +241,42 @@ __device__ __forceinline__ void load_group(const DeviceWeight& w, int ra, int rb
     for (int u = 0; u < kUnroll; ++u) {
       const int ch = first + u * kWarps;
       if (ch < chunks) {
-        load_raw<T>(w, ra, ch, t, gr.a[u]);
-        load_raw<T>(w, rb, ch, t, gr.b[u]);
+        DirectLoads ld;
+        load_raw<T>(w, ra, ch, t, gr.a[u], ld);
+        load_raw<T>(w, rb, ch, t, gr.b[u], ld);
       }
     }
+  }
+}
+
+// Chunk ch of rows ra and rb (their raw bytes a and b) unpacked and
+// multiplied into c, token tile after tile.
+template <WType T, int kTiles>
+__device__ __forceinline__ void multiply_chunk(const DeviceWeight& w, int ra, int rb, int ch, int g, int t, const __half* x,
+                                               int ldx, int tokens, int tok0, const Raw& a, const Raw& b,
+                                               float (&c)[kTiles][4]) {
+  const int r0 = run0<T>(t), r1 = run1<T>(t);
+  uint32_t pa[16], pb[16];
+  unpack<T>(w, ra, ch, t, a, pa);
+  unpack<T>(w, rb, ch, t, b, pb);
+#pragma unroll
+  for (int tile = 0; tile < kTiles; ++tile) {
+    const int n = tok0 + tile * 8 + g;
+    uint32_t xb[16];
+    if (n < tokens) {
+      const __half* xr = x + static_cast<size_t>(n) * ldx + ch * kChunk;
+      const int4 v0 = *reinterpret_cast<const int4*>(xr + r0), v1 = *reinterpret_cast<const int4*>(xr + r0 + 8);
+      const int4 v2 = *reinterpret_cast<const int4*>(xr + r1), v3 = *reinterpret_cast<const int4*>(xr + r1 + 8);
+      xb[0] = v0.x; xb[1] = v0.y; xb[2] = v0.z; xb[3] = v0.w;
+      xb[4] = v1.x; xb[5] = v1.y; xb[6] = v1.z; xb[7] = v1.w;
+      xb[8] = v2.x; xb[9] = v2.y; xb[10] = v2.z; xb[11] = v2.w;
+      xb[12] = v3.x; xb[13] = v3.y; xb[14] = v3.z; xb[15] = v3.w;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) xb[i] = 0u;
+    }
+#pragma unroll
+    for (int s = 0; s < 8; ++s) mma_16816(c[tile], pa[2 * s], pb[2 * s], pa[2 * s + 1], pb[2 * s + 1], xb[2 * s], xb[2 * s + 1]);
   }
 }
 
@@ -188,33 +284,37 @@ template <WType T, int kUnroll, int kTiles>
 __device__ __forceinline__ void multiply_group(const DeviceWeight& w, int ra, int rb, int first, int chunks, int g, int t,
                                                const __half* x, int ldx, int tokens, int tok0,
                                                const Group<kUnroll>& gr, float (&c)[kTiles][4]) {
-  const int r0 = run0<T>(t), r1 = run1<T>(t);
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const int ch = first + u * kWarps;
     if (ch >= chunks) break;
-    uint32_t pa[16], pb[16];
-    unpack<T>(w, ra, ch, t, gr.a[u], pa);
-    unpack<T>(w, rb, ch, t, gr.b[u], pb);
+    multiply_chunk<T, kTiles>(w, ra, rb, ch, g, t, x, ldx, tokens, tok0, gr.a[u], gr.b[u], c);
+  }
+}
+
+// The warps' sums of a block, added in warp order through shared memory
+// (`sums`: kWarps × kTiles × 4 × 32 floats) and written to y (+ y). c[tile]:
+// rows g (0, 1) and g + 8 (2, 3), tokens 2t and 2t + 1 of the tile.
+template <int kTiles>
+__device__ __forceinline__ void write_sums(float* sums, const float (&c)[kTiles][4], int row0, int n_rows, int tok0, int tokens,
+                                           float* y, int ldy, bool accumulate) {
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  auto at = [&](int wp, int tile, int i, int l) -> float& { return sums[((wp * kTiles + tile) * 4 + i) * kWarp + l]; };
 #pragma unroll
-    for (int tile = 0; tile < kTiles; ++tile) {
-      const int n = tok0 + tile * 8 + g;
-      uint32_t xb[16];
-      if (n < tokens) {
-        const __half* xr = x + static_cast<size_t>(n) * ldx + ch * kChunk;
-        const int4 v0 = *reinterpret_cast<const int4*>(xr + r0), v1 = *reinterpret_cast<const int4*>(xr + r0 + 8);
-        const int4 v2 = *reinterpret_cast<const int4*>(xr + r1), v3 = *reinterpret_cast<const int4*>(xr + r1 + 8);
-        xb[0] = v0.x; xb[1] = v0.y; xb[2] = v0.z; xb[3] = v0.w;
-        xb[4] = v1.x; xb[5] = v1.y; xb[6] = v1.z; xb[7] = v1.w;
-        xb[8] = v2.x; xb[9] = v2.y; xb[10] = v2.z; xb[11] = v2.w;
-        xb[12] = v3.x; xb[13] = v3.y; xb[14] = v3.z; xb[15] = v3.w;
-      } else {
+  for (int tile = 0; tile < kTiles; ++tile) {
 #pragma unroll
-        for (int i = 0; i < 16; ++i) xb[i] = 0u;
-      }
+    for (int i = 0; i < 4; ++i) at(warp, tile, i, lane) = c[tile][i];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < kTiles * 4 * kWarp; e += kWarps * kWarp) {
+    const int tile = e / (4 * kWarp), i = (e / kWarp) % 4, l = e % kWarp;
+    const int row = row0 + l / 4 + (i >= 2 ? 8 : 0), n = tok0 + tile * 8 + 2 * (l % 4) + (i & 1);
+    if (row >= n_rows || n >= tokens) continue;
+    float v = at(0, tile, i, l);
 #pragma unroll
-      for (int s = 0; s < 8; ++s) mma_16816(c[tile], pa[2 * s], pb[2 * s], pa[2 * s + 1], pb[2 * s + 1], xb[2 * s], xb[2 * s + 1]);
-    }
+    for (int k = 1; k < kWarps; ++k) v += at(k, tile, i, l);
+    float* out = y + static_cast<size_t>(n) * ldy + row;
+    *out = accumulate ? *out + v : v;
   }
 }
 
@@ -230,7 +330,7 @@ __device__ __forceinline__ void multiply_group(const DeviceWeight& w, int ra, in
 template <WType T, int kTiles>
 __global__ void __launch_bounds__(kWarps * kWarp, 3)
     gemm_fused_kernel(DeviceWeight w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate) {
-  __shared__ float sums[kWarps][kTiles][4][kWarp];
+  __shared__ float sums[kWarps * kTiles * 4 * kWarp];
   pdl_begin();
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
   const int row0 = blockIdx.x * kRows;
@@ -249,24 +349,107 @@ __global__ void __launch_bounds__(kWarps * kWarp, 3)
     multiply_group<T, kUnroll, kTiles>(w, ra, rb, first, chunks, g, t, x, ldx, tokens, tok0, gr, c);
   }
 
-  // c[tile]: rows g (0, 1) and g + 8 (2, 3), tokens 2t and 2t + 1 of the tile.
-#pragma unroll
-  for (int tile = 0; tile < kTiles; ++tile) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) sums[warp][tile][i][lane] = c[tile][i];
-  }
-  __syncthreads();
-  for (int e = threadIdx.x; e < kTiles * 4 * kWarp; e += kWarps * kWarp) {
-    const int tile = e / (4 * kWarp), i = (e / kWarp) % 4, l = e % kWarp;
-    const int row = row0 + l / 4 + (i >= 2 ? 8 : 0), n = tok0 + tile * 8 + 2 * (l % 4) + (i & 1);
-    if (row >= w.n_rows || n >= tokens) continue;
-    float v = sums[0][tile][i][l];
-#pragma unroll
-    for (int k = 1; k < kWarps; ++k) v += sums[k][tile][i][l];
-    float* out = y + static_cast<size_t>(n) * ldy + row;
-    *out = accumulate ? *out + v : v;
-  }
+  write_sums<kTiles>(sums, c, row0, w.n_rows, tok0, tokens, y, ldy, accumulate);
 }
+
+// ---- The pipelined form: each warp's loads kGemmStages - 1 chunks ahead ----
+//
+// The kernel above holds a group's raw bytes in registers from their loads
+// to their use, so a warp has at most four chunks in flight and none while it
+// multiplies: twelve warps an SM kept ~0.8 TB/s of weights coming (a 2-token
+// 7B Q4_K_M step 5.3-5.8 ms on an H100, where a decode step reads the same
+// bytes in 2.1). Here each lane sends its loads as cp.async into slots of its
+// own in shared memory, kGemmStages - 1 chunks ahead of the one it multiplies
+// (the first of them before the PDL wait: weights are constants), and takes
+// them back from there: the same bytes, unpacked and multiplied in the same
+// order — the same bits as the kernel above.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+// A warp's stage: one chunk of both its rows. The lanes' 16-byte pieces
+// (piece i of lane l at 16 (32 i + l): a warp's reads of one piece hit
+// distinct banks), then their 4-byte words (a 2-byte scale's aligned word; a
+// quarter of the 16 scale bytes the four lanes of a row share).
+template <WType T>
+struct GemmStage {
+  static constexpr int kPieces = T == WType::kQ4_K ? 2 : 4;  // a lane's, both rows
+  static constexpr int kWords = T == WType::kQ6_K ? 4 : 2;
+  static constexpr int kOff4 = kPieces * kWarp * 16;
+  static constexpr int kBytes = kOff4 + kWords * kWarp * 4;
+};
+
+// The decode pipeline's fetch policies (pipe.cuh) with the 2-byte scale's
+// half taken from its address, which load_raw gives them.
+template <class S>
+using IssueLoads = piped::IssueFetch<S>;
+template <class S>
+struct ReadLoads : piped::ReadFetch<S> {
+  __device__ uint16_t u16(const uint16_t* p) {
+    this->high = (reinterpret_cast<uintptr_t>(p) & 2) != 0;
+    return piped::ReadFetch<S>::u16(p);
+  }
+};
+#endif
+
+// Its dynamic shared memory: the warps' rings.
+template <WType T>
+constexpr size_t piped_smem_bytes(int tiles) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  const size_t ring = static_cast<size_t>(kWarps) * kGemmStages * GemmStage<T>::kBytes;
+#else
+  const size_t ring = 0;
+#endif
+  const size_t sums = sizeof(float) * kWarps * tiles * 4 * kWarp;  // write_sums's, over the ring once it is done
+  return ring > sums ? ring : sums;
+}
+
+template <WType T, int kTiles>
+__global__ void __launch_bounds__(kWarps * kWarp, 3)
+    gemm_piped_kernel(DeviceWeight w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  using S = GemmStage<T>;
+  extern __shared__ __align__(16) unsigned char gemm_ring[];
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
+  const int row0 = blockIdx.x * kRows;
+  const int ra = min(row0 + g, w.n_rows - 1), rb = min(row0 + g + 8, w.n_rows - 1);
+  const int tok0 = blockIdx.y * kTiles * 8;
+  const int chunks = w.k / kChunk;
+  const int n = chunks > warp ? (chunks - warp + kWarps - 1) / kWarps : 0;  // chunks warp, warp + kWarps, ...
+  unsigned char* ring = gemm_ring + static_cast<size_t>(warp) * kGemmStages * S::kBytes;
+  auto issue = [&](int i) {
+    IssueLoads<S> ld{ring + (i % kGemmStages) * S::kBytes, lane};
+    Raw unused;
+    load_raw<T>(w, ra, warp + i * kWarps, t, unused, ld);
+    load_raw<T>(w, rb, warp + i * kWarps, t, unused, ld);
+  };
+#pragma unroll
+  for (int i = 0; i < kGemmStages - 1; ++i) {
+    if (i < n) issue(i);
+    piped::cp_async_commit();
+  }
+  pdl_begin();
+  float c[kTiles][4];
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i) c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    __syncwarp();  // every lane is done with the stage refilled now (read at i - 1)
+    if (i + kGemmStages - 1 < n) issue(i + kGemmStages - 1);
+    piped::cp_async_commit();
+    piped::cp_async_wait<kGemmStages - 1>();
+    __syncwarp();  // the words a row's quad shares have landed for all four
+    ReadLoads<S> ld{{ring + (i % kGemmStages) * S::kBytes, lane, false}};
+    Raw a, b;
+    const int ch = warp + i * kWarps;
+    load_raw<T>(w, ra, ch, t, a, ld);
+    load_raw<T>(w, rb, ch, t, b, ld);
+    multiply_chunk<T, kTiles>(w, ra, rb, ch, g, t, x, ldx, tokens, tok0, a, b, c);
+  }
+  __syncthreads();  // every warp is done with its stages: the sums go over them
+  write_sums<kTiles>(reinterpret_cast<float*>(gemm_ring), c, row0, w.n_rows, tok0, tokens, y, ldy, accumulate);
+#endif
+}
+
+int g_stages = 0;  // set_gemm_fused_stages
+template <WType T>
+using Tag = std::integral_constant<WType, T>;
 
 template <int kTiles>
 cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate,
@@ -275,10 +458,26 @@ cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int to
                   static_cast<unsigned>((tokens + kTiles * 8 - 1) / (kTiles * 8)));
   const dim3 block(kWarps * kWarp);
   auto go = [&](auto kernel) { return launch_kernel(kernel, grid, block, 0, stream, w, x, ldx, tokens, y, ldy, accumulate); };
+  // The pipelined kernel: its ring of kGemmStages stages a warp in dynamic
+  // shared memory. By default up to 8 tokens (one tile; kTiles 1), where it
+  // won in session 53's run 2 (H100: pp2 .. pp8 of 0.5B Q8_0 +19-21%
+  // against the register loads' +0-11%); from 9 tokens each lane's reads of
+  // the tokens (a tile of 8 a 16-byte load each, from L1) fare worse beside
+  // the shared memory the stages take (7B Q4_K_M pp16 2,406 against 2,668
+  // tok/s, pp32 3,339 against 3,697).
+  const bool piped = device_limits().cc_major >= 8 && (g_stages == 0 ? kTiles == 1 : g_stages > 1);
+  auto typed = [&](auto tag, auto direct, auto pipelined) {
+    if (!piped) return go(direct);
+    const size_t smem = piped_smem_bytes<decltype(tag)::value>(kTiles);
+    if (const cudaError_t st = allow_dynamic_smem(reinterpret_cast<const void*>(pipelined), smem); st != cudaSuccess) return st;
+    const cudaError_t st = launch_kernel(pipelined, grid, block, smem, stream, w, x, ldx, tokens, y, ldy, accumulate);
+    if (st == cudaSuccess) g_piped_launches.fetch_add(1, std::memory_order_relaxed);
+    return st;
+  };
   switch (w.type) {
-    case WType::kQ8_0: return go(gemm_fused_kernel<WType::kQ8_0, kTiles>);
-    case WType::kQ4_K: return go(gemm_fused_kernel<WType::kQ4_K, kTiles>);
-    case WType::kQ6_K: return go(gemm_fused_kernel<WType::kQ6_K, kTiles>);
+    case WType::kQ8_0: return typed(Tag<WType::kQ8_0>{}, gemm_fused_kernel<WType::kQ8_0, kTiles>, gemm_piped_kernel<WType::kQ8_0, kTiles>);
+    case WType::kQ4_K: return typed(Tag<WType::kQ4_K>{}, gemm_fused_kernel<WType::kQ4_K, kTiles>, gemm_piped_kernel<WType::kQ4_K, kTiles>);
+    case WType::kQ6_K: return typed(Tag<WType::kQ6_K>{}, gemm_fused_kernel<WType::kQ6_K, kTiles>, gemm_piped_kernel<WType::kQ6_K, kTiles>);
     default: return go(gemm_fused_kernel<WType::kF32, kTiles>);  // dequant8 reads w.type
   }
 }
@@ -290,6 +489,9 @@ bool gemm_fused_supported(const DeviceWeight& w, int ldx) {
 }
 
 uint64_t gemm_fused_launches() { return g_launches.load(std::memory_order_relaxed); }
+uint64_t gemm_fused_piped_launches() { return g_piped_launches.load(std::memory_order_relaxed); }
+
+void set_gemm_fused_stages(int stages) { g_stages = std::max(0, stages); }
 
 cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, int tokens, float* y, int ldy,
                               bool accumulate, cudaStream_t stream) {

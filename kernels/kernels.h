@@ -150,6 +150,13 @@ bool gemm_fused_supported(const DeviceWeight& w, int ldx);
 cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, int tokens, float* y, int ldy,
                               bool accumulate, cudaStream_t stream);
 uint64_t gemm_fused_launches();  // launch_gemm_fused calls so far (tests check which path ran)
+// Where a warp's chunks of the weight go on their way (Q8_0, Q4_K and Q6_K
+// weights): 0 by the launch's tokens — up to 8 as cp.async into stages in
+// shared memory, 7 chunks ahead of the one multiplied, more into registers,
+// four chunks at a time, then multiplied; 1 registers at every size; 2 or
+// more stages at every size (sm_80 and later). The same bits either way.
+void set_gemm_fused_stages(int stages);
+uint64_t gemm_fused_piped_launches();  // launches of the pipelined form so far
 
 // ---- sampling (decode) -----------------------------------------------------
 

@@ -2171,6 +2171,95 @@ TEST(GpuGemmFused, EveryTypeMatchesItsF16OperandsProduct) {
   cudaGetLastError();
 }
 
+// The pipelined form (chunks sent ahead as cp.async through shared memory)
+// multiplies the bytes the register form loads in the same order: the same
+// bits, for both forms and the choice by tokens, every row count and token
+// tile.
+TEST(GpuGemmFused, PipelinedLoadsGiveTheRegisterLoadsBits) {
+  MINFER_REQUIRE_GPU();
+  const std::vector<FusedCase> cases = {
+      {DType::kQ8_0, 129, 896},    // 7 chunks over 4 warps; a short last row block
+      {DType::kQ8_0, 40, 4864},    // 38 chunks: several rounds of 8 stages
+      {DType::kQ4_K, 520, 3584},   // 7B's k
+      {DType::kQ4_K, 24, 256},     // 2 chunks: two warps with none
+      {DType::kQ6_K, 100, 18944},  // 7B's ffn_down k
+      {DType::kQ6_K, 17, 512},
+  };
+  struct Reset {
+    ~Reset() { kernels::set_gemm_fused_stages(0); }
+  } reset;
+  for (const FusedCase& c : cases) {
+    TestWeight w(c.type, c.rows, c.k, 700 + static_cast<uint32_t>(c.rows), 1.0f);
+    for (int tokens : {1, 5, 8, 16, 32, 40}) {
+      SCOPED_TRACE(std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k) + ", tokens " +
+                   std::to_string(tokens));
+      const std::vector<float> xf = test::random_floats(static_cast<size_t>(tokens) * c.k, 57 + static_cast<uint32_t>(tokens));
+      std::vector<uint16_t> x16(xf.size());
+      for (size_t i = 0; i < xf.size(); ++i) x16[i] = f32_to_f16(xf[i]);
+      DeviceArray<uint16_t> dx;
+      dx.upload(x16);
+      std::vector<float> first;
+      for (int stages : {1, 8, 0}) {  // registers, pipelined, by the tokens
+        kernels::set_gemm_fused_stages(stages);
+        const uint64_t piped = kernels::gemm_fused_piped_launches();
+        DeviceArray<float> dy(static_cast<size_t>(tokens) * c.rows);
+        dy.poison();
+        CUDA_ASSERT(kernels::launch_gemm_fused(w.dev, dx.get(), c.k, tokens, dy.get(), c.rows, false, nullptr));
+        const bool want_piped = stages == 0 ? tokens <= 8 : stages > 1;
+        EXPECT_EQ(kernels::gemm_fused_piped_launches() - piped, want_piped ? 1u : 0u) << stages << " stages";
+        const std::vector<float> y = dy.download();
+        if (stages == 1) {
+          first = y;
+          continue;
+        }
+        for (size_t i = 0; i < y.size(); ++i) {
+          ASSERT_EQ(std::memcmp(&y[i], &first[i], sizeof(float)), 0)
+              << stages << " stages, token " << i / c.rows << " row " << i % c.rows << ": " << y[i] << " against " << first[i];
+        }
+      }
+    }
+  }
+}
+
+// The weight's values as the fused product unpacks them (magic_float's
+// integers, Q8_0's HMUL2) are launch_dequantize_f16's, bit for bit: with
+// x = one-hot tokens each product is a single value times 1, summed with
+// zeros in f32 — exactly the f16 operand. Every column of k, every row,
+// both forms.
+TEST(GpuGemmFused, OneHotTokensGiveTheDequantizedOperands) {
+  MINFER_REQUIRE_GPU();
+  struct Reset {
+    ~Reset() { kernels::set_gemm_fused_stages(0); }
+  } reset;
+  for (const FusedCase& c : {FusedCase{DType::kQ8_0, 24, 512}, FusedCase{DType::kQ4_K, 24, 512},
+                             FusedCase{DType::kQ6_K, 24, 512}, FusedCase{DType::kQ4_K, 8, 3584}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k));
+    TestWeight w(c.type, c.rows, c.k, 300 + static_cast<uint32_t>(c.k), 1.0f);
+    DeviceArray<uint16_t> all(static_cast<size_t>(c.rows) * c.k);
+    CUDA_ASSERT(kernels::launch_dequantize_f16(w.dev, all.get(), nullptr));
+    const std::vector<uint16_t> w16 = all.download();
+    for (int stages : {1, 8}) {
+      kernels::set_gemm_fused_stages(stages);
+      constexpr int kTokens = 32;  // token t: column k0 + t
+      for (int k0 = 0; k0 < c.k; k0 += kTokens) {
+        std::vector<uint16_t> x16(static_cast<size_t>(kTokens) * c.k, 0);
+        for (int t = 0; t < kTokens; ++t) x16[static_cast<size_t>(t) * c.k + k0 + t] = f32_to_f16(1.0f);
+        DeviceArray<uint16_t> dx;
+        dx.upload(x16);
+        DeviceArray<float> dy(static_cast<size_t>(kTokens) * c.rows);
+        CUDA_ASSERT(kernels::launch_gemm_fused(w.dev, dx.get(), c.k, kTokens, dy.get(), c.rows, false, nullptr));
+        const std::vector<float> y = dy.download();
+        for (int t = 0; t < kTokens; ++t) {
+          for (int n = 0; n < c.rows; ++n) {
+            const float want = f16_to_f32(w16[static_cast<size_t>(n) * c.k + k0 + t]);
+            ASSERT_EQ(y[static_cast<size_t>(t) * c.rows + n], want) << stages << " stages, row " << n << " column " << k0 + t;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(GpuArgmax, FirstIndexOnTiesAndLargeRows) {
   MINFER_REQUIRE_GPU();
   std::vector<float> x = test::random_floats(151936 * 2, 61);

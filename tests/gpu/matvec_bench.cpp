@@ -136,6 +136,8 @@ struct Variant {
   int piped_gu = -1;       // kernels::set_gate_up_piped
   int piped_stages = 0;    // kernels::set_piped_stages (0: the default)
   int piped_early = 0;     // kernels::set_piped_early (0: every stage before the PDL wait)
+  int gemm_tokens = 0;     // > 0: the few-token prefill product (launch_gemm_fused) of that many
+                           // tokens instead, a launch a weight; "+sN" its stages
 };
 
 // "auto" | "0" | "1" | "2" (lanes a row picked per launch) | "w:S" (a warp a
@@ -145,7 +147,8 @@ struct Variant {
 // run-time-typed kernel), "+plain" (neither matvecs nor gate/up pipelined),
 // "+plainmv" (matvecs not pipelined), "+piped" (every eligible launch
 // pipelined, whatever its size), "+sN" (pipelined launches at most N stages),
-// "+eN" (N of them issued before the PDL wait).
+// "+eN" (N of them issued before the PDL wait) | "gemm:T" (launch_gemm_fused
+// for T tokens, each weight of the case a launch; "+sN": set_gemm_fused_stages).
 Variant parse_variant(const std::string& arg) {
   Variant v;
   v.label = arg;
@@ -162,7 +165,9 @@ Variant parse_variant(const std::string& arg) {
     else std::fprintf(stderr, "unknown variant option '%s' in %s\n", opt.c_str(), arg.c_str());
     a.resize(plus);
   }
-  if (a.rfind("q:", 0) == 0 || a.rfind("w:", 0) == 0) {
+  if (a.rfind("gemm:", 0) == 0) {
+    v.gemm_tokens = std::max(1, std::atoi(a.c_str() + 5));
+  } else if (a.rfind("q:", 0) == 0 || a.rfind("w:", 0) == 0) {
     v.lanes = a[0] == 'q' ? 8 : 32;
     if (a.substr(2) != "auto") v.schedule = std::atoi(a.c_str() + 2);
   } else if (a.rfind("stream", 0) == 0) {
@@ -223,8 +228,25 @@ Result run_case(const Case& c, const Variant& variant, size_t l2_bytes, cudaStre
   in.x = x;
   in.xq.q = xq;
   in.xq.ds = ds;
+  // The few-token prefill product: x zeros (f16), y [tokens][rows].
+  const int gemm_tokens = variant.gemm_tokens;
+  void* x16 = nullptr;
+  float* gy = nullptr;
+  if (gemm_tokens > 0) {
+    minfer::kernels::set_gemm_fused_stages(variant.piped_stages);
+    CHECK(cudaMalloc(&x16, static_cast<size_t>(gemm_tokens) * c.k * 2));
+    CHECK(cudaMemset(x16, 0, static_cast<size_t>(gemm_tokens) * c.k * 2));
+    CHECK(cudaMalloc(reinterpret_cast<void**>(&gy), static_cast<size_t>(gemm_tokens) * max_rows * sizeof(float)));
+  }
   auto launch = [&](int copy) {
     const std::vector<Planes>& set = w[static_cast<size_t>(copy)];
+    if (gemm_tokens > 0) {
+      for (const Planes& p : set) {
+        const cudaError_t st = minfer::kernels::launch_gemm_fused(p.w, x16, c.k, gemm_tokens, gy, p.w.n_rows, false, stream);
+        if (st != cudaSuccess) return st;
+      }
+      return cudaSuccess;
+    }
     if (c.gate_up) {
       return minfer::kernels::launch_gate_up_swiglu(set[0].w, set[1].w, in, y[0], {hq, hds}, stream);
     }
@@ -268,6 +290,8 @@ Result run_case(const Case& c, const Variant& variant, size_t l2_bytes, cudaStre
   for (auto& p : y) cudaFree(p);
   cudaFree(hq);
   cudaFree(hds);
+  cudaFree(x16);
+  cudaFree(gy);
   return r;
 }
 

@@ -66,7 +66,9 @@
 #     bench-prefill  prefill of short prompts (pp1 .. pp512, -n 0) with the fused prefill products
 #                  (kernels::launch_gemm_fused) up to 512 tokens (MINFER_FUSED_GEMM_ROWS=512) and with
 #                  every weight dequantized for cuBLAS (MINFER_NO_FUSED_GEMM=1): the crossover;
-#                  synth 0.5B Q8_0 and 7B Q4_K_M (BENCH_PREFILL_MODELS="preset:type ...")
+#                  synth 0.5B Q8_0 and 7B Q4_K_M (BENCH_PREFILL_MODELS="preset:type ...";
+#                  BENCH_PREFILL_ARMS="label:NAME=VALUE,NAME=VALUE ...": other arms;
+#                  BENCH_PREFILL_ARGS: other bench arguments)
 #     jetson       the GPU suites and a decode bench shaped as Jetson AGX Orin (MINFER_DEVICE_SHAPE, kernels.h:
 #                  16 SMs, 163 KiB of shared memory a block, 1,536 threads an SM, no PDL), from a build of
 #                  compute_87 PTX alone that the driver JIT-compiles for this GPU: Orin's device code and
@@ -267,11 +269,14 @@ stage_bench_logprobs() {
 stage_bench_prefill() {
   note "| model | results |"
   note "|---|---|"
-  local m f
+  local m f arm
   for m in ${BENCH_PREFILL_MODELS:-qwen2.5-0.5b:q8_0 qwen2.5-7b:q4_k_m}; do
     f=$(synth "${m%%:*}" "${m##*:}")
-    BENCH_ARGS="-p 1 2 4 8 16 32 64 128 256 512 -n 0" bench "$f" "${m/:/-}-fused" MINFER_FUSED_GEMM_ROWS=512
-    BENCH_ARGS="-p 1 2 4 8 16 32 64 128 256 512 -n 0" bench "$f" "${m/:/-}-cublas" MINFER_NO_FUSED_GEMM=1
+    for arm in ${BENCH_PREFILL_ARMS:-fused:MINFER_FUSED_GEMM_ROWS=512 cublas:MINFER_NO_FUSED_GEMM=1}; do
+      # shellcheck disable=SC2046
+      BENCH_ARGS="${BENCH_PREFILL_ARGS:--p 1 2 4 8 16 32 64 128 256 512 -n 0}" bench "$f" "${m/:/-}-${arm%%:*}" \
+        $(echo "${arm#*:}" | tr , ' ')
+    done
   done
 }
 

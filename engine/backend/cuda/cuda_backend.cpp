@@ -287,6 +287,10 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   };
   kernels::set_piped_stages(env_int("MINFER_PIPED_STAGES"));
   kernels::set_piped_early(env_int("MINFER_PIPED_EARLY"));
+  // The few-token prefill products' loads (kernels.h set_gemm_fused_stages):
+  // MINFER_GEMM_FUSED_STAGES=1 into registers at every size, as before
+  // 2026-12-06, =8 pipelined at every size (A/B runs; the same bits).
+  kernels::set_gemm_fused_stages(env_int("MINFER_GEMM_FUSED_STAGES"));
   // Tried on the H200 (2026-12-01, not kept): the first rows each pipelined
   // gate/up block reads pulled into L2 while attention leaves DRAM idle —
   // spare blocks of the q/k/v tail issuing cp.async.bulk.prefetch.L2 after
