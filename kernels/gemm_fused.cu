@@ -460,8 +460,9 @@ cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int to
   auto go = [&](auto kernel) { return launch_kernel(kernel, grid, block, 0, stream, w, x, ldx, tokens, y, ldy, accumulate); };
   // The pipelined kernel: its ring of kGemmStages stages a warp in dynamic
   // shared memory. By default up to 8 tokens (one tile; kTiles 1), where it
-  // won in session 53's run 2 (H100: pp2 .. pp8 of 0.5B Q8_0 +19-21%
-  // against the register loads' +0-11%); from 9 tokens each lane's reads of
+  // won in session 53's run 2 (H100: 0.5B Q8_0 pp2 .. pp8 +19-21% over the
+  // first form, the register loads with the same unpacking +10-11%); from 9
+  // tokens each lane's reads of
   // the tokens (a tile of 8 a 16-byte load each, from L1) fare worse beside
   // the shared memory the stages take (7B Q4_K_M pp16 2,406 against 2,668
   // tok/s, pp32 3,339 against 3,697).
