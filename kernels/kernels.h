@@ -142,8 +142,9 @@ cudaError_t launch_dequantize_f16(const DeviceWeight& w, void* out, cudaStream_t
 // y[t][n] (+)= Σ_i W[n][i] · x16[t][i] for `tokens` rows of f16 x (ldx apart,
 // 16-byte aligned) into f32 y (ldy apart), on tensor cores, the weight read
 // once and dequantized in registers: the operands of launch_dequantize_f16 +
-// a GEMM without the f16 copy of the weight. Every weight type (Q8_0, Q4_K
-// and Q6_K unpacked from 16-byte loads, the others through dequant.cuh);
+// a GEMM without the f16 copy of the weight. Every weight type (Q8_0, Q4_K,
+// Q6_K, Q4_0, Q4_1, Q5_0 and Q5_1 unpacked from 16-byte loads, the others
+// through dequant.cuh);
 // needs k % 128 == 0 (gemm_fused_supported), else cudaErrorInvalidValue.
 // The same bits at every run.
 bool gemm_fused_supported(const DeviceWeight& w, int ldx);
@@ -157,6 +158,16 @@ uint64_t gemm_fused_launches();  // launch_gemm_fused calls so far (tests check 
 // more stages at every size (sm_80 and later). The same bits either way.
 void set_gemm_fused_stages(int stages);
 uint64_t gemm_fused_piped_launches();  // launches of the pipelined form so far
+// How a block's warps share the work: 1 they split k, four warps taking every
+// fourth chunk of the same 16 rows (the forms above); 4, 6 or 12 (other
+// values: the nearest below, at least 4) they split rows, each warp 16 rows
+// and all of k, so that the block's rows read each token value once from
+// L2 — the "wide" form, register loads, its own bits (the same at every
+// run); 0 by the launch: wide from 9 tokens while its blocks still cover
+// every SM. The types unpacked from 16-byte loads; the others' warps always
+// split k.
+void set_gemm_fused_wide(int warps);
+uint64_t gemm_fused_wide_launches();  // launches of the wide form so far
 
 // ---- sampling (decode) -----------------------------------------------------
 
