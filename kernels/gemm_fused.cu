@@ -30,10 +30,7 @@
 // A block: 16 weight rows, kWarps warps each taking every kWarps-th chunk
 // of k, up to 32 tokens (4 tiles of 8); the warps' sums are added in warp
 // order through shared memory (the same bits at every run). More tokens:
-// blocks of the next 32 (grid y) read the weight again. From 9 tokens, on
-// matrices of many rows, the wide form instead: a block's warps take 16
-// rows each and all of k, so that the block reads its tokens' values from
-// L2 once for all its rows (below).
+// blocks of the next 32 (grid y) read the weight again.
 #include <algorithm>
 #include <atomic>
 #include <type_traits>
@@ -63,7 +60,6 @@ constexpr bool kUnpacked = T == WType::kQ8_0 || T == WType::kQ4_K || T == WType:
 
 std::atomic<uint64_t> g_launches{0};
 std::atomic<uint64_t> g_piped_launches{0};
-std::atomic<uint64_t> g_wide_launches{0};
 
 __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                           uint32_t b1) {
@@ -284,15 +280,13 @@ struct Group {
   Raw a[kUnroll], b[kUnroll];
 };
 
-// Chunks first, first + stride, ... of the group (stride: kWarps where a
-// block's warps split k, 1 where a warp takes all of it).
 template <WType T, int kUnroll>
-__device__ __forceinline__ void load_group(const DeviceWeight& w, int ra, int rb, int first, int stride, int chunks, int t,
+__device__ __forceinline__ void load_group(const DeviceWeight& w, int ra, int rb, int first, int chunks, int t,
                                            Group<kUnroll>& gr) {
   if constexpr (kUnpacked<T>) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int ch = first + u * stride;
+      const int ch = first + u * kWarps;
       if (ch < chunks) {
         DirectLoads ld;
         load_raw<T>(w, ra, ch, t, gr.a[u], ld);
@@ -334,30 +328,14 @@ __device__ __forceinline__ void multiply_chunk(const DeviceWeight& w, int ra, in
 }
 
 template <WType T, int kUnroll, int kTiles>
-__device__ __forceinline__ void multiply_group(const DeviceWeight& w, int ra, int rb, int first, int stride, int chunks, int g,
-                                               int t, const __half* x, int ldx, int tokens, int tok0,
+__device__ __forceinline__ void multiply_group(const DeviceWeight& w, int ra, int rb, int first, int chunks, int g, int t,
+                                               const __half* x, int ldx, int tokens, int tok0,
                                                const Group<kUnroll>& gr, float (&c)[kTiles][4]) {
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    const int ch = first + u * stride;
+    const int ch = first + u * kWarps;
     if (ch >= chunks) break;
     multiply_chunk<T, kTiles>(w, ra, rb, ch, g, t, x, ldx, tokens, tok0, gr.a[u], gr.b[u], c);
-  }
-}
-
-// A warp's sums c of rows ra and rb over chunks first, first + stride, ...
-// of k: four chunks' raw bytes loaded, then multiplied.
-template <WType T, int kTiles>
-__device__ __forceinline__ void sum_chunks(const DeviceWeight& w, int ra, int rb, int first, int stride, int g, int t,
-                                           const __half* x, int ldx, int tokens, int tok0, float (&c)[kTiles][4]) {
-#pragma unroll
-  for (int i = 0; i < kTiles; ++i) c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.0f;
-  constexpr int kUnroll = 4;
-  const int chunks = w.k / kChunk;
-  for (int f = first; f < chunks; f += stride * kUnroll) {
-    Group<kUnroll> gr;
-    load_group<T, kUnroll>(w, ra, rb, f, stride, chunks, t, gr);
-    multiply_group<T, kUnroll, kTiles>(w, ra, rb, f, stride, chunks, g, t, x, ldx, tokens, tok0, gr, c);
   }
 }
 
@@ -406,54 +384,19 @@ __global__ void __launch_bounds__(kWarps * kWarp, 3)
   // Rows past the matrix load its last row; their results are not written.
   const int ra = min(row0 + g, w.n_rows - 1), rb = min(row0 + g + 8, w.n_rows - 1);
   const int tok0 = blockIdx.y * kTiles * 8;
+  const int chunks = w.k / kChunk;
   float c[kTiles][4];
-  sum_chunks<T, kTiles>(w, ra, rb, warp, kWarps, g, t, x, ldx, tokens, tok0, c);
-  write_sums<kTiles>(sums, c, row0, w.n_rows, tok0, tokens, y, ldy, accumulate);
-}
-
-// ---- The wide form: a block's warps split its rows, not k ----
-//
-// In the kernels above and below, a block's four warps take every fourth
-// chunk of k for the same 16 rows, so each block reads all of k of its
-// tokens' values, and a weight of 16 rows reads them once more: T tokens
-// cost 2T/16 bytes of L2 reads a weight column against its ~0.56 bytes of
-// Q4_K from DRAM. From 16 tokens that traffic, not the weights, bounds the
-// product (7B gate/up, 64 tokens: 208 µs, 12% of the copy rate; H100,
-// session 53, run 2). Here kWide warps take 16 rows each and every chunk
-// of k in order, side by side: a chunk's token values come from L2 once a
-// block and from L1 for its other warps, kWide times fewer L2 reads. Each
-// warp sums its rows over all of k itself, so no sums pass through shared
-// memory; the sums' order differs from the split forms' (other bits, the
-// same at every run). Fewer, longer blocks: for matrices with many rows.
-template <int kWide>
-constexpr int wide_blocks_per_sm() {
-  return kWide <= 4 ? 3 : kWide <= 6 ? 2 : 1;  // at most 168 registers, as the split form
-}
-
-template <WType T, int kTiles, int kWide>
-__global__ void __launch_bounds__(kWide * kWarp, wide_blocks_per_sm<kWide>())
-    gemm_wide_kernel(DeviceWeight w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate) {
-  pdl_begin();
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
-  // The token blocks of the same rows are neighbours in the grid (x), so
-  // that they run side by side and all but the first find the rows in L2.
-  const int row0 = (blockIdx.y * kWide + warp) * kRows;
-  if (row0 >= w.n_rows) return;  // nothing of the block waits on a warp
-  const int ra = min(row0 + g, w.n_rows - 1), rb = min(row0 + g + 8, w.n_rows - 1);
-  const int tok0 = blockIdx.x * kTiles * 8;
-  float c[kTiles][4];
-  sum_chunks<T, kTiles>(w, ra, rb, 0, 1, g, t, x, ldx, tokens, tok0, c);
-  // c[tile]: rows g (0, 1) and g + 8 (2, 3), tokens 2t and 2t + 1 of the tile.
 #pragma unroll
-  for (int tile = 0; tile < kTiles; ++tile) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int row = row0 + g + (i >= 2 ? 8 : 0), n = tok0 + tile * 8 + 2 * t + (i & 1);
-      if (row >= w.n_rows || n >= tokens) continue;
-      float* out = y + static_cast<size_t>(n) * ldy + row;
-      *out = accumulate ? *out + c[tile][i] : c[tile][i];
-    }
+  for (int i = 0; i < kTiles; ++i) c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.0f;
+
+  constexpr int kUnroll = 4;
+  for (int first = warp; first < chunks; first += kWarps * kUnroll) {
+    Group<kUnroll> gr;
+    load_group<T, kUnroll>(w, ra, rb, first, chunks, t, gr);
+    multiply_group<T, kUnroll, kTiles>(w, ra, rb, first, chunks, g, t, x, ldx, tokens, tok0, gr, c);
   }
+
+  write_sums<kTiles>(sums, c, row0, w.n_rows, tok0, tokens, y, ldy, accumulate);
 }
 
 // ---- The pipelined form: each warp's loads kGemmStages - 1 chunks ahead ----
@@ -552,66 +495,12 @@ __global__ void __launch_bounds__(kWarps * kWarp, 3)
 }
 
 int g_stages = 0;  // set_gemm_fused_stages
-int g_wide = 0;    // set_gemm_fused_wide
-constexpr int kAutoWide = 4;  // the wide form's warps a block by default
 template <WType T>
 using Tag = std::integral_constant<WType, T>;
-
-// The wide form, kWide warps a block.
-template <int kTiles, int kWide>
-cudaError_t launch_wide(const DeviceWeight& w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate,
-                        cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((tokens + kTiles * 8 - 1) / (kTiles * 8)),
-                  static_cast<unsigned>((w.n_rows + kWide * kRows - 1) / (kWide * kRows)));
-  const dim3 block(kWide * kWarp);
-  auto go = [&](auto kernel) { return launch_kernel(kernel, grid, block, 0, stream, w, x, ldx, tokens, y, ldy, accumulate); };
-  const cudaError_t st = [&] {
-    switch (w.type) {
-      case WType::kQ8_0: return go(gemm_wide_kernel<WType::kQ8_0, kTiles, kWide>);
-      case WType::kQ4_K: return go(gemm_wide_kernel<WType::kQ4_K, kTiles, kWide>);
-      case WType::kQ6_K: return go(gemm_wide_kernel<WType::kQ6_K, kTiles, kWide>);
-      case WType::kQ4_0: return go(gemm_wide_kernel<WType::kQ4_0, kTiles, kWide>);
-      case WType::kQ4_1: return go(gemm_wide_kernel<WType::kQ4_1, kTiles, kWide>);
-      case WType::kQ5_0: return go(gemm_wide_kernel<WType::kQ5_0, kTiles, kWide>);
-      case WType::kQ5_1: return go(gemm_wide_kernel<WType::kQ5_1, kTiles, kWide>);
-      default: return cudaErrorInvalidValue;  // wide_warps gave 0
-    }
-  }();
-  if (st == cudaSuccess) g_wide_launches.fetch_add(1, std::memory_order_relaxed);
-  return st;
-}
-
-// The wide form's warps a block for a launch, or 0 for the split forms. By
-// default from 9 tokens, where a block's tokens take two tiles or more, and
-// only while its blocks still cover every SM: a matrix of few rows keeps
-// the split forms' four times as many blocks. The types unpacked from
-// 16-byte loads only: the others' element-wise dequantizer spills registers
-// there (~0.7 KB of stack a thread, ptxas).
-bool unpacked_type(WType t) {
-  return t == WType::kQ8_0 || t == WType::kQ4_K || t == WType::kQ6_K || t == WType::kQ4_0 || t == WType::kQ4_1 ||
-         t == WType::kQ5_0 || t == WType::kQ5_1;
-}
-
-template <int kTiles>
-int wide_warps(const DeviceWeight& w, int tokens) {
-  if (g_wide == 1 || !unpacked_type(w.type)) return 0;
-  if ((w.n_rows + 4 * kRows - 1) / (4 * kRows) > 65535) return 0;  // its row blocks are the grid's y
-  if (g_wide > 1) return g_wide >= 12 ? 12 : g_wide >= 6 ? 6 : 4;
-  if (kTiles == 1) return 0;
-  const long blocks = static_cast<long>((w.n_rows + kAutoWide * kRows - 1) / (kAutoWide * kRows)) *
-                      ((tokens + kTiles * 8 - 1) / (kTiles * 8));
-  return blocks >= device_limits().sms ? kAutoWide : 0;
-}
 
 template <int kTiles>
 cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate,
                          cudaStream_t stream) {
-  switch (wide_warps<kTiles>(w, tokens)) {
-    case 4: return launch_wide<kTiles, 4>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-    case 6: return launch_wide<kTiles, 6>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-    case 12: return launch_wide<kTiles, 12>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-    default: break;
-  }
   const dim3 grid(static_cast<unsigned>((w.n_rows + kRows - 1) / kRows),
                   static_cast<unsigned>((tokens + kTiles * 8 - 1) / (kTiles * 8)));
   const dim3 block(kWarps * kWarp);
@@ -656,8 +545,6 @@ uint64_t gemm_fused_launches() { return g_launches.load(std::memory_order_relaxe
 uint64_t gemm_fused_piped_launches() { return g_piped_launches.load(std::memory_order_relaxed); }
 
 void set_gemm_fused_stages(int stages) { g_stages = std::max(0, stages); }
-void set_gemm_fused_wide(int warps) { g_wide = std::max(0, warps); }
-uint64_t gemm_fused_wide_launches() { return g_wide_launches.load(std::memory_order_relaxed); }
 
 cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, int tokens, float* y, int ldy,
                               bool accumulate, cudaStream_t stream) {

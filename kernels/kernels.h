@@ -158,16 +158,6 @@ uint64_t gemm_fused_launches();  // launch_gemm_fused calls so far (tests check 
 // more stages at every size (sm_80 and later). The same bits either way.
 void set_gemm_fused_stages(int stages);
 uint64_t gemm_fused_piped_launches();  // launches of the pipelined form so far
-// How a block's warps share the work: 1 they split k, four warps taking every
-// fourth chunk of the same 16 rows (the forms above); 4, 6 or 12 (other
-// values: the nearest below, at least 4) they split rows, each warp 16 rows
-// and all of k, so that the block's rows read each token value once from
-// L2 — the "wide" form, register loads, its own bits (the same at every
-// run); 0 by the launch: wide from 9 tokens while its blocks still cover
-// every SM. The types unpacked from 16-byte loads; the others' warps always
-// split k.
-void set_gemm_fused_wide(int warps);
-uint64_t gemm_fused_wide_launches();  // launches of the wide form so far
 
 // ---- sampling (decode) -----------------------------------------------------
 

@@ -498,17 +498,6 @@ TEST_F(CudaSwitches, FusedGemmMatchesTheCublasProducts) {
   const std::vector<float> fused = run({});
   EXPECT_GT(kernels::gemm_fused_launches(), before);
   expect_rows_close(fused, cublas, m_->config.vocab_size, 1e-3, 40, 4e-2, "fused prefill products vs cuBLAS");
-  // Each form forced: the warps of a block splitting k (MINFER_GEMM_FUSED_WIDE=1)
-  // or its rows (=4, the wide form), each within f32 rounding of cuBLAS.
-  for (const char* wide : {"1", "4"}) {
-    SCOPED_TRACE(std::string("MINFER_GEMM_FUSED_WIDE=") + wide);
-    ::setenv("MINFER_GEMM_FUSED_WIDE", wide, 1);
-    const uint64_t wide_before = kernels::gemm_fused_wide_launches();
-    const std::vector<float> forced = run({});
-    ::unsetenv("MINFER_GEMM_FUSED_WIDE");
-    EXPECT_EQ(kernels::gemm_fused_wide_launches() > wide_before, wide[0] == '4');
-    expect_rows_close(forced, cublas, m_->config.vocab_size, 1e-3, 40, 4e-2, "a fused form vs cuBLAS");
-  }
   // More rows than the crossover: the cuBLAS path again (the step of 40 with the crossover at 39).
   ::setenv("MINFER_FUSED_GEMM_ROWS", "39", 1);
   const uint64_t before_env = kernels::gemm_fused_launches();

@@ -2066,31 +2066,13 @@ struct FusedCase {
   int rows, k;
 };
 
-// Resets the fused product's switches when a test ends.
+// Puts the fused product's loads back to the default when a test ends.
 struct FusedReset {
-  ~FusedReset() {
-    kernels::set_gemm_fused_stages(0);
-    kernels::set_gemm_fused_wide(0);
-  }
+  ~FusedReset() { kernels::set_gemm_fused_stages(0); }
 };
-
-// Whether launch_gemm_fused takes the wide form (kernels.h): forced (4, 6,
-// 12) or by the launch (0: from 9 tokens while its blocks of 4 warps, 64
-// rows, cover every SM), for the types unpacked from 16-byte loads.
-bool wide_form(DType type, int rows, int tokens, int wide) {
-  const bool unpacked = type == DType::kQ8_0 || type == DType::kQ4_K || type == DType::kQ6_K || type == DType::kQ4_0 ||
-                        type == DType::kQ4_1 || type == DType::kQ5_0 || type == DType::kQ5_1;
-  if (wide == 1 || !unpacked) return false;
-  if (wide > 1) return true;
-  if (tokens <= 8) return false;
-  const int per_block = tokens <= 16 ? 16 : 32;
-  const long blocks = static_cast<long>((rows + 63) / 64) * ((tokens + per_block - 1) / per_block);
-  return blocks >= kernels::device_limits().sms;
-}
 
 TEST(GpuGemmFused, EveryTypeMatchesItsF16OperandsProduct) {
   MINFER_REQUIRE_GPU();
-  FusedReset reset;
   std::vector<FusedCase> cases;
   for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
                      DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
@@ -2101,7 +2083,6 @@ TEST(GpuGemmFused, EveryTypeMatchesItsF16OperandsProduct) {
   cases.push_back({DType::kQ4_K, 520, 3584});   // 7B's k
   cases.push_back({DType::kQ6_K, 100, 18944});  // 7B's ffn_down k
   cases.push_back({DType::kF16, 33, 128});      // one chunk
-  cases.push_back({DType::kQ4_K, 4150, 256});   // wide by the launch at 70 tokens on 132 SMs, not at 33; part blocks
   for (const FusedCase& c : cases) {
     SCOPED_TRACE(std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k));
     TestWeight w(c.type, c.rows, c.k, 900 + static_cast<uint32_t>(c.rows), 1.0f);
@@ -2136,58 +2117,50 @@ TEST(GpuGemmFused, EveryTypeMatchesItsF16OperandsProduct) {
       }
       DeviceArray<uint16_t> dx;
       dx.upload(x16);
-      for (int wide : {0, 1, 4, 6, 12}) {  // by the launch; warps splitting k; warps splitting rows
-        SCOPED_TRACE("wide " + std::to_string(wide));
-        kernels::set_gemm_fused_wide(wide);
-        std::vector<float> first;
-        for (int accumulate = 0; accumulate < 2; ++accumulate) {
-          SCOPED_TRACE(accumulate ? "residual" : "plain");
-          const uint64_t wide_before = kernels::gemm_fused_wide_launches();
-          DeviceArray<float> dy;
-          if (accumulate) {
-            dy.upload(resid);
-          } else {
-            dy.resize(resid.size());
-            dy.poison();
-          }
-          CUDA_ASSERT(
-              kernels::launch_gemm_fused(w.dev, dx.get(), ldx, tokens, dy.get(), ldy, accumulate == 1, nullptr));
-          EXPECT_EQ(kernels::gemm_fused_wide_launches() - wide_before,
-                    wide_form(c.type, c.rows, tokens, wide) ? 1u : 0u);
-          const std::vector<float> y = dy.download();
-          if (!accumulate) first = y;
-          double worst = 0, worst32 = 0;
-          size_t at = 0;
-          for (int t = 0; t < tokens; ++t) {
-            for (int n = 0; n < ldy; ++n) {
-              const size_t yo = static_cast<size_t>(t) * ldy + n;
-              if (n >= c.rows) {  // the stride's padding: untouched
-                if (accumulate) {
-                  ASSERT_EQ(y[yo], resid[yo]) << "padding t " << t << " n " << n;
-                }
-                continue;
-              }
-              const size_t o = static_cast<size_t>(t) * c.rows + n;
-              const double got = y[yo] - (accumulate ? resid[yo] : 0.0);
-              const double e = std::isfinite(got) ? std::abs(got - want[o]) / (scale[o] + 1e-30) : 1e30;
-              if (e > worst) {
-                worst = e;
-                at = o;
-              }
-              worst32 = std::max(worst32, std::abs(got - ref32[o]) / (scale[o] + 1e-30));
-            }
-          }
-          EXPECT_LE(worst, 1e-4) << "token " << at / c.rows << " row " << at % c.rows << ": want " << want[at];
-          EXPECT_LE(worst32, 2e-3) << "against the f32 operands";
+      std::vector<float> first;
+      for (int accumulate = 0; accumulate < 2; ++accumulate) {
+        SCOPED_TRACE(accumulate ? "residual" : "plain");
+        DeviceArray<float> dy;
+        if (accumulate) {
+          dy.upload(resid);
+        } else {
+          dy.resize(resid.size());
+          dy.poison();
         }
-        DeviceArray<float> again(resid.size());
-        CUDA_ASSERT(kernels::launch_gemm_fused(w.dev, dx.get(), ldx, tokens, again.get(), ldy, false, nullptr));
-        const std::vector<float> y2 = again.download();
+        CUDA_ASSERT(kernels::launch_gemm_fused(w.dev, dx.get(), ldx, tokens, dy.get(), ldy, accumulate == 1, nullptr));
+        const std::vector<float> y = dy.download();
+        if (!accumulate) first = y;
+        double worst = 0, worst32 = 0;
+        size_t at = 0;
         for (int t = 0; t < tokens; ++t) {
-          ASSERT_EQ(std::memcmp(first.data() + static_cast<size_t>(t) * ldy, y2.data() + static_cast<size_t>(t) * ldy,
-                                sizeof(float) * c.rows), 0)
-              << "token " << t << ": not the same bits twice";
+          for (int n = 0; n < ldy; ++n) {
+            const size_t yo = static_cast<size_t>(t) * ldy + n;
+            if (n >= c.rows) {  // the stride's padding: untouched
+              if (accumulate) {
+                ASSERT_EQ(y[yo], resid[yo]) << "padding t " << t << " n " << n;
+              }
+              continue;
+            }
+            const size_t o = static_cast<size_t>(t) * c.rows + n;
+            const double got = y[yo] - (accumulate ? resid[yo] : 0.0);
+            const double e = std::isfinite(got) ? std::abs(got - want[o]) / (scale[o] + 1e-30) : 1e30;
+            if (e > worst) {
+              worst = e;
+              at = o;
+            }
+            worst32 = std::max(worst32, std::abs(got - ref32[o]) / (scale[o] + 1e-30));
+          }
         }
+        EXPECT_LE(worst, 1e-4) << "token " << at / c.rows << " row " << at % c.rows << ": want " << want[at];
+        EXPECT_LE(worst32, 2e-3) << "against the f32 operands";
+      }
+      DeviceArray<float> again(resid.size());
+      CUDA_ASSERT(kernels::launch_gemm_fused(w.dev, dx.get(), ldx, tokens, again.get(), ldy, false, nullptr));
+      const std::vector<float> y2 = again.download();
+      for (int t = 0; t < tokens; ++t) {
+        ASSERT_EQ(std::memcmp(first.data() + static_cast<size_t>(t) * ldy, y2.data() + static_cast<size_t>(t) * ldy,
+                              sizeof(float) * c.rows), 0)
+            << "token " << t << ": not the same bits twice";
       }
     }
   }
@@ -2218,7 +2191,6 @@ TEST(GpuGemmFused, PipelinedLoadsGiveTheRegisterLoadsBits) {
       {DType::kQ6_K, 17, 512},
   };
   FusedReset reset;
-  kernels::set_gemm_fused_wide(1);  // the warps split k in every form here
   for (const FusedCase& c : cases) {
     TestWeight w(c.type, c.rows, c.k, 700 + static_cast<uint32_t>(c.rows), 1.0f);
     for (int tokens : {1, 5, 8, 16, 32, 40}) {
@@ -2256,7 +2228,7 @@ TEST(GpuGemmFused, PipelinedLoadsGiveTheRegisterLoadsBits) {
 // integers, Q8_0's HMUL2) are launch_dequantize_f16's, bit for bit: with
 // x = one-hot tokens each product is a single value times 1, summed with
 // zeros in f32 — exactly the f16 operand. Every column of k, every row,
-// every form.
+// both forms.
 TEST(GpuGemmFused, OneHotTokensGiveTheDequantizedOperands) {
   MINFER_REQUIRE_GPU();
   FusedReset reset;
@@ -2269,10 +2241,8 @@ TEST(GpuGemmFused, OneHotTokensGiveTheDequantizedOperands) {
     DeviceArray<uint16_t> all(static_cast<size_t>(c.rows) * c.k);
     CUDA_ASSERT(kernels::launch_dequantize_f16(w.dev, all.get(), nullptr));
     const std::vector<uint16_t> w16 = all.download();
-    // The split forms (registers, pipelined), then the wide form.
-    for (auto [stages, wide] : {std::pair{1, 1}, std::pair{8, 1}, std::pair{0, 4}, std::pair{0, 12}}) {
+    for (int stages : {1, 8}) {
       kernels::set_gemm_fused_stages(stages);
-      kernels::set_gemm_fused_wide(wide);
       constexpr int kTokens = 32;  // token t: column k0 + t
       for (int k0 = 0; k0 < c.k; k0 += kTokens) {
         std::vector<uint16_t> x16(static_cast<size_t>(kTokens) * c.k, 0);
@@ -2285,8 +2255,7 @@ TEST(GpuGemmFused, OneHotTokensGiveTheDequantizedOperands) {
         for (int t = 0; t < kTokens; ++t) {
           for (int n = 0; n < c.rows; ++n) {
             const float want = f16_to_f32(w16[static_cast<size_t>(n) * c.k + k0 + t]);
-            ASSERT_EQ(y[static_cast<size_t>(t) * c.rows + n], want)
-                << stages << " stages, wide " << wide << ", row " << n << " column " << k0 + t;
+            ASSERT_EQ(y[static_cast<size_t>(t) * c.rows + n], want) << stages << " stages, row " << n << " column " << k0 + t;
           }
         }
       }

@@ -291,10 +291,6 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // MINFER_GEMM_FUSED_STAGES=1 into registers at every size, as before
   // 2026-12-06, =8 pipelined at every size (A/B runs; the same bits).
   kernels::set_gemm_fused_stages(env_int("MINFER_GEMM_FUSED_STAGES"));
-  // And how a block's warps share them (set_gemm_fused_wide): =1 they split
-  // k at every size, as before 2026-12-06's session 54, =4|6|12 they split
-  // rows at every size (A/B runs; the two give other bits).
-  kernels::set_gemm_fused_wide(env_int("MINFER_GEMM_FUSED_WIDE"));
   // Tried on the H200 (2026-12-01, not kept): the first rows each pipelined
   // gate/up block reads pulled into L2 while attention leaves DRAM idle —
   // spare blocks of the q/k/v tail issuing cp.async.bulk.prefetch.L2 after
