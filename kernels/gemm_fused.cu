@@ -56,7 +56,8 @@ template <WType T>
 constexpr bool kLegacy = T == WType::kQ4_0 || T == WType::kQ4_1 || T == WType::kQ5_0 || T == WType::kQ5_1;
 // The types unpacked from 16-byte loads; the others go through dequant8.
 template <WType T>
-constexpr bool kUnpacked = T == WType::kQ8_0 || T == WType::kQ4_K || T == WType::kQ6_K || kLegacy<T>;
+constexpr bool kUnpacked =
+    T == WType::kQ8_0 || T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ6_K || kLegacy<T>;
 
 std::atomic<uint64_t> g_launches{0};
 std::atomic<uint64_t> g_piped_launches{0};
@@ -77,13 +78,13 @@ __device__ __forceinline__ uint32_t pack_h2(float lo, float hi) {
 // Where lane t's two runs of 16 start in a 128-element chunk.
 template <WType T>
 __device__ __forceinline__ int run0(int t) {
-  if constexpr (T == WType::kQ4_K) return 64 * (t / 2) + 16 * (t % 2);  // one 32-byte unit: low, then high nibbles
+  if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return 64 * (t / 2) + 16 * (t % 2);  // one 32-byte unit: low, then high nibbles
   if constexpr (T == WType::kQ6_K) return 32 * (t / 2) + 16 * (t % 2);  // ql bytes: low nibbles, then high
   return 32 * t;                                                          // 32 consecutive elements
 }
 template <WType T>
 __device__ __forceinline__ int run1(int t) {
-  if constexpr (T == WType::kQ4_K) return run0<T>(t) + 32;
+  if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return run0<T>(t) + 32;
   if constexpr (T == WType::kQ6_K) return run0<T>(t) + 64;
   return 32 * t + 16;
 }
@@ -97,6 +98,7 @@ __device__ __forceinline__ uint8_t byte_of(const int4& v, int i) {
 struct Raw {
   int4 a = {}, b = {};
   uint32_t s = 0;  // scales: Q8_0 d; Q6_K d and the runs' two int8 scales
+  int4 h = {};     // Q5_K's fifth bits (the bytes of both runs)
 };
 
 // Where a lane's raw bytes come from (load_raw's loads, in one order for
@@ -122,11 +124,14 @@ __device__ __forceinline__ void load_raw(const DeviceWeight& w, int row, int chu
     r.a = ld(q + split_offset(u, 0, units));
     r.b = ld(q + split_offset(u, 16, units));
     r.s = ld.u16(static_cast<const uint16_t*>(w.meta) + rw * units + u);
-  } else if constexpr (T == WType::kQ4_K) {
+  } else if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) {
     const uint32_t units = static_cast<uint32_t>(w.k / 64), u = static_cast<uint32_t>(2 * chunk + t / 2);
     const uint8_t* q = static_cast<const uint8_t*>(w.q) + rw * (w.k / 2);
     r.a = ld(q + split_offset(u, 16 * (t % 2), units));
     r.b = ld.quad16(static_cast<const uint8_t*>(w.meta) + (rw * (w.k / 256) + u / 4) * 16);
+    // Q5_K: byte l of a super-block's 32 holds the fifth bits of its elements
+    // l + 32 i (bit i); the lane's bytes are its nibbles' l.
+    if constexpr (T == WType::kQ5_K) r.h = ld(static_cast<const uint8_t*>(w.qh) + rw * (w.k / 8) + (u / 4) * 32 + 16 * (t % 2));
   } else if constexpr (T == WType::kQ6_K) {
     const int sb = chunk / 2, n = chunk % 2, l0 = 16 * (t % 2), j = t / 2;
     const uint8_t* ql = static_cast<const uint8_t*>(w.q) + rw * (w.k / 2) + sb * 128 + n * 64;
@@ -210,6 +215,29 @@ __device__ __forceinline__ void unpack(const DeviceWeight& w, int row, int chunk
       for (int h = 0; h < 2; ++h) {  // bytes 2h, 2h + 1 of the word: pair i = 2j + h
         p[2 * j + h] = pack_h2(ds0 * byte_float(lo, 2 * h) - dm0, ds0 * byte_float(lo, 2 * h + 1) - dm0);
         p[8 + 2 * j + h] = pack_h2(ds1_16 * byte_float(hi, 2 * h) - dm1, ds1_16 * byte_float(hi, 2 * h + 1) - dm1);
+      }
+    }
+  } else if constexpr (T == WType::kQ5_K) {
+    // Q4_K's arithmetic on five bits: the nibbles (the high ones shifted
+    // down) with their bits 2·quarter and 2·quarter + 1 of the lane's bytes.
+    const float d = h2f(static_cast<uint16_t>(r.b.x)), dmin = h2f(static_cast<uint16_t>(static_cast<uint32_t>(r.b.x) >> 16));
+    const int quarter = (2 * chunk + t / 2) % 4;
+    int sc0, m0, sc1, m1;
+    scale_min_k4_pair(quarter, r.b, &sc0, &m0, &sc1, &m1);
+    const float ds0 = d * static_cast<float>(sc0), dm0 = dmin * static_cast<float>(m0);
+    const float ds1 = d * static_cast<float>(sc1), dm1 = dmin * static_cast<float>(m1);
+    const uint32_t words[4] = {static_cast<uint32_t>(r.a.x), static_cast<uint32_t>(r.a.y), static_cast<uint32_t>(r.a.z),
+                               static_cast<uint32_t>(r.a.w)};
+    const uint32_t bits[4] = {static_cast<uint32_t>(r.h.x), static_cast<uint32_t>(r.h.y), static_cast<uint32_t>(r.h.z),
+                              static_cast<uint32_t>(r.h.w)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t lo = (words[j] & 0x0F0F0F0Fu) | (((bits[j] >> (2 * quarter)) & 0x01010101u) << 4);
+      const uint32_t hi = ((words[j] >> 4) & 0x0F0F0F0Fu) | (((bits[j] >> (2 * quarter + 1)) & 0x01010101u) << 4);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        p[2 * j + h] = pack_h2(ds0 * byte_float(lo, 2 * h) - dm0, ds0 * byte_float(lo, 2 * h + 1) - dm0);
+        p[8 + 2 * j + h] = pack_h2(ds1 * byte_float(hi, 2 * h) - dm1, ds1 * byte_float(hi, 2 * h + 1) - dm1);
       }
     }
   } else if constexpr (T == WType::kQ6_K) {
@@ -494,7 +522,8 @@ __global__ void __launch_bounds__(kWarps * kWarp, 3)
 #endif
 }
 
-int g_stages = 0;  // set_gemm_fused_stages
+int g_stages = 0;        // set_gemm_fused_stages
+bool g_generic = false;  // set_gemm_fused_generic
 template <WType T>
 using Tag = std::integral_constant<WType, T>;
 
@@ -513,6 +542,7 @@ cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int to
   // the tokens (a tile of 8 a 16-byte load each, from L1) fare worse beside
   // the shared memory the stages take (7B Q4_K_M pp16 2,406 against 2,668
   // tok/s, pp32 3,339 against 3,697).
+  if (g_generic) return go(gemm_fused_kernel<WType::kF32, kTiles>);
   const bool piped = device_limits().cc_major >= 8 && (g_stages == 0 ? kTiles == 1 : g_stages > 1);
   auto typed = [&](auto tag, auto direct, auto pipelined) {
     if (!piped) return go(direct);
@@ -526,7 +556,9 @@ cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int to
     case WType::kQ8_0: return typed(Tag<WType::kQ8_0>{}, gemm_fused_kernel<WType::kQ8_0, kTiles>, gemm_piped_kernel<WType::kQ8_0, kTiles>);
     case WType::kQ4_K: return typed(Tag<WType::kQ4_K>{}, gemm_fused_kernel<WType::kQ4_K, kTiles>, gemm_piped_kernel<WType::kQ4_K, kTiles>);
     case WType::kQ6_K: return typed(Tag<WType::kQ6_K>{}, gemm_fused_kernel<WType::kQ6_K, kTiles>, gemm_piped_kernel<WType::kQ6_K, kTiles>);
-    // The legacy types' 4-byte words have no place in the stages: registers.
+    // The legacy types' 4-byte words and Q5_K's fifth bits have no place in
+    // the stages: registers.
+    case WType::kQ5_K: return go(gemm_fused_kernel<WType::kQ5_K, kTiles>);
     case WType::kQ4_0: return go(gemm_fused_kernel<WType::kQ4_0, kTiles>);
     case WType::kQ4_1: return go(gemm_fused_kernel<WType::kQ4_1, kTiles>);
     case WType::kQ5_0: return go(gemm_fused_kernel<WType::kQ5_0, kTiles>);
@@ -545,6 +577,7 @@ uint64_t gemm_fused_launches() { return g_launches.load(std::memory_order_relaxe
 uint64_t gemm_fused_piped_launches() { return g_piped_launches.load(std::memory_order_relaxed); }
 
 void set_gemm_fused_stages(int stages) { g_stages = std::max(0, stages); }
+void set_gemm_fused_generic(bool on) { g_generic = on; }
 
 cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, int tokens, float* y, int ldy,
                               bool accumulate, cudaStream_t stream) {

@@ -143,8 +143,8 @@ cudaError_t launch_dequantize_f16(const DeviceWeight& w, void* out, cudaStream_t
 // 16-byte aligned) into f32 y (ldy apart), on tensor cores, the weight read
 // once and dequantized in registers: the operands of launch_dequantize_f16 +
 // a GEMM without the f16 copy of the weight. Every weight type (Q8_0, Q4_K,
-// Q6_K, Q4_0, Q4_1, Q5_0 and Q5_1 unpacked from 16-byte loads, the others
-// through dequant.cuh);
+// Q5_K, Q6_K, Q4_0, Q4_1, Q5_0 and Q5_1 unpacked from 16-byte loads, the
+// float types through dequant.cuh);
 // needs k % 128 == 0 (gemm_fused_supported), else cudaErrorInvalidValue.
 // The same bits at every run.
 bool gemm_fused_supported(const DeviceWeight& w, int ldx);
@@ -158,6 +158,10 @@ uint64_t gemm_fused_launches();  // launch_gemm_fused calls so far (tests check 
 // more stages at every size (sm_80 and later). The same bits either way.
 void set_gemm_fused_stages(int stages);
 uint64_t gemm_fused_piped_launches();  // launches of the pipelined form so far
+// true: every type's values through dequant.cuh's element-wise dequantizer
+// (dequant8), as the float types go, instead of unpacked from the lane's
+// 16-byte loads (A/B runs and bug hunts; the same f16 operands).
+void set_gemm_fused_generic(bool on);
 
 // ---- sampling (decode) -----------------------------------------------------
 

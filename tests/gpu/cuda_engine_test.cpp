@@ -498,6 +498,14 @@ TEST_F(CudaSwitches, FusedGemmMatchesTheCublasProducts) {
   const std::vector<float> fused = run({});
   EXPECT_GT(kernels::gemm_fused_launches(), before);
   expect_rows_close(fused, cublas, m_->config.vocab_size, 1e-3, 40, 4e-2, "fused prefill products vs cuBLAS");
+  // Every weight's values through the element-wise dequantizer: still the
+  // fused products, the same operands.
+  ::setenv("MINFER_GEMM_FUSED_GENERIC", "1", 1);
+  const uint64_t before_generic = kernels::gemm_fused_launches();
+  const std::vector<float> generic = run({});
+  ::unsetenv("MINFER_GEMM_FUSED_GENERIC");
+  EXPECT_GT(kernels::gemm_fused_launches(), before_generic);
+  expect_rows_close(generic, cublas, m_->config.vocab_size, 1e-3, 40, 4e-2, "generic fused products vs cuBLAS");
   // More rows than the crossover: the cuBLAS path again (the step of 40 with the crossover at 39).
   ::setenv("MINFER_FUSED_GEMM_ROWS", "39", 1);
   const uint64_t before_env = kernels::gemm_fused_launches();

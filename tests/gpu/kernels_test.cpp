@@ -2066,9 +2066,12 @@ struct FusedCase {
   int rows, k;
 };
 
-// Puts the fused product's loads back to the default when a test ends.
+// Puts the fused product's switches back to the defaults when a test ends.
 struct FusedReset {
-  ~FusedReset() { kernels::set_gemm_fused_stages(0); }
+  ~FusedReset() {
+    kernels::set_gemm_fused_stages(0);
+    kernels::set_gemm_fused_generic(false);
+  }
 };
 
 TEST(GpuGemmFused, EveryTypeMatchesItsF16OperandsProduct) {
@@ -2228,21 +2231,23 @@ TEST(GpuGemmFused, PipelinedLoadsGiveTheRegisterLoadsBits) {
 // integers, Q8_0's HMUL2) are launch_dequantize_f16's, bit for bit: with
 // x = one-hot tokens each product is a single value times 1, summed with
 // zeros in f32 — exactly the f16 operand. Every column of k, every row,
-// both forms.
+// every form, and the generic form (MINFER_GEMM_FUSED_GENERIC) too.
 TEST(GpuGemmFused, OneHotTokensGiveTheDequantizedOperands) {
   MINFER_REQUIRE_GPU();
   FusedReset reset;
   for (const FusedCase& c : {FusedCase{DType::kQ8_0, 24, 512}, FusedCase{DType::kQ4_K, 24, 512},
                              FusedCase{DType::kQ6_K, 24, 512}, FusedCase{DType::kQ4_K, 8, 3584},
                              FusedCase{DType::kQ4_0, 24, 512}, FusedCase{DType::kQ4_1, 24, 512},
-                             FusedCase{DType::kQ5_0, 24, 896}, FusedCase{DType::kQ5_1, 24, 512}}) {
+                             FusedCase{DType::kQ5_0, 24, 896}, FusedCase{DType::kQ5_1, 24, 512},
+                             FusedCase{DType::kQ5_K, 24, 512}, FusedCase{DType::kQ5_K, 8, 3584}}) {
     SCOPED_TRACE(std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k));
     TestWeight w(c.type, c.rows, c.k, 300 + static_cast<uint32_t>(c.k), 1.0f);
     DeviceArray<uint16_t> all(static_cast<size_t>(c.rows) * c.k);
     CUDA_ASSERT(kernels::launch_dequantize_f16(w.dev, all.get(), nullptr));
     const std::vector<uint16_t> w16 = all.download();
-    for (int stages : {1, 8}) {
+    for (int stages : {1, 8, 0}) {  // registers, pipelined, the element-wise dequantizer (generic)
       kernels::set_gemm_fused_stages(stages);
+      kernels::set_gemm_fused_generic(stages == 0);
       constexpr int kTokens = 32;  // token t: column k0 + t
       for (int k0 = 0; k0 < c.k; k0 += kTokens) {
         std::vector<uint16_t> x16(static_cast<size_t>(kTokens) * c.k, 0);

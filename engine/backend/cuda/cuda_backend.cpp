@@ -291,6 +291,10 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // MINFER_GEMM_FUSED_STAGES=1 into registers at every size, as before
   // 2026-12-06, =8 pipelined at every size (A/B runs; the same bits).
   kernels::set_gemm_fused_stages(env_int("MINFER_GEMM_FUSED_STAGES"));
+  // MINFER_GEMM_FUSED_GENERIC=1: every weight type's values through the
+  // element-wise dequantizer instead of unpacked from 16-byte loads (A/B
+  // runs; the same operands, within f32 rounding).
+  kernels::set_gemm_fused_generic(env_int("MINFER_GEMM_FUSED_GENERIC") == 1);
   // Tried on the H200 (2026-12-01, not kept): the first rows each pipelined
   // gate/up block reads pulled into L2 while attention leaves DRAM idle —
   // spare blocks of the q/k/v tail issuing cp.async.bulk.prefetch.L2 after
