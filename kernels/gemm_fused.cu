@@ -198,46 +198,32 @@ __device__ __forceinline__ void unpack(const DeviceWeight& w, int row, int chunk
         p[2 * j + h] = *reinterpret_cast<const uint32_t*>(&v);
       }
     }
-  } else if constexpr (T == WType::kQ4_K) {
+  } else if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) {
     const float d = h2f(static_cast<uint16_t>(r.b.x)), dmin = h2f(static_cast<uint16_t>(static_cast<uint32_t>(r.b.x) >> 16));
     const int quarter = (2 * chunk + t / 2) % 4;
     int sc0, m0, sc1, m1;
     scale_min_k4_pair(quarter, r.b, &sc0, &m0, &sc1, &m1);
     const float ds0 = d * static_cast<float>(sc0), dm0 = dmin * static_cast<float>(m0);
     const float ds1 = d * static_cast<float>(sc1), dm1 = dmin * static_cast<float>(m1);
-    const float ds1_16 = ds1 * 0.0625f;  // the high nibbles stay in place: 16 q (exact: a power of two)
-    const uint32_t words[4] = {static_cast<uint32_t>(r.a.x), static_cast<uint32_t>(r.a.y), static_cast<uint32_t>(r.a.z),
-                               static_cast<uint32_t>(r.a.w)};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t lo = words[j] & 0x0F0F0F0Fu, hi = words[j] & 0xF0F0F0F0u;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {  // bytes 2h, 2h + 1 of the word: pair i = 2j + h
-        p[2 * j + h] = pack_h2(ds0 * byte_float(lo, 2 * h) - dm0, ds0 * byte_float(lo, 2 * h + 1) - dm0);
-        p[8 + 2 * j + h] = pack_h2(ds1_16 * byte_float(hi, 2 * h) - dm1, ds1_16 * byte_float(hi, 2 * h + 1) - dm1);
-      }
-    }
-  } else if constexpr (T == WType::kQ5_K) {
-    // Q4_K's arithmetic on five bits: the nibbles (the high ones shifted
-    // down) with their bits 2·quarter and 2·quarter + 1 of the lane's bytes.
-    const float d = h2f(static_cast<uint16_t>(r.b.x)), dmin = h2f(static_cast<uint16_t>(static_cast<uint32_t>(r.b.x) >> 16));
-    const int quarter = (2 * chunk + t / 2) % 4;
-    int sc0, m0, sc1, m1;
-    scale_min_k4_pair(quarter, r.b, &sc0, &m0, &sc1, &m1);
-    const float ds0 = d * static_cast<float>(sc0), dm0 = dmin * static_cast<float>(m0);
-    const float ds1 = d * static_cast<float>(sc1), dm1 = dmin * static_cast<float>(m1);
+    // Q4_K's high nibbles stay in place: 16 q, times ds1 / 16 (exact: a power
+    // of two). Q5_K's are shifted down under their fifth bits, bits 2·quarter
+    // and 2·quarter + 1 of the lane's bytes of qh.
+    const float ds1_hi = T == WType::kQ4_K ? ds1 * 0.0625f : ds1;
     const uint32_t words[4] = {static_cast<uint32_t>(r.a.x), static_cast<uint32_t>(r.a.y), static_cast<uint32_t>(r.a.z),
                                static_cast<uint32_t>(r.a.w)};
     const uint32_t bits[4] = {static_cast<uint32_t>(r.h.x), static_cast<uint32_t>(r.h.y), static_cast<uint32_t>(r.h.z),
                               static_cast<uint32_t>(r.h.w)};
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const uint32_t lo = (words[j] & 0x0F0F0F0Fu) | (((bits[j] >> (2 * quarter)) & 0x01010101u) << 4);
-      const uint32_t hi = ((words[j] >> 4) & 0x0F0F0F0Fu) | (((bits[j] >> (2 * quarter + 1)) & 0x01010101u) << 4);
+      uint32_t lo = words[j] & 0x0F0F0F0Fu, hi = words[j] & 0xF0F0F0F0u;
+      if constexpr (T == WType::kQ5_K) {
+        lo |= ((bits[j] >> (2 * quarter)) & 0x01010101u) << 4;
+        hi = ((words[j] >> 4) & 0x0F0F0F0Fu) | (((bits[j] >> (2 * quarter + 1)) & 0x01010101u) << 4);
+      }
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < 2; ++h) {  // bytes 2h, 2h + 1 of the word: pair i = 2j + h
         p[2 * j + h] = pack_h2(ds0 * byte_float(lo, 2 * h) - dm0, ds0 * byte_float(lo, 2 * h + 1) - dm0);
-        p[8 + 2 * j + h] = pack_h2(ds1 * byte_float(hi, 2 * h) - dm1, ds1 * byte_float(hi, 2 * h + 1) - dm1);
+        p[8 + 2 * j + h] = pack_h2(ds1_hi * byte_float(hi, 2 * h) - dm1, ds1_hi * byte_float(hi, 2 * h + 1) - dm1);
       }
     }
   } else if constexpr (T == WType::kQ6_K) {
