@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+#include <numeric>
 #include <utility>
 
 #include "daemon/minferd/request_parse.h"
@@ -24,6 +26,43 @@ ApiError engine_error(const Error& e, const char* param) {
     return invalid_request(param, "invalid_value", e.message);
   }
   return server_error(500, "engine_error", e.message);
+}
+
+// A candidate's log-probability per generated token: best_of's rank (a
+// candidate without tokens ranks last).
+double per_token_logprob(const GenerationResult& r) {
+  if (r.logprobs.empty()) return -std::numeric_limits<double>::infinity();
+  double sum = 0;
+  for (const TokenLogprobs& t : r.logprobs) sum += t.chosen.logprob;
+  return sum / static_cast<double>(r.logprobs.size());
+}
+
+// best_of: a prompt's n best candidates into the outcome, best first (ties
+// in their order). What belongs to the prompt rather than a candidate — its
+// scored tokens (echo), its reuse of earlier requests' KV, the request's time
+// to the first token — goes with the first answered, as the first choice
+// carries it; the others' generated tokens stay in the usage. Their tokens'
+// log-probabilities were computed to rank them: kept only when asked for.
+void keep_best(std::vector<ChoiceOutcome> pool, int n, bool logprobs_asked, JobOutcome& out) {
+  std::vector<size_t> order(pool.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::vector<double> score(pool.size());
+  for (size_t i = 0; i < pool.size(); ++i) score[i] = per_token_logprob(pool[i].result);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
+  GenerationResult& first = pool.front().result;
+  const int n_cached = first.n_cached;
+  const double ttft_ms = first.ttft_ms;
+  std::vector<TokenLogprobs> prompt_logprobs = std::move(first.prompt_logprobs);
+  for (size_t k = static_cast<size_t>(n); k < order.size(); ++k) out.unanswered_tokens += pool[order[k]].result.n_generated;
+  for (size_t k = 0; k < static_cast<size_t>(n); ++k) {
+    GenerationResult& r = out.choices.emplace_back(std::move(pool[order[k]])).result;
+    if (k == 0) {
+      r.n_cached = n_cached;
+      r.ttft_ms = ttft_ms;
+      r.prompt_logprobs = std::move(prompt_logprobs);
+    }
+    if (!logprobs_asked) r.logprobs.clear();
+  }
 }
 
 }  // namespace
@@ -334,17 +373,23 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   // Each prompt's n choices, one after another (choice index p * n + i).
   // Choice i is sampled with the seed + i; each after a prompt's first
   // reuses the prompt's KV that the one before it kept (the prefix cache),
-  // and an echoed prompt is scored once, by its first choice.
+  // and an echoed prompt is scored once, by its first choice. best_of: its
+  // candidates so, their tokens scored, then the best n (keep_best).
   const int n_choices = static_cast<int>(requests.size()) * spec.n;
+  const int candidates = std::max(spec.n, spec.best_of);
+  const bool choose = candidates > spec.n;
   out.choices.reserve(static_cast<size_t>(n_choices));
   for (size_t p = 0; p < requests.size(); ++p) {
     GenerationRequest& req = requests[p];
     const uint64_t seed = req.sampling.seed;
-    for (int i = 0; i < spec.n; ++i) {
+    if (choose) req.top_logprobs = std::max(req.top_logprobs, 0);
+    std::vector<ChoiceOutcome> pool;
+    pool.reserve(choose ? static_cast<size_t>(candidates) : 0);
+    for (int i = 0; i < candidates; ++i) {
       req.sampling.seed = seed + static_cast<uint64_t>(i);
       if (i > 0) req.prompt_logprobs = false;
-      const int choice = static_cast<int>(out.choices.size());
-      ChoiceOutcome& c = out.choices.emplace_back();
+      const int choice = static_cast<int>(out.choices.size() + pool.size());
+      ChoiceOutcome& c = choose ? pool.emplace_back() : out.choices.emplace_back();
       c.echo_text = echo_texts[p];
       run_choice(job, req, choice, out, c);
       // As usage counts them: a prompt's reuse of earlier requests' KV, once.
@@ -354,6 +399,7 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
       // the outcome.
       if (spec.stream && choice + 1 < n_choices) job.sink->choice_finished(choice, c);
     }
+    if (choose) keep_best(std::move(pool), spec.n, spec.top_logprobs >= 0, out);
   }
 }
 

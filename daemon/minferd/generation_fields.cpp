@@ -125,8 +125,9 @@ std::optional<ApiError> refuse_unsupported(const Json& body, ApiKind kind) {
   if (kind == ApiKind::kChat && given("echo") && !(body["echo"].is_boolean() && !body["echo"].get<bool>())) {
     return unsupported("echo", "asks for the prompt to be echoed (completions only)");
   }
-  if (given("best_of") && !(body["best_of"].is_number_integer() && body["best_of"].get<int64_t>() == 1)) {
-    return unsupported("best_of", "asks for several candidates");
+  if (kind == ApiKind::kChat && given("best_of") &&
+      !(body["best_of"].is_number_integer() && body["best_of"].get<int64_t>() == 1)) {
+    return unsupported("best_of", "asks for several candidates (completions only)");
   }
   if (kind == ApiKind::kChat && given("suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty())) {
     return unsupported("suffix", "asks for fill-in-the-middle (completions only)");
@@ -198,6 +199,21 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
     return invalid_request("n", "invalid_value",
                            fmt::format("'prompt' holds {} prompts and 'n' is {}: {} choices; a request holds at most {}",
                                        prompts, out->n, prompts * out->n, kMaxChoices));
+  }
+  std::optional<int64_t> best_of;  // completions (refused above for chat)
+  if (auto e = read_integer(body, "best_of", &best_of)) return e;
+  if (best_of) {
+    if (*best_of < out->n || *best_of > kMaxChoices) {
+      return invalid_request("best_of", "invalid_value",
+                             fmt::format("'best_of' is {}; allowed n ({}) to {} candidates", *best_of, out->n, kMaxChoices));
+    }
+    out->best_of = static_cast<int>(*best_of);
+    if (const int prompts = out->n_prompts(); prompts * out->best_of > kMaxChoices) {
+      return invalid_request("best_of", "invalid_value",
+                             fmt::format("'prompt' holds {} prompts and 'best_of' is {}: {} candidates; a request holds "
+                                         "at most {}",
+                                         prompts, out->best_of, prompts * out->best_of, kMaxChoices));
+    }
   }
   std::optional<std::string> model;
   if (auto e = read_string(body, "model", &model)) return e;  // any name: this appliance serves one model
@@ -306,6 +322,10 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
   std::optional<bool> stream;
   if (auto e = read_bool(body, "stream", &stream)) return e;
   out->stream = stream.value_or(false);
+  if (out->stream && out->best_of > out->n) {
+    return invalid_request("best_of", "unsupported_parameter",
+                           "'best_of' above 'n' with \"stream\": true; the best candidates are known only at the end");
+  }
   if (out->stream && out->echo) {
     // The prompt's log-probabilities exist only once the prefill is done,
     // after a stream's head: echo answers whole.

@@ -55,6 +55,12 @@ struct GenerationSpec {
   // through the prefix cache where it is on. A request holds at most
   // kMaxChoices choices in all (prompts × n).
   int n = 1;
+  // Completions' best_of (OpenAI's): each prompt's candidates, generated as
+  // choices are (candidate i with the seed + i); the n with the highest
+  // log-probability per generated token are answered, best first. 0 (or n):
+  // the n choices themselves. Never with a stream: the best are known at the
+  // end. Counts against kMaxChoices in place of n.
+  int best_of = 0;
   SamplingParams sampling;                // seed filled below when given
   std::optional<uint64_t> seed;           // absent: a random seed per request (OpenAI semantics)
   std::vector<std::string> stop;

@@ -43,6 +43,9 @@ struct JobOutcome {
   // p * n + i); the last one ended the job. None when it ended before the
   // first (a rejected prompt, a cancellation while it waited).
   std::vector<ChoiceOutcome> choices;
+  // best_of: the generated tokens of the candidates not answered (the usage
+  // counts them: they were generated for the request).
+  int unanswered_tokens = 0;
   std::vector<int32_t> tokens;    // kTokenize
   std::vector<std::string> pieces;  // kTokenize with_pieces: each token's text
   std::string content;            // kDetokenize

@@ -54,9 +54,11 @@ bool called_tools(const ChoiceOutcome& c) { return c.tool_reply && !c.tool_reply
 
 // A generation's usage: each prompt once (its first choice's tokens, and
 // what that choice reused of earlier requests' KV) and every choice's
-// generated tokens. `n`: the choices of each prompt.
+// generated tokens, best_of's unanswered candidates' too. `n`: the choices
+// of each prompt.
 Usage usage_of(const JobOutcome& o, int n) {
   Usage u;
+  u.completion_tokens = o.unanswered_tokens;
   for (size_t i = 0; i < o.choices.size(); ++i) {
     const GenerationResult& r = o.choices[i].result;
     if (i % static_cast<size_t>(n) == 0) {

@@ -841,6 +841,70 @@ TEST_F(DaemonApi, SeveralPromptsEachGetTheirChoices) {
 // Chat: each choice's role chunk first, then the choices in turn; greedy
 // choices are all the greedy reply; echo with logprobs gives every choice the
 // prompt's scores.
+// best_of: the candidates are the choices n = best_of would give (the seed
+// + i each); the n with the highest log-probability per token come back,
+// best first, and the usage counts every candidate's tokens.
+TEST_F(DaemonApi, BestOfAnswersTheCandidatesWithTheMostLikelyTokens) {
+  Json req = {{"prompt", "Once upon a time"}, {"max_tokens", 10}, {"temperature", 1.2}, {"top_k", 0},
+              {"top_p", 1.0},                {"min_p", 0.0},     {"seed", 7}};
+  Json all = req;
+  all["n"] = 5;
+  all["logprobs"] = 0;
+  const Json candidates = post("/v1/completions", all);
+  ASSERT_EQ(candidates["choices"].size(), 5u) << candidates;
+  std::vector<std::pair<double, size_t>> ranked;  // (-mean, index): a stable order, best first
+  for (size_t k = 0; k < 5; ++k) {
+    const Json& lp = candidates["choices"][k]["logprobs"]["token_logprobs"];
+    ASSERT_FALSE(lp.empty()) << k;
+    double sum = 0;
+    for (const Json& v : lp) sum += v.get<double>();
+    ranked.emplace_back(-sum / static_cast<double>(lp.size()), k);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  ASSERT_NE(ranked[0].second, 0u) << "the seed's first candidate is the best: pick another seed for a test that can fail";
+
+  Json best = req;
+  best["n"] = 2;
+  best["best_of"] = 5;
+  const Json got = post("/v1/completions", best);
+  ASSERT_EQ(got["choices"].size(), 2u) << got;
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(got["choices"][k]["index"], k);
+    EXPECT_EQ(got["choices"][k]["text"], candidates["choices"][ranked[k].second]["text"]) << k;
+    EXPECT_TRUE(got["choices"][k]["logprobs"].is_null()) << "not asked for";
+  }
+  EXPECT_EQ(got["usage"]["completion_tokens"], candidates["usage"]["completion_tokens"]);
+  EXPECT_EQ(got["usage"]["prompt_tokens"], candidates["usage"]["prompt_tokens"]);
+
+  // Asked for, they are the candidates' own.
+  best["logprobs"] = 0;
+  const Json with_lp = post("/v1/completions", best);
+  ASSERT_EQ(with_lp["choices"].size(), 2u) << with_lp;
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(with_lp["choices"][k]["logprobs"], candidates["choices"][ranked[k].second]["logprobs"]) << k;
+  }
+
+  // Greedy candidates are all the same: the first n.
+  const Json greedy = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0},
+                                               {"best_of", 3}});
+  const Json one = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}});
+  ASSERT_EQ(greedy["choices"].size(), 1u) << greedy;
+  EXPECT_EQ(greedy["choices"][0]["text"], one["choices"][0]["text"]);
+  EXPECT_EQ(greedy["usage"]["completion_tokens"].get<int>(), 3 * one["usage"]["completion_tokens"].get<int>());
+
+  // Not in a stream, not for chat; the daemon keeps serving.
+  Json streamed = best;
+  streamed["stream"] = true;
+  const HttpResponse refused = post_json(sock(), "/v1/completions", streamed);
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["param"], "best_of");
+  const HttpResponse chat = post_json(sock(), "/v1/chat/completions",
+                                      {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"best_of", 2}});
+  EXPECT_EQ(chat.status, 400) << chat.body;
+  EXPECT_EQ(chat.json()["error"]["code"], "unsupported_parameter");
+  EXPECT_EQ(post_json(sock(), "/v1/completions", req).status, 200);
+}
+
 TEST_F(DaemonApi, NChatChoicesGreedyAndEchoed) {
   const Json chat = {{"messages", {{{"role", "user"}, {"content", "A dog"}}}}, {"max_tokens", 16}, {"seed", 7}, {"n", 2}};
   const Json whole = post("/v1/chat/completions", chat);

@@ -192,9 +192,29 @@ TEST(CompletionRequest, ChoicesFromOneToOneHundredTwentyEight) {
   }
 }
 
+// best_of (completions): n to 128 candidates, prompts × best_of at most 128,
+// not above n in a stream.
+TEST(CompletionRequest, BestOfIsNToTheChoicesLimit) {
+  GenerationSpec s;
+  ASSERT_FALSE(completion(R"({"prompt":"x","n":2,"best_of":5})", &s));
+  EXPECT_EQ(s.n, 2);
+  EXPECT_EQ(s.best_of, 5);
+  ASSERT_FALSE(completion(R"({"prompt":"x","best_of":128})", &s));
+  EXPECT_EQ(s.best_of, 128);
+  ASSERT_FALSE(completion(R"({"prompt":"x","n":3,"best_of":3,"stream":true})", &s));  // best_of = n streams
+  expect_error(completion(R"({"prompt":"x","n":3,"best_of":2})"), "invalid_value", "best_of", "allowed n (3) to 128");
+  expect_error(completion(R"({"prompt":"x","best_of":0})"), "invalid_value", "best_of");
+  expect_error(completion(R"({"prompt":"x","best_of":129})"), "invalid_value", "best_of");
+  expect_error(completion(R"({"prompt":"x","best_of":"2"})"), "invalid_type", "best_of");
+  expect_error(completion(R"({"prompt":["a","b"],"best_of":65})"), "invalid_value", "best_of", "130 candidates");
+  expect_error(completion(R"({"prompt":"x","best_of":2,"stream":true})"), "unsupported_parameter", "best_of",
+               "known only at the end");
+}
+
 TEST(CompletionRequest, UnsupportedFeaturesAreRefused) {
   expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"echo":true})"), "unsupported_parameter", "echo");
-  expect_error(completion(R"({"prompt":"x","best_of":3})"), "unsupported_parameter", "best_of");
+  expect_error(chat(R"({"messages":[{"role":"user","content":"x"}],"best_of":3})"), "unsupported_parameter", "best_of",
+               "completions only");
   // suffix: fill-in-the-middle, only where the vocabulary has its markers,
   // not with echo, not on chat.
   expect_error(completion(R"({"prompt":"x","suffix":"end"})"), "unsupported_parameter", "suffix", "no FIM markers");
