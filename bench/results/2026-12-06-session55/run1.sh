@@ -9,7 +9,8 @@
 # product alone (gpu_matvec_bench gemm:T: +t100000 the split form, +w32 /
 # +w64 the tiled form's tokens a block) and pp32 .. pp512 end to end, each
 # with the fused products up to 512 tokens: split form, tiled form, and
-# dequantize + cuBLAS; then the whole GPU suite.
+# dequantize + cuBLAS; then the whole GPU suite. Cut to fit what was left
+# of the session's device time after seven machines failed to start.
 set -uo pipefail
 root=$(pwd)
 out=${OUT:-$root/gpu-out}
@@ -24,17 +25,13 @@ timeout 100 "$N/tests/gpu/gpu_engine_test" --gtest_filter='CudaSwitches.FusedGem
 { for l in gemm-tests switch-test; do echo "$l: $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/$l.log" | head -1)"
     grep -E '^\[  FAILED  \]|Failure|Expected|Which is|tiled|split' "$out/$l.log" | head -12; done; } > "$out/summary.md"
 keep 2-gemm-tests
-{ for c in "7b gate_up q4_k" "7b down q6_k" "7b o q4_k" "0.5b gate_up q8_0" "0.5b down q8_0"; do
-    MATVEC_BENCH_CASE="$c" timeout 60 "$N/tests/gpu/gpu_matvec_bench" gemm:64+t100000 gemm:64+t33+w32 gemm:64+t33+w64 \
-      gemm:128+t100000 gemm:128+t33 gemm:256+t100000 gemm:256+t33 2>&1 | grep -E "^\| [0-9]" ; done; } > "$out/summary.md"
+{ for c in "7b gate_up q4_k" "7b down q6_k" "0.5b gate_up q8_0"; do
+    MATVEC_BENCH_CASE="$c" timeout 40 "$N/tests/gpu/gpu_matvec_bench" gemm:64+t100000 gemm:64+t33 \
+      gemm:128+t100000 gemm:128+t33 gemm:256+t33 2>&1 | grep -E "^\| (case|[0-9])|copy bandwidth" ; done; } > "$out/summary.md"
 keep 3-kernels
-BUILD_DIR=$N BENCH_PREFILL_MODELS="qwen2.5-7b:q4_k_m qwen2.5-0.5b:q8_0 qwen2.5-1.5b:q4_k_m" \
+BUILD_DIR=$N BENCH_PREFILL_MODELS="qwen2.5-7b:q4_k_m qwen2.5-0.5b:q8_0" \
   BENCH_PREFILL_ARGS="-p 32 64 128 256 512 -n 0" \
   BENCH_PREFILL_ARMS="split:MINFER_GEMM_TILED_FROM=100000,MINFER_FUSED_GEMM_ROWS=512 tiled:MINFER_GEMM_TILED_FROM=33,MINFER_FUSED_GEMM_ROWS=512 cublas:MINFER_NO_FUSED_GEMM=1" \
   bash tests/gpu/run_on_device.sh bench-prefill; keep 4-prefill
 BUILD_DIR=$N GPU_TEST_TIMEOUT=200 bash tests/gpu/run_on_device.sh test; keep 5-test
-MINFER_GEMM_TILED_FROM=33 timeout 150 "$N/tests/gpu/gpu_engine_test" > "$out/engine-tiled.log" 2>&1
-{ echo "gpu_engine_test with MINFER_GEMM_TILED_FROM=33: $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/engine-tiled.log" | head -1)"
-  grep -E '^\[  FAILED  \]' "$out/engine-tiled.log" | head -12; } > "$out/summary.md"
-keep 6-engine-tiled
 cat "$out/all.md"
