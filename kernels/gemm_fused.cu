@@ -320,24 +320,34 @@ __device__ __forceinline__ void multiply_chunk(const DeviceWeight& w, int ra, in
   uint32_t pa[16], pb[16];
   unpack<T>(w, ra, ch, t, a, pa);
   unpack<T>(w, rb, ch, t, b, pb);
+  // The tokens' values of the lane's first run (k-steps 0-3), then of its
+  // second (4-7); each k-step goes to every tile in turn, so that a tile's
+  // mma does not wait on its own last one: each tile's sum takes its steps
+  // in the same order as one tile at a time would (the same bits).
 #pragma unroll
-  for (int tile = 0; tile < kTiles; ++tile) {
-    const int n = tok0 + tile * 8 + g;
-    uint32_t xb[16];
-    if (n < tokens) {
-      const __half* xr = x + static_cast<size_t>(n) * ldx + ch * kChunk;
-      const int4 v0 = *reinterpret_cast<const int4*>(xr + r0), v1 = *reinterpret_cast<const int4*>(xr + r0 + 8);
-      const int4 v2 = *reinterpret_cast<const int4*>(xr + r1), v3 = *reinterpret_cast<const int4*>(xr + r1 + 8);
-      xb[0] = v0.x; xb[1] = v0.y; xb[2] = v0.z; xb[3] = v0.w;
-      xb[4] = v1.x; xb[5] = v1.y; xb[6] = v1.z; xb[7] = v1.w;
-      xb[8] = v2.x; xb[9] = v2.y; xb[10] = v2.z; xb[11] = v2.w;
-      xb[12] = v3.x; xb[13] = v3.y; xb[14] = v3.z; xb[15] = v3.w;
-    } else {
+  for (int half = 0; half < 2; ++half) {
+    uint32_t xb[kTiles][8];
 #pragma unroll
-      for (int i = 0; i < 16; ++i) xb[i] = 0u;
+    for (int tile = 0; tile < kTiles; ++tile) {
+      const int n = tok0 + tile * 8 + g;
+      if (n < tokens) {
+        const __half* xr = x + static_cast<size_t>(n) * ldx + ch * kChunk + (half == 0 ? r0 : r1);
+        const int4 v0 = *reinterpret_cast<const int4*>(xr), v1 = *reinterpret_cast<const int4*>(xr + 8);
+        xb[tile][0] = v0.x; xb[tile][1] = v0.y; xb[tile][2] = v0.z; xb[tile][3] = v0.w;
+        xb[tile][4] = v1.x; xb[tile][5] = v1.y; xb[tile][6] = v1.z; xb[tile][7] = v1.w;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) xb[tile][i] = 0u;
+      }
     }
 #pragma unroll
-    for (int s = 0; s < 8; ++s) mma_16816(c[tile], pa[2 * s], pb[2 * s], pa[2 * s + 1], pb[2 * s + 1], xb[2 * s], xb[2 * s + 1]);
+    for (int s = 0; s < 4; ++s) {
+      const int k = 4 * half + s;
+#pragma unroll
+      for (int tile = 0; tile < kTiles; ++tile) {
+        mma_16816(c[tile], pa[2 * k], pb[2 * k], pa[2 * k + 1], pb[2 * k + 1], xb[tile][2 * s], xb[tile][2 * s + 1]);
+      }
+    }
   }
 }
 
@@ -508,132 +518,8 @@ __global__ void __launch_bounds__(kWarps * kWarp, 3)
 #endif
 }
 
-// ---- The tiled form: 64 rows × 32 or 64 tokens a block, from 33 tokens ----
-//
-// The forms above split k between a block's warps and read the tokens'
-// values from L1 for every 16 rows: at 64 tokens a block of 32 reads 8 KB
-// of them a chunk for 1.2 KB of Q4_K weight, and each block of the next 32
-// tokens unpacks every weight again — 7B's gate/up ran at 12% of the copy
-// rate there (H100, session 54), and a step of 64 to 256 tokens went to
-// cuBLAS, whose f16 copy of each weight costs a step 30 GB of traffic on
-// 7B whatever its tokens. Here a block's four warps take 16 rows each, all
-// of k, and share its tokens' values through shared memory: each chunk of
-// them is staged once a block (cp.async, a chunk ahead, kXStages buffers so
-// that one barrier a chunk keeps a buffer from being refilled while a warp
-// still reads it), permuted so that lane t's 32 values of a token are its
-// runs' (run0 / run1), each 16-byte piece where a quarter warp's reads hit
-// distinct banks. A lane's weight bytes come kAhead chunks ahead into
-// registers, each chunk unpacked once for all the block's tokens.
-constexpr int kTWarps = 4;                       // warps a block, 16 rows each
-constexpr int kTRows = 16 * kTWarps;             // rows a block
-constexpr int kXRow = 16 * 16 + 64;              // bytes a token's staged chunk: 16 pieces, then 64 to shift the next token's banks
-constexpr int kXStages = 3;                      // staged chunks of tokens a block: one being read, one landing, one in reserve
-constexpr int kAhead = 2;                        // chunks of weight bytes a lane has in flight
-constexpr size_t tiled_smem_bytes(int tiles) { return static_cast<size_t>(kXStages) * tiles * 8 * kXRow; }
-
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-// Piece p = 4 i + t of a token's staged chunk: lane t's values i (run0's
-// halves for i = 0, 1; run1's for 2, 3).
-template <WType T>
-__device__ __forceinline__ int piece_start(int p) {
-  const int i = p / 4, t = p % 4;
-  return (i < 2 ? run0<T>(t) : run1<T>(t)) + 8 * (i % 2);
-}
-
-// Chunk ch of the block's tokens (tok0 ..) into a stage; past the last token
-// zeros (cp.async's source size 0).
-template <WType T, int kTiles>
-__device__ __forceinline__ void stage_tokens(unsigned char* stage, const __half* x, int ldx, int tokens, int tok0, int ch) {
-  for (int e = threadIdx.x; e < kTiles * 8 * 16; e += kTWarps * kWarp) {
-    const int n = e / 16, p = e % 16, tok = tok0 + n;
-    const __half* src = x + static_cast<size_t>(tok < tokens ? tok : tokens - 1) * ldx + ch * kChunk + piece_start<T>(p);
-    const uint32_t dst = piped::smem_addr(stage + n * kXRow + 16 * p);
-    const int bytes = tok < tokens ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-  }
-}
-#endif
-
-template <WType T, int kTiles>
-__global__ void __launch_bounds__(kTWarps * kWarp, 3)
-    gemm_tiled_kernel(DeviceWeight w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  extern __shared__ __align__(16) unsigned char staged[];
-  constexpr int kStage = kTiles * 8 * kXRow;
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
-  const int row0 = blockIdx.x * kTRows + 16 * warp;
-  const int ra = min(row0 + g, w.n_rows - 1), rb = min(row0 + g + 8, w.n_rows - 1);
-  const int tok0 = blockIdx.y * kTiles * 8;
-  const int tiles = min(kTiles, (tokens - tok0 + 7) / 8);  // tiles with tokens (the same in every warp)
-  const int chunks = w.k / kChunk;
-  DirectLoads ld;
-  Raw a[kAhead], b[kAhead];
-#pragma unroll
-  for (int u = 0; u < kAhead; ++u) {  // weights are constants: before the PDL wait
-    if (kUnpacked<T> && u < chunks) {
-      load_raw<T>(w, ra, u, t, a[u], ld);
-      load_raw<T>(w, rb, u, t, b[u], ld);
-    }
-  }
-  pdl_begin();
-  stage_tokens<T, kTiles>(staged, x, ldx, tokens, tok0, 0);
-  piped::cp_async_commit();
-  float c[kTiles][4];
-#pragma unroll
-  for (int i = 0; i < kTiles; ++i) c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.0f;
-  for (int base = 0; base < chunks; base += kAhead) {
-#pragma unroll
-    for (int u = 0; u < kAhead; ++u) {
-      const int ch = base + u;
-      if (ch >= chunks) break;
-      // The next chunk of tokens into the stage last read two chunks ago:
-      // every warp passed this chunk's barrier after that.
-      if (ch + 1 < chunks) stage_tokens<T, kTiles>(staged + ((ch + 1) % kXStages) * kStage, x, ldx, tokens, tok0, ch + 1);
-      piped::cp_async_commit();
-      uint32_t pa[16], pb[16];
-      unpack<T>(w, ra, ch, t, a[u], pa);
-      unpack<T>(w, rb, ch, t, b[u], pb);
-      if (kUnpacked<T> && ch + kAhead < chunks) {
-        load_raw<T>(w, ra, ch + kAhead, t, a[u], ld);
-        load_raw<T>(w, rb, ch + kAhead, t, b[u], ld);
-      }
-      piped::cp_async_wait<1>();
-      __syncthreads();  // chunk ch of the tokens has landed for every warp
-      const unsigned char* xs = staged + (ch % kXStages) * kStage;
-#pragma unroll
-      for (int tile = 0; tile < kTiles; ++tile) {
-        if (tile >= tiles) break;
-        const unsigned char* xr = xs + (tile * 8 + g) * kXRow + 16 * t;
-        uint32_t xb[16];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int4 v = *reinterpret_cast<const int4*>(xr + 64 * i);
-          xb[4 * i] = v.x; xb[4 * i + 1] = v.y; xb[4 * i + 2] = v.z; xb[4 * i + 3] = v.w;
-        }
-#pragma unroll
-        for (int s = 0; s < 8; ++s) mma_16816(c[tile], pa[2 * s], pb[2 * s], pa[2 * s + 1], pb[2 * s + 1], xb[2 * s], xb[2 * s + 1]);
-      }
-    }
-  }
-  // c[tile]: rows g (0, 1) and g + 8 (2, 3), tokens 2t and 2t + 1 of the tile.
-#pragma unroll
-  for (int tile = 0; tile < kTiles; ++tile) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int row = row0 + g + (i >= 2 ? 8 : 0), n = tok0 + tile * 8 + 2 * t + (i & 1);
-      if (row >= w.n_rows || n >= tokens) continue;
-      float* out = y + static_cast<size_t>(n) * ldy + row;
-      *out = accumulate ? *out + c[tile][i] : c[tile][i];
-    }
-  }
-#endif
-}
-
 int g_stages = 0;        // set_gemm_fused_stages
 bool g_generic = false;  // set_gemm_fused_generic
-int g_tiled_from = 0;    // set_gemm_fused_tiled_from
-int g_tiled_tokens = 0;  // set_gemm_fused_tiled_tokens
-std::atomic<uint64_t> g_tiled_launches{0};
 template <WType T>
 using Tag = std::integral_constant<WType, T>;
 
@@ -677,57 +563,6 @@ cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int to
   }
 }
 
-// The tiled form: 64 tokens a block, or 32 where blocks of 64 would leave
-// SMs without three blocks each (7B's 3,584-row products at 128 tokens).
-template <int kTiles>
-cudaError_t launch_tiled_tiles(const DeviceWeight& w, const __half* x, int ldx, int tokens, float* y, int ldy,
-                               bool accumulate, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((w.n_rows + kTRows - 1) / kTRows),
-                  static_cast<unsigned>((tokens + kTiles * 8 - 1) / (kTiles * 8)));
-  const dim3 block(kTWarps * kWarp);
-  const size_t smem = tiled_smem_bytes(kTiles);
-  auto go = [&](auto kernel) {
-    if (const cudaError_t st = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem); st != cudaSuccess) return st;
-    const cudaError_t st = launch_kernel(kernel, grid, block, smem, stream, w, x, ldx, tokens, y, ldy, accumulate);
-    if (st == cudaSuccess) g_tiled_launches.fetch_add(1, std::memory_order_relaxed);
-    return st;
-  };
-  switch (w.type) {
-    case WType::kQ8_0: return go(gemm_tiled_kernel<WType::kQ8_0, kTiles>);
-    case WType::kQ4_K: return go(gemm_tiled_kernel<WType::kQ4_K, kTiles>);
-    case WType::kQ5_K: return go(gemm_tiled_kernel<WType::kQ5_K, kTiles>);
-    case WType::kQ6_K: return go(gemm_tiled_kernel<WType::kQ6_K, kTiles>);
-    case WType::kQ4_0: return go(gemm_tiled_kernel<WType::kQ4_0, kTiles>);
-    case WType::kQ4_1: return go(gemm_tiled_kernel<WType::kQ4_1, kTiles>);
-    case WType::kQ5_0: return go(gemm_tiled_kernel<WType::kQ5_0, kTiles>);
-    case WType::kQ5_1: return go(gemm_tiled_kernel<WType::kQ5_1, kTiles>);
-    default: return cudaErrorNotSupported;  // tiled_takes: not launched
-  }
-}
-
-// The types the tiled form unpacks. The float types' dequant8 (a switch on
-// the type at run time, twice a chunk) does not fit its registers: 700 bytes
-// of spills a thread on sm_90 — they, and every type under
-// MINFER_GEMM_FUSED_GENERIC, stay on the split form.
-bool tiled_takes(const DeviceWeight& w) {
-  switch (w.type) {
-    case WType::kQ8_0: case WType::kQ4_K: case WType::kQ5_K: case WType::kQ6_K:
-    case WType::kQ4_0: case WType::kQ4_1: case WType::kQ5_0: case WType::kQ5_1: return !g_generic;
-    default: return false;
-  }
-}
-
-cudaError_t launch_tiled(const DeviceWeight& w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate,
-                         cudaStream_t stream) {
-  const DeviceLimits dl = device_limits();
-  const int64_t row_blocks = (w.n_rows + kTRows - 1) / kTRows;
-  const bool wide = g_tiled_tokens != 0 ? g_tiled_tokens == 64 : row_blocks * ((tokens + 63) / 64) >= 3 * static_cast<int64_t>(dl.sms);
-  if (wide) {
-    return launch_tiled_tiles<8>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-  }
-  return launch_tiled_tiles<4>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-}
-
 }  // namespace
 
 bool gemm_fused_supported(const DeviceWeight& w, int ldx) {
@@ -739,10 +574,6 @@ uint64_t gemm_fused_piped_launches() { return g_piped_launches.load(std::memory_
 
 void set_gemm_fused_stages(int stages) { g_stages = std::max(0, stages); }
 void set_gemm_fused_generic(bool on) { g_generic = on; }
-void set_gemm_fused_tiled_from(int tokens) { g_tiled_from = std::max(0, tokens); }
-int gemm_fused_tiled_from() { return g_tiled_from > 0 ? g_tiled_from : kDefaultTiledFrom; }
-void set_gemm_fused_tiled_tokens(int tokens) { g_tiled_tokens = tokens == 32 || tokens == 64 ? tokens : 0; }
-uint64_t gemm_fused_tiled_launches() { return g_tiled_launches.load(std::memory_order_relaxed); }
 
 cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, int tokens, float* y, int ldy,
                               bool accumulate, cudaStream_t stream) {
@@ -753,9 +584,6 @@ cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, i
   }
   g_launches.fetch_add(1, std::memory_order_relaxed);
   const __half* x = static_cast<const __half*>(x16);
-  if (tokens >= gemm_fused_tiled_from() && tiled_takes(w) && device_limits().cc_major >= 8) {
-    return launch_tiled(w, x, ldx, tokens, y, ldy, accumulate, stream);
-  }
   if (tokens <= 8) return launch_tiles<1>(w, x, ldx, tokens, y, ldy, accumulate, stream);
   if (tokens <= 16) return launch_tiles<2>(w, x, ldx, tokens, y, ldy, accumulate, stream);
   return launch_tiles<kMaxTiles>(w, x, ldx, tokens, y, ldy, accumulate, stream);

@@ -6,7 +6,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -163,19 +162,6 @@ uint64_t gemm_fused_piped_launches();  // launches of the pipelined form so far
 // (dequant8), as the float types go, instead of unpacked from the lane's
 // 16-byte loads (A/B runs and bug hunts; the same f16 operands).
 void set_gemm_fused_generic(bool on);
-// From how many tokens a product takes the tiled form (64 rows × 64 tokens a
-// block, or × 32 where blocks of 64 tokens would not give every SM three;
-// the tokens' values shared through shared memory, each chunk of the weight
-// unpacked once for all of them; the unpacked types, not the float ones;
-// sm_80 and later): 0 the default (kDefaultTiledFrom), INT_MAX never. The
-// same operands, the sums in another order. set_gemm_fused_tiled_tokens:
-// 32 or 64 tokens a block at every size, 0 by the grid (tests, benchmarks).
-// Off by default until measured on a device (MINFER_GEMM_TILED_FROM=33).
-constexpr int kDefaultTiledFrom = INT_MAX;
-void set_gemm_fused_tiled_from(int tokens);
-int gemm_fused_tiled_from();
-void set_gemm_fused_tiled_tokens(int tokens);
-uint64_t gemm_fused_tiled_launches();  // launches of the tiled form so far
 
 // ---- sampling (decode) -----------------------------------------------------
 

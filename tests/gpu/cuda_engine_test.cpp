@@ -495,21 +495,9 @@ TEST_F(CudaSwitches, FusedGemmMatchesTheCublasProducts) {
   const uint64_t before = kernels::gemm_fused_launches();
   const std::vector<float> cublas = run(off);
   EXPECT_EQ(kernels::gemm_fused_launches(), before);
-  // 40 rows on the split form (MINFER_GEMM_TILED_FROM above them) ...
-  ::setenv("MINFER_GEMM_TILED_FROM", "41", 1);
-  const uint64_t split_before = kernels::gemm_fused_tiled_launches();
   const std::vector<float> fused = run({});
   EXPECT_GT(kernels::gemm_fused_launches(), before);
-  EXPECT_EQ(kernels::gemm_fused_tiled_launches(), split_before);
   expect_rows_close(fused, cublas, m_->config.vocab_size, 1e-3, 40, 4e-2, "fused prefill products vs cuBLAS");
-  // ... and on the tiled form (Q4_K, Q6_K; from 33 rows).
-  ::setenv("MINFER_GEMM_TILED_FROM", "33", 1);
-  const uint64_t tiled_before = kernels::gemm_fused_tiled_launches();
-  const std::vector<float> tiled = run({});
-  ::unsetenv("MINFER_GEMM_TILED_FROM");
-  kernels::set_gemm_fused_tiled_from(0);
-  EXPECT_GT(kernels::gemm_fused_tiled_launches(), tiled_before);
-  expect_rows_close(tiled, cublas, m_->config.vocab_size, 1e-3, 40, 4e-2, "tiled fused prefill products vs cuBLAS");
   // Every weight's values through the element-wise dequantizer: still the
   // fused products, the same operands.
   ::setenv("MINFER_GEMM_FUSED_GENERIC", "1", 1);

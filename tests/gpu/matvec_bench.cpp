@@ -138,8 +138,6 @@ struct Variant {
   int piped_early = 0;     // kernels::set_piped_early (0: every stage before the PDL wait)
   int gemm_tokens = 0;     // > 0: the few-token prefill product (launch_gemm_fused) of that many
                            // tokens instead, a launch a weight; "+sN" its stages
-  int tiled_from = 0;      // its kernels::set_gemm_fused_tiled_from ("+tN")
-  int tiled_tokens = 0;    // its kernels::set_gemm_fused_tiled_tokens ("+wN")
 };
 
 // "auto" | "0" | "1" | "2" (lanes a row picked per launch) | "w:S" (a warp a
@@ -150,8 +148,7 @@ struct Variant {
 // "+plainmv" (matvecs not pipelined), "+piped" (every eligible launch
 // pipelined, whatever its size), "+sN" (pipelined launches at most N stages),
 // "+eN" (N of them issued before the PDL wait) | "gemm:T" (launch_gemm_fused
-// for T tokens, each weight of the case a launch; "+sN": set_gemm_fused_stages,
-// "+tN": set_gemm_fused_tiled_from, "+wN": set_gemm_fused_tiled_tokens).
+// for T tokens, each weight of the case a launch; "+sN": set_gemm_fused_stages).
 Variant parse_variant(const std::string& arg) {
   Variant v;
   v.label = arg;
@@ -163,10 +160,8 @@ Variant parse_variant(const std::string& arg) {
     else if (opt == "plain") v.piped_mv = v.piped_gu = 0;
     else if (opt == "plainmv") v.piped_mv = 0;
     else if (opt == "piped") v.piped_mv = v.piped_gu = 1;
-    else if (opt.size() > 1 && (opt[0] == 's' || opt[0] == 'e' || opt[0] == 't' || opt[0] == 'w') &&
-             std::isdigit(static_cast<unsigned char>(opt[1])))
-      (opt[0] == 's' ? v.piped_stages : opt[0] == 'e' ? v.piped_early : opt[0] == 't' ? v.tiled_from : v.tiled_tokens) =
-          std::atoi(opt.c_str() + 1);
+    else if (opt.size() > 1 && (opt[0] == 's' || opt[0] == 'e') && std::isdigit(static_cast<unsigned char>(opt[1])))
+      (opt[0] == 's' ? v.piped_stages : v.piped_early) = std::atoi(opt.c_str() + 1);
     else std::fprintf(stderr, "unknown variant option '%s' in %s\n", opt.c_str(), arg.c_str());
     a.resize(plus);
   }
@@ -239,8 +234,6 @@ Result run_case(const Case& c, const Variant& variant, size_t l2_bytes, cudaStre
   float* gy = nullptr;
   if (gemm_tokens > 0) {
     minfer::kernels::set_gemm_fused_stages(variant.piped_stages);
-    minfer::kernels::set_gemm_fused_tiled_from(variant.tiled_from);
-    minfer::kernels::set_gemm_fused_tiled_tokens(variant.tiled_tokens);
     CHECK(cudaMalloc(&x16, static_cast<size_t>(gemm_tokens) * c.k * 2));
     CHECK(cudaMemset(x16, 0, static_cast<size_t>(gemm_tokens) * c.k * 2));
     CHECK(cudaMalloc(reinterpret_cast<void**>(&gy), static_cast<size_t>(gemm_tokens) * max_rows * sizeof(float)));

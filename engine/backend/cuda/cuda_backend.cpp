@@ -295,12 +295,6 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // element-wise dequantizer instead of unpacked from 16-byte loads (A/B
   // runs; the same operands, within f32 rounding).
   kernels::set_gemm_fused_generic(env_int("MINFER_GEMM_FUSED_GENERIC") == 1);
-  // MINFER_GEMM_TILED_FROM=N: the fused products' tiled form from N tokens
-  // (kernels.h; 0 or unset the default, a number above the crossover never),
-  // MINFER_GEMM_TILED_TOKENS=32|64 its tokens a block at every size (A/B
-  // runs; the same operands, within f32 rounding).
-  kernels::set_gemm_fused_tiled_from(env_int("MINFER_GEMM_TILED_FROM"));
-  kernels::set_gemm_fused_tiled_tokens(env_int("MINFER_GEMM_TILED_TOKENS"));
   // Tried on the H200 (2026-12-01, not kept): the first rows each pipelined
   // gate/up block reads pulled into L2 while attention leaves DRAM idle —
   // spare blocks of the q/k/v tail issuing cp.async.bulk.prefetch.L2 after
