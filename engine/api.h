@@ -268,6 +268,9 @@ struct TokenEvent {
 struct GenerationResult {
   FinishReason finish = FinishReason::kLength;
   std::string text;                 // everything emitted (stop string excluded)
+  // Finish kStop by a stop string: the string (GenerationRequest::stop);
+  // empty otherwise (a constrained output that closed, any other finish).
+  std::string stop_string;
   std::vector<TokenId> tokens;      // generated token ids
   int n_prompt = 0;
   int n_cached = 0;                 // prompt tokens whose KV was reused
@@ -285,6 +288,19 @@ struct GenerationResult {
 
   double prefill_tokens_per_s() const;
   double decode_tokens_per_s() const;
+};
+
+// One piece of extra context for an infill prompt (Engine::infill_prompt):
+// another file of the project, as llama.cpp's /infill takes it (input_extra).
+struct InfillChunk {
+  std::string filename = "tmp";  // llama.cpp's default
+  std::string text;
+};
+
+// What Engine::infill_prompt builds.
+struct InfillPrompt {
+  std::vector<TokenId> tokens;
+  int n_extra_dropped = 0;  // extra-context tokens cut from the front to fit (0: none)
 };
 
 // Return false to cancel the generation (e.g. the client went away).
@@ -314,6 +330,22 @@ class Engine {
   // marker, `suffix` tokenized as text, the middle marker. The model writes
   // what goes between. An error when the vocabulary has no such markers.
   Expected<std::vector<TokenId>> fill_in_middle_prompt(const std::vector<TokenId>& prefix, std::string_view suffix) const;
+  // llama.cpp's /infill prompt (its format_infill): the extra context, then
+  // the fill-in-the-middle part — the prefix marker, `prefix`, `prompt` (the
+  // cursor's line up to the cursor, which llama.cpp appends to the prefix),
+  // the suffix marker, `suffix`, the middle marker. Where the vocabulary has
+  // the repository markers (Qwen2.5-Coder; arXiv 2409.12186), the extra
+  // context is the repository marker and "myproject\n", each chunk as the
+  // file separator, its file name, "\n" and its text, then the separator and
+  // "filename\n" (the current file, which llama.cpp does not name);
+  // otherwise each chunk follows a "--- snippet ---" line. Text is tokenized
+  // as text (no control tokens parsed), without BOS. A prompt longer than
+  // `max_prompt_tokens` loses extra-context tokens from the front, down to
+  // none (llama.cpp keeps the last ones too); the FIM part is never cut, so
+  // the prompt may still be longer. An error when the vocabulary has no FIM
+  // markers.
+  Expected<InfillPrompt> infill_prompt(std::string_view prefix, std::string_view suffix, std::string_view prompt,
+                                       const std::vector<InfillChunk>& extra, int max_prompt_tokens) const;
   Expected<std::string> detokenize(const std::vector<TokenId>& ids) const;  // errors on ids outside the vocabulary
   // `tools`: declared tools as JSON texts (ChatTemplate::apply).
   Expected<std::string> apply_chat_template(const std::vector<ChatMessage>& messages, bool add_generation_prompt,

@@ -443,6 +443,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
     const bool keep_going = !on_token || on_token(ev);
     if (stops.stopped() || host.complete()) {
       r.finish = FinishReason::kStop;
+      r.stop_string = stops.matched();
       break;
     }
     if (!keep_going || (cancel != nullptr && cancel->load(std::memory_order_relaxed))) {
@@ -752,6 +753,59 @@ Expected<std::vector<TokenId>> Engine::fill_in_middle_prompt(const std::vector<T
   const std::vector<TokenId> tail = tokenize(suffix, false, false);
   out.insert(out.end(), tail.begin(), tail.end());
   out.push_back(*s.fim_mid);
+  return out;
+}
+
+Expected<InfillPrompt> Engine::infill_prompt(std::string_view prefix, std::string_view suffix, std::string_view prompt,
+                                             const std::vector<InfillChunk>& extra, int max_prompt_tokens) const {
+  const SpecialTokens& s = impl_->tokenizer->special();
+  if (!s.fim_pre || !s.fim_suf || !s.fim_mid) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      "the model's vocabulary has no fill-in-the-middle markers (prefix, suffix and middle)");
+  }
+  const auto append_text = [&](std::vector<TokenId>& to, std::string_view text) {
+    const std::vector<TokenId> t = tokenize(text, false, false);
+    to.insert(to.end(), t.begin(), t.end());
+  };
+  // llama.cpp writes its separator in bytes "to avoid confusing the AI"; it
+  // is this text.
+  constexpr std::string_view kSnippetSeparator = "\n\n--- snippet ---\n\n";
+  std::vector<TokenId> context;
+  if (s.fim_rep) {
+    context.push_back(*s.fim_rep);
+    append_text(context, "myproject\n");
+  }
+  for (const InfillChunk& chunk : extra) {
+    if (s.fim_sep) {
+      context.push_back(*s.fim_sep);
+      append_text(context, chunk.filename + "\n");
+    } else {
+      append_text(context, kSnippetSeparator);
+    }
+    append_text(context, chunk.text);
+  }
+  if (s.fim_sep) {
+    context.push_back(*s.fim_sep);
+    append_text(context, "filename\n");
+  }
+  std::vector<TokenId> fim{*s.fim_pre};
+  append_text(fim, prefix);
+  append_text(fim, prompt);
+  fim.push_back(*s.fim_suf);
+  append_text(fim, suffix);
+  fim.push_back(*s.fim_mid);
+
+  // BOS opens the whole prompt, where a model that adds one was trained to
+  // see it. llama.cpp puts the extra context before its BOS; we do not.
+  const bool bos = s.add_bos && s.bos;
+  const int room = max_prompt_tokens - static_cast<int>(fim.size()) - (bos ? 1 : 0);
+  const size_t kept = std::min(context.size(), static_cast<size_t>(std::max(0, room)));
+  InfillPrompt out;
+  out.n_extra_dropped = static_cast<int>(context.size() - kept);
+  out.tokens.reserve((bos ? 1 : 0) + kept + fim.size());
+  if (bos) out.tokens.push_back(*s.bos);
+  out.tokens.insert(out.tokens.end(), context.end() - static_cast<std::ptrdiff_t>(kept), context.end());
+  out.tokens.insert(out.tokens.end(), fim.begin(), fim.end());
   return out;
 }
 

@@ -308,7 +308,19 @@ void EngineWorker::run_generation(Job& job, JobOutcome& out) {
   // one is a 400 for the request, with no work spent.
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> echo_texts(static_cast<size_t>(spec.n_prompts()));
-  if (spec.kind == ApiKind::kChat) {
+  if (spec.kind == ApiKind::kInfill) {
+    // The context left for the prompt: all but n_predict's tokens, or but
+    // one when it has no limit; the extra context is cut to fit it.
+    const InfillInput& in = spec.infill;
+    auto infill = engine_->infill_prompt(in.prefix, in.suffix, in.prompt, in.extra,
+                                         limits_.n_ctx - spec.max_tokens.value_or(1));
+    if (!infill) {
+      out.error = engine_error(infill.error(), "input_suffix");  // the parser's param for a model without FIM
+      return;
+    }
+    out.prompt_truncated = infill->n_extra_dropped > 0;
+    prompts.push_back(std::move(infill->tokens));
+  } else if (spec.kind == ApiKind::kChat) {
     auto rendered = engine_->apply_chat_template(spec.messages, true, spec.tools, spec.enable_thinking);
     if (!rendered) {
       out.error = engine_error(rendered.error(), "messages");
@@ -418,6 +430,7 @@ void EngineWorker::run_choice(Job& job, const GenerationRequest& req, int choice
     if (pending_latency_s) metrics_.token_latency().observe(*pending_latency_s);
   };
   const bool stream = spec.stream;
+  int n_generated = 0;  // tokens so far (a tail event carries none)
   std::vector<TokenLogprobs> unsent_logprobs;  // streamed with the next piece of text
   // A chat reply is taken apart (a thinking model's reasoning, tool calls):
   // the parts stream as they come, and the outcome keeps them apart.
@@ -429,7 +442,7 @@ void EngineWorker::run_choice(Job& job, const GenerationRequest& req, int choice
     for (ReplyParser::Event& e : events) {
       switch (e.kind) {
         case ReplyParser::Event::Kind::kText:
-          if (stream) job.sink->text(choice, e.text, std::exchange(unsent_logprobs, {}));
+          if (stream) job.sink->text(choice, e.text, n_generated, std::exchange(unsent_logprobs, {}));
           c.tool_reply->content += e.text;
           break;
         case ReplyParser::Event::Kind::kReasoning:
@@ -458,13 +471,14 @@ void EngineWorker::run_choice(Job& job, const GenerationRequest& req, int choice
       pending_latency_s = std::chrono::duration<double>(now - last).count();
     }
     ++calls;
+    if (!ev.tail) ++n_generated;
     last = now;
     on_generated_token();
     if (stream && ev.logprobs) unsent_logprobs.push_back(*ev.logprobs);
     if (parser.active()) {
       deliver(parser.feed(ev.text));
     } else if (stream && !ev.text.empty()) {
-      job.sink->text(choice, ev.text, std::exchange(unsent_logprobs, {}));
+      job.sink->text(choice, ev.text, n_generated, std::exchange(unsent_logprobs, {}));
     }
     return !job.cancelled();
   };
@@ -483,7 +497,7 @@ void EngineWorker::run_choice(Job& job, const GenerationRequest& req, int choice
   switch (c.result.finish) {
     case FinishReason::kError:
       out.error = engine_error(c.result.error.value_or(Error(ErrorCode::kInternal, "unknown engine error")),
-                               spec.kind == ApiKind::kChat ? "messages" : "prompt");
+                               prompt_param(spec.kind));
       break;
     case FinishReason::kDeadline:
       out.error = server_error(504, "deadline_exceeded",

@@ -18,6 +18,29 @@ std::optional<ApiError> out_of_range(const char* name, double v, const char* ran
   return invalid_request(name, "invalid_value", fmt::format("'{}' is {}; allowed {}", name, v, range));
 }
 
+// Infill's token limit: llama.cpp's n_predict, -1 (its default) for none —
+// until the end of generation or of the context — with max_tokens as its
+// alias (both given: the same value).
+std::optional<ApiError> read_n_predict(const Json& body, std::optional<int64_t>* out) {
+  std::optional<int64_t> n_predict, max_tokens;
+  if (auto e = read_integer(body, "n_predict", &n_predict)) return e;
+  if (auto e = read_integer(body, "max_tokens", &max_tokens)) return e;
+  if (n_predict && max_tokens && *n_predict != *max_tokens) {
+    return invalid_request("max_tokens", "invalid_value",
+                           fmt::format("'max_tokens' is {} and 'n_predict' is {}; max_tokens is n_predict's other name: "
+                                       "give one, or the same value",
+                                       *max_tokens, *n_predict));
+  }
+  const std::optional<int64_t> n = n_predict ? n_predict : max_tokens;
+  if (n && *n < -1) {
+    return invalid_request("n_predict", "invalid_value",
+                           fmt::format("'n_predict' is {}; it must be -1 (until the end of generation) or at least 1",
+                                       *n));
+  }
+  if (n && *n != -1) *out = n;
+  return std::nullopt;
+}
+
 std::optional<ApiError> read_stop(const Json& body, std::vector<std::string>* out) {
   auto it = body.find("stop");
   if (it == body.end() || it->is_null()) return std::nullopt;
@@ -113,7 +136,7 @@ std::optional<ApiError> read_logprobs(const Json& body, ApiKind kind, int* out) 
 
 // Features we do not implement are refused, not ignored: a client that asks
 // for them would otherwise silently get something else. (Chat's tools are
-// read by chat_tools.cpp; completions have none.)
+// read by chat_tools.cpp; completions and infill have none.)
 std::optional<ApiError> refuse_unsupported(const Json& body, ApiKind kind) {
   auto unsupported = [](const char* name, const std::string& why) {
     return invalid_request(name, "unsupported_parameter", fmt::format("'{}' {}; minferd does not support it", name, why));
@@ -122,20 +145,41 @@ std::optional<ApiError> refuse_unsupported(const Json& body, ApiKind kind) {
     auto it = body.find(name);
     return it != body.end() && !it->is_null();
   };
-  if (kind == ApiKind::kChat && given("echo") && !(body["echo"].is_boolean() && !body["echo"].get<bool>())) {
+  if (kind != ApiKind::kCompletion && given("echo") && !(body["echo"].is_boolean() && !body["echo"].get<bool>())) {
     return unsupported("echo", "asks for the prompt to be echoed (completions only)");
   }
-  if (kind == ApiKind::kChat && given("best_of") &&
+  if (kind != ApiKind::kCompletion && given("best_of") &&
       !(body["best_of"].is_number_integer() && body["best_of"].get<int64_t>() == 1)) {
     return unsupported("best_of", "asks for several candidates (completions only)");
   }
-  if (kind == ApiKind::kChat && given("suffix") && !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty())) {
-    return unsupported("suffix", "asks for fill-in-the-middle (completions only)");
+  if (kind != ApiKind::kCompletion && given("suffix") &&
+      !(body["suffix"].is_string() && body["suffix"].get<std::string>().empty())) {
+    return unsupported("suffix", kind == ApiKind::kInfill ? "is /v1/completions' fill-in-the-middle (use 'input_suffix')"
+                                                          : "asks for fill-in-the-middle (completions only)");
   }
   if (given("functions") && !(body["functions"].is_array() && body["functions"].empty())) {
     return unsupported("functions", "declares functions the deprecated way (use 'tools')");
   }
-  if (kind == ApiKind::kCompletion) {
+  if (kind == ApiKind::kInfill) {
+    // llama.cpp's native answer carries one text and the counts: no place
+    // for more choices, log-probabilities or OpenAI's usage chunk.
+    if (given("n") && body["n"].is_number_integer() && body["n"] > 1) {
+      return unsupported("n", "asks for several choices (/infill answers one)");
+    }
+    if (given("logprobs") && !(body["logprobs"].is_boolean() && !body["logprobs"].get<bool>())) {
+      return unsupported("logprobs", "asks for log-probabilities, which /infill's answer has no place for");
+    }
+    if (given("n_probs") && !(body["n_probs"].is_number_integer() && body["n_probs"] == 0)) {
+      return unsupported("n_probs", "asks for token probabilities, which /infill's answer has no place for");
+    }
+    if (given("stream_options")) {
+      return unsupported("stream_options", "is OpenAI's (/infill's last streamed event carries the counts)");
+    }
+    if (given("messages")) {
+      return unsupported("messages", "is chat's prompt (/infill takes input_prefix, prompt and input_suffix)");
+    }
+  }
+  if (kind != ApiKind::kChat) {
     if (given("tools") && !(body["tools"].is_array() && body["tools"].empty())) {
       return unsupported("tools", "declares tools (chat completions only)");
     }
@@ -218,14 +262,17 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
   std::optional<std::string> model;
   if (auto e = read_string(body, "model", &model)) return e;  // any name: this appliance serves one model
 
-  // Chat's max_completion_tokens supersedes the deprecated max_tokens.
-  const char* max_name = "max_tokens";
+  // Chat's max_completion_tokens supersedes the deprecated max_tokens;
+  // infill's limit is n_predict.
+  const char* max_name = out->kind == ApiKind::kInfill ? "n_predict" : "max_tokens";
   std::optional<int64_t> max_tokens;
   if (out->kind == ApiKind::kChat) {
     if (auto e = read_integer(body, "max_completion_tokens", &max_tokens)) return e;
     if (max_tokens) max_name = "max_completion_tokens";
   }
-  if (!max_tokens) {
+  if (out->kind == ApiKind::kInfill) {
+    if (auto e = read_n_predict(body, &max_tokens)) return e;
+  } else if (!max_tokens) {
     if (auto e = read_integer(body, "max_tokens", &max_tokens)) return e;
   }
   if (max_tokens) {
@@ -287,7 +334,9 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
   if (auto e = read_integer(body, "seed", &i)) return e;
   if (i) out->seed = static_cast<uint64_t>(*i);  // negative seeds are seeds too
   if (auto e = read_logit_bias(body, limits.vocab_size, &sp)) return e;
-  if (auto e = read_logprobs(body, out->kind, &out->top_logprobs)) return e;
+  if (out->kind != ApiKind::kInfill) {  // refused above for infill
+    if (auto e = read_logprobs(body, out->kind, &out->top_logprobs)) return e;
+  }
   if (auto e = read_response_format(body, out)) return e;
   if (out->kind == ApiKind::kCompletion) {
     std::optional<bool> echo;
@@ -308,6 +357,10 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
       }
       out->suffix = std::move(*suffix);
     }
+  }
+  if (out->max_tokens == 0 && out->kind == ApiKind::kInfill) {
+    return invalid_request(max_name, "invalid_value",
+                           "'n_predict' is 0; it must be -1 (until the end of generation) or at least 1");
   }
   // max_tokens 0 scores the prompt without generating: only with echo and
   // logprobs, which say what to answer.
@@ -356,10 +409,10 @@ std::optional<ApiError> parse_generation_fields(const Json& body, const ModelLim
 std::optional<ApiError> make_generation_request(const GenerationSpec& spec, std::vector<int32_t> prompt,
                                                 const ModelLimits& limits, uint64_t seed, GenerationRequest* out) {
   const int n_prompt = static_cast<int>(prompt.size());
-  const char* prompt_param = spec.kind == ApiKind::kChat ? "messages" : "prompt";
-  if (n_prompt == 0) return invalid_request(prompt_param, "invalid_value", "the prompt is empty (no tokens)");
+  const char* param = prompt_param(spec.kind);
+  if (n_prompt == 0) return invalid_request(param, "invalid_value", "the prompt is empty (no tokens)");
   if (n_prompt >= limits.n_ctx) {
-    return invalid_request(prompt_param, "context_length_exceeded",
+    return invalid_request(param, "context_length_exceeded",
                            fmt::format("the prompt has {} tokens but the context holds {} (the prompt must leave room "
                                        "for at least one generated token)",
                                        n_prompt, limits.n_ctx));
@@ -368,11 +421,13 @@ std::optional<ApiError> make_generation_request(const GenerationSpec& spec, std:
   int max_tokens = 0;
   if (spec.max_tokens) {
     if (*spec.max_tokens > room) {
-      return invalid_request(spec.kind == ApiKind::kChat ? "max_completion_tokens" : "max_tokens",
-                             "context_length_exceeded",
-                             fmt::format("the prompt has {} tokens and max_tokens is {}: {} exceeds the context of {} "
-                                         "tokens",
-                                         n_prompt, *spec.max_tokens, n_prompt + *spec.max_tokens, limits.n_ctx));
+      const char* max_param = spec.kind == ApiKind::kChat     ? "max_completion_tokens"
+                              : spec.kind == ApiKind::kInfill ? "n_predict"
+                                                              : "max_tokens";
+      return invalid_request(max_param, "context_length_exceeded",
+                             fmt::format("the prompt has {} tokens and {} is {}: {} exceeds the context of {} tokens",
+                                         n_prompt, spec.kind == ApiKind::kInfill ? "n_predict" : "max_tokens",
+                                         *spec.max_tokens, n_prompt + *spec.max_tokens, limits.n_ctx));
     }
     max_tokens = *spec.max_tokens;
   } else {

@@ -1,7 +1,8 @@
 // What a client asked for, parsed and validated from the request body with no
-// engine at hand: the prompt (text, token ids or chat messages), limits and
-// sampling. The engine thread later turns the prompt into tokens and calls
-// make_generation_request (request_parse.h) to check it against the context.
+// engine at hand: the prompt (text, token ids, chat messages or infill's code
+// around a cursor), limits and sampling. The engine thread later turns the
+// prompt into tokens and calls make_generation_request (request_parse.h) to
+// check it against the context.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/api.h"
 #include "engine/chat/chat_template.h"
 #include "engine/sampling/json_schema.h"
 #include "engine/sampling/sampler.h"
@@ -25,7 +27,21 @@ struct ModelLimits {
   bool fill_in_middle = false;  // the vocabulary has FIM markers (ModelInfo::fill_in_middle)
 };
 
-enum class ApiKind { kCompletion, kChat };
+// Which endpoint's request and answer: OpenAI's completions and chat
+// completions, or llama.cpp's /infill (its native answer shape).
+enum class ApiKind { kCompletion, kChat, kInfill };
+
+// The field that errors about a kind's prompt name: chat's messages,
+// completions' prompt; an infill prompt too long for the context is its FIM
+// part (the extra context is cut first), most often its prefix.
+inline const char* prompt_param(ApiKind kind) {
+  switch (kind) {
+    case ApiKind::kCompletion: return "prompt";
+    case ApiKind::kChat: return "messages";
+    case ApiKind::kInfill: return "input_prefix";
+  }
+  return "prompt";
+}
 
 inline constexpr int kMaxChoices = 128;  // OpenAI's limit on n; here on prompts × n
 
@@ -41,15 +57,27 @@ struct CompletionPrompt {
   std::vector<int32_t> tokens;
 };
 
+// /infill's prompt, as an editor plugin sends it; the engine thread builds
+// the tokens (Engine::infill_prompt).
+struct InfillInput {
+  std::string prefix;   // input_prefix: the code before the cursor's line
+  std::string suffix;   // input_suffix: the code after the cursor
+  std::string prompt;   // prompt: the cursor's line up to the cursor
+  std::vector<InfillChunk> extra;  // input_extra: other files
+};
+
 struct GenerationSpec {
   ApiKind kind = ApiKind::kCompletion;
   // Completions: one prompt, or several (OpenAI's batch form), each given n
-  // choices in turn. Chat: the messages.
+  // choices in turn. Chat: the messages. Infill: its input.
   std::vector<CompletionPrompt> prompts;
   std::vector<ChatMessage> messages;
-  int n_prompts() const { return kind == ApiKind::kChat ? 1 : static_cast<int>(prompts.size()); }
+  InfillInput infill;
+  int n_prompts() const { return kind == ApiKind::kCompletion ? static_cast<int>(prompts.size()) : 1; }
 
-  std::optional<int> max_tokens;          // absent: completion 16 (OpenAI), chat the rest of the context
+  // Absent: completion 16 (OpenAI), chat and infill (n_predict -1) the rest
+  // of the context.
+  std::optional<int> max_tokens;
   // Choices (OpenAI's n) of each prompt: generated one after another, choice
   // i sampled with the seed + i; each after a prompt's first reuses its KV
   // through the prefix cache where it is on. A request holds at most

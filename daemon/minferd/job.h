@@ -46,6 +46,7 @@ struct JobOutcome {
   // best_of: the generated tokens of the candidates not answered (the usage
   // counts them: they were generated for the request).
   int unanswered_tokens = 0;
+  bool prompt_truncated = false;  // infill: extra context cut from the front to fit the context
   std::vector<int32_t> tokens;    // kTokenize
   std::vector<std::string> pieces;  // kTokenize with_pieces: each token's text
   std::string content;            // kDetokenize
@@ -63,11 +64,11 @@ class JobSink {
   virtual void started(int n_prompt) = 0;
   // Streaming calls name the choice they belong to (0 to n-1); choices are
   // generated one after another, so a choice's calls all come before the next's.
-  // Streamed text (never empty), with the log-probabilities of the tokens
-  // since the last piece when the request asked for them (tokens whose text
-  // is held back or cut by a stop string come with a later piece, or with the
-  // choice's end).
-  virtual void text(int choice, std::string piece, std::vector<TokenLogprobs> logprobs) = 0;
+  // Streamed text (never empty), the choice's tokens generated so far, and
+  // the log-probabilities of the tokens since the last piece when the request
+  // asked for them (tokens whose text is held back or cut by a stop string
+  // come with a later piece, or with the choice's end).
+  virtual void text(int choice, std::string piece, int n_generated, std::vector<TokenLogprobs> logprobs) = 0;
   // Chat with tools: the reply's index-th call, whole, in its place between
   // the pieces of text.
   virtual void tool_call(int choice, int index, ToolCall call) = 0;

@@ -27,13 +27,15 @@ std::optional<ApiError> parse_completion_request(std::string_view body, const Mo
                                                  GenerationSpec* out);
 // POST /v1/chat/completions.
 std::optional<ApiError> parse_chat_request(std::string_view body, const ModelLimits& limits, GenerationSpec* out);
+// POST /infill (llama.cpp's, for editor plugins; infill_request.cpp).
+std::optional<ApiError> parse_infill_request(std::string_view body, const ModelLimits& limits, GenerationSpec* out);
 // POST /tokenize and /detokenize.
 std::optional<ApiError> parse_tokenize_request(std::string_view body, TokenizeSpec* out);
 std::optional<ApiError> parse_detokenize_request(std::string_view body, const ModelLimits& limits,
                                                  DetokenizeSpec* out);
 
-// The fields both generation endpoints share (sampling, limits, stop, stream,
-// n and the features we refuse rather than ignore). Used by the two above.
+// The fields the generation endpoints share (sampling, limits, stop, stream,
+// n and the features we refuse rather than ignore). Used by the three above.
 std::optional<ApiError> parse_generation_fields(const nlohmann::ordered_json& body, const ModelLimits& limits,
                                                 GenerationSpec* out);
 

@@ -14,6 +14,7 @@ struct Entry {
 constexpr Entry kRoutes[] = {
     {"/v1/completions", "POST", Endpoint::kCompletions},
     {"/v1/chat/completions", "POST", Endpoint::kChatCompletions},
+    {"/infill", "POST", Endpoint::kInfill},
     {"/v1/models", "GET", Endpoint::kModels},
     {"/tokenize", "POST", Endpoint::kTokenize},
     {"/detokenize", "POST", Endpoint::kDetokenize},
@@ -54,6 +55,7 @@ const char* endpoint_label(Endpoint e) {
   switch (e) {
     case Endpoint::kCompletions: return "/v1/completions";
     case Endpoint::kChatCompletions: return "/v1/chat/completions";
+    case Endpoint::kInfill: return "/infill";
     case Endpoint::kModels: return "/v1/models";
     case Endpoint::kModel: return "/v1/models/{id}";
     case Endpoint::kTokenize: return "/tokenize";

@@ -14,6 +14,7 @@ namespace minfer::daemon {
 enum class Endpoint {
   kCompletions,
   kChatCompletions,
+  kInfill,  // POST /infill, llama.cpp's code completion
   kModels,
   kModel,  // GET /v1/models/{id}
   kTokenize,

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <random>
 
+#include "daemon/minferd/infill_response.h"
 #include "daemon/minferd/info_handlers.h"
 #include "daemon/minferd/request_parse.h"
 #include "platform/log.h"
@@ -52,6 +53,12 @@ uint64_t random_seed() {
 
 bool called_tools(const ChoiceOutcome& c) { return c.tool_reply && !c.tool_reply->calls.empty(); }
 
+// Where a generation's time went, for clients and the load tool
+// (Server-Timing, W3C).
+std::string server_timing(const JobOutcome& o) {
+  return fmt::format("queue;dur={:.3f}, prep;dur={:.3f}, engine;dur={:.3f}", o.queue_ms, o.prep_ms, o.engine_ms);
+}
+
 // A generation's usage: each prompt once (its first choice's tokens, and
 // what that choice reused of earlier requests' KV) and every choice's
 // generated tokens, best_of's unanswered candidates' too. `n`: the choices
@@ -81,9 +88,10 @@ class SessionSink final : public JobSink {
   void started(int) override {
     net::post(strand_, [s = session_, j = job_.lock()] { s->on_job_started(j); });
   }
-  void text(int choice, std::string piece, std::vector<TokenLogprobs> logprobs) override {
-    net::post(strand_, [s = session_, j = job_.lock(), choice, p = std::move(piece), l = std::move(logprobs)]() mutable {
-      s->on_job_text(j, choice, std::move(p), std::move(l));
+  void text(int choice, std::string piece, int n_generated, std::vector<TokenLogprobs> logprobs) override {
+    net::post(strand_, [s = session_, j = job_.lock(), choice, p = std::move(piece), n_generated,
+                        l = std::move(logprobs)]() mutable {
+      s->on_job_text(j, choice, std::move(p), n_generated, std::move(l));
     });
   }
   void tool_call(int choice, int index, ToolCall call) override {
@@ -338,6 +346,7 @@ void Session::start_job(Endpoint endpoint, http::request<http::string_body>& req
   switch (endpoint) {
     case Endpoint::kCompletions: err = parse_completion_request(request.body(), limits, &job->generation); break;
     case Endpoint::kChatCompletions: err = parse_chat_request(request.body(), limits, &job->generation); break;
+    case Endpoint::kInfill: err = parse_infill_request(request.body(), limits, &job->generation); break;
     case Endpoint::kTokenize:
       job->kind = JobKind::kTokenize;
       err = parse_tokenize_request(request.body(), &job->tokenize);
@@ -408,11 +417,13 @@ void Session::on_job_started(const std::shared_ptr<Job>& job) {
   }
 }
 
-void Session::on_job_text(const std::shared_ptr<Job>& job, int choice, std::string piece,
+void Session::on_job_text(const std::shared_ptr<Job>& job, int choice, std::string piece, int n_generated,
                           std::vector<TokenLogprobs> logprobs) {
   if (closed_ || !active_ || active_->job != job || active_->done || !active_->head_sent) return;
   Active& a = *active_;
-  if (a.logprobs) {
+  if (a.identity.kind == ApiKind::kInfill) {
+    stream_event(infill_chunk(piece, n_generated));
+  } else if (a.logprobs) {
     const ChoiceLogprobs lp{logprobs, a.logprobs_offset};
     stream_event(text_chunk(a.identity, choice, piece, a.include_usage, &lp));
     a.logprobs_sent += logprobs.size();
@@ -517,6 +528,7 @@ void Session::complete_generation(JobOutcome& o) {
   if (o.choices.empty()) {  // run_generation ends with an error or a cancellation before its first choice
     return answer_error(server_error(500, "internal_error", "the engine ended the request without a choice"));
   }
+  if (a.identity.kind == ApiKind::kInfill) return complete_infill(o);
   const Usage usage = usage_of(o, a.n);
   const std::vector<ChoiceOutcome>& choices = o.choices;
   if (a.streaming) {
@@ -550,10 +562,23 @@ void Session::complete_generation(JobOutcome& o) {
   }
   HttpReply reply;
   reply.body = completion_body(a.identity, bodies, usage);
-  // Where the time went, for clients and the load tool (Server-Timing, W3C).
-  reply.headers.emplace_back("Server-Timing",
-                             fmt::format("queue;dur={:.3f}, prep;dur={:.3f}, engine;dur={:.3f}", o.queue_ms,
-                                         o.prep_ms, o.engine_ms));
+  reply.headers.emplace_back("Server-Timing", server_timing(o));
+  answer(reply);
+}
+
+// llama.cpp's native answer (infill_response.h): one choice. A stream ends
+// with the whole object and no [DONE], as llama.cpp's native endpoints do.
+void Session::complete_infill(const JobOutcome& o) {
+  Active& a = *active_;
+  const GenerationResult& r = o.choices.back().result;
+  if (a.streaming) {
+    stream_event(infill_body(a.identity.model, r, o.prompt_truncated, true));
+    send(stream_end(a.version), true);
+    return;
+  }
+  HttpReply reply;
+  reply.body = infill_body(a.identity.model, r, o.prompt_truncated, false);
+  reply.headers.emplace_back("Server-Timing", server_timing(o));
   answer(reply);
 }
 
@@ -576,13 +601,14 @@ void Session::answer_error(const ApiError& e) {
 void Session::stream_event(std::string_view data) { send(stream_piece(sse_event(data), active_->version), false); }
 
 void Session::stream_error(const ApiError& e) {
-  // The head (200) is out: the error travels as an event, as OpenAI's API does.
+  // The head (200) is out: the error travels as an event, as OpenAI's API
+  // does (llama.cpp's native streams, /infill's, end without [DONE]).
   Active& a = *active_;
   a.done = true;
   a.record.error_code = e.code;
   if (e.close_connection) close_after_response_ = true;
   stream_event(error_body(e));
-  send(stream_piece(kSseDone, a.version), false);
+  if (a.identity.kind != ApiKind::kInfill) send(stream_piece(kSseDone, a.version), false);
   send(stream_end(a.version), true);
 }
 

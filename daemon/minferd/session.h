@@ -46,7 +46,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Called through the job sink, on the strand.
   void on_job_started(const std::shared_ptr<Job>& job);
-  void on_job_text(const std::shared_ptr<Job>& job, int choice, std::string piece, std::vector<TokenLogprobs> logprobs);
+  void on_job_text(const std::shared_ptr<Job>& job, int choice, std::string piece, int n_generated,
+                   std::vector<TokenLogprobs> logprobs);
   void on_job_tool_call(const std::shared_ptr<Job>& job, int choice, int index, ToolCall call);
   void on_job_reasoning(const std::shared_ptr<Job>& job, int choice, std::string piece);
   void on_job_choice_finished(const std::shared_ptr<Job>& job, int choice, ChoiceOutcome outcome);
@@ -100,6 +101,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void complete(JobOutcome outcome);
   void complete_cancelled();
   void complete_generation(JobOutcome& outcome);
+  void complete_infill(const JobOutcome& outcome);
   void answer(const HttpReply& reply, bool close_after = false);
   void answer_error(const ApiError& e);
   void stream_error(const ApiError& e);

@@ -13,9 +13,16 @@ std::string StopMatcher::push(std::string_view text) {
   pending_ += text;
   // A complete stop string: emit what precedes the earliest one.
   size_t cut = std::string::npos;
-  for (const std::string& s : stops_) cut = std::min(cut, pending_.find(s));
-  if (cut != std::string::npos) {
+  const std::string* first = nullptr;
+  for (const std::string& s : stops_) {
+    if (const size_t at = pending_.find(s); at < cut) {
+      cut = at;
+      first = &s;
+    }
+  }
+  if (first != nullptr) {
     stopped_ = true;
+    matched_ = *first;
     std::string out = pending_.substr(0, cut);
     pending_.clear();
     return out;

@@ -18,6 +18,9 @@ class StopMatcher {
   std::string push(std::string_view text);
   // True once a stop string was seen; later pushes return nothing.
   bool stopped() const { return stopped_; }
+  // The stop string that was seen (the one that starts earliest; the first
+  // listed on a tie); empty before.
+  const std::string& matched() const { return matched_; }
   // At the end of generation: what is still held back (no stop followed).
   std::string flush();
 
@@ -25,6 +28,7 @@ class StopMatcher {
   std::vector<std::string> stops_;
   std::string pending_;
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace minfer

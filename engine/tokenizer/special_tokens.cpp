@@ -128,11 +128,11 @@ SpecialSetup resolve_special_tokens(TokenizerKind kind, const Vocab& vocab, cons
   s.fim_suf = r.id_or_text(vocab.fim_suf_id, kFimSufTexts, "FIM suffix");
   s.fim_mid = r.id_or_text(vocab.fim_mid_id, kFimMidTexts, "FIM middle");
   const std::optional<TokenId> fim_pad = r.id_or_text(vocab.fim_pad_id, kFimPadTexts, "FIM pad");
-  const std::optional<TokenId> fim_rep = r.id_or_text(vocab.fim_rep_id, kFimRepTexts, "FIM repo");
-  const std::optional<TokenId> fim_sep = r.id_or_text(vocab.fim_sep_id, kFimSepTexts, "FIM separator");
+  s.fim_rep = r.id_or_text(vocab.fim_rep_id, kFimRepTexts, "FIM repo");
+  s.fim_sep = r.id_or_text(vocab.fim_sep_id, kFimSepTexts, "FIM separator");
 
   std::vector<TokenId>& eog = out.end_of_generation;
-  for (const auto& id : {fim_pad, fim_rep, fim_sep, s.eos, s.eot, eom})
+  for (const auto& id : {fim_pad, s.fim_rep, s.fim_sep, s.eos, s.eot, eom})
     if (id) eog.push_back(*id);
   for (std::string_view t : kEogTexts) {
     const int32_t found = index.find(t);

@@ -64,8 +64,11 @@ struct EncodeOptions {
 
 struct SpecialTokens {
   std::optional<TokenId> bos, eos, eot, pad, unk, sep;
-  // Fill-in-the-middle markers (code models): prefix, suffix, middle.
+  // Fill-in-the-middle markers (code models): prefix, suffix, middle; and
+  // the repository-level ones (Qwen2.5-Coder's <|repo_name|>, <|file_sep|>)
+  // that put other files before them.
   std::optional<TokenId> fim_pre, fim_suf, fim_mid;
+  std::optional<TokenId> fim_rep, fim_sep;
   bool add_bos = false;  // tokenizer.ggml.add_bos_token, or the kind's default
   bool add_eos = false;
 };

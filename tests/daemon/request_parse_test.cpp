@@ -12,10 +12,18 @@ namespace minfer::daemon {
 namespace {
 
 const ModelLimits kLimits{256, 512};
+const ModelLimits kFimLimits{256, 512, "", ToolStyle::kNone, true};  // a code model's vocabulary
 
 std::optional<ApiError> completion(const std::string& body, GenerationSpec* spec = nullptr) {
   GenerationSpec s;
   auto e = parse_completion_request(body, kLimits, &s);
+  if (spec != nullptr) *spec = s;
+  return e;
+}
+
+std::optional<ApiError> infill(const std::string& body, GenerationSpec* spec = nullptr) {
+  GenerationSpec s;
+  auto e = parse_infill_request(body, kFimLimits, &s);
   if (spec != nullptr) *spec = s;
   return e;
 }
@@ -519,6 +527,115 @@ TEST(GenerationRequest, ContextRules) {
   EXPECT_EQ(r.max_tokens, 246);
   expect_error(make_generation_request(s, std::vector<int32_t>(300, 1), kLimits, 77, &r), "context_length_exceeded",
                "messages", "300");
+}
+
+// /infill: llama.cpp's fields as llama.vscode sends them (its hints
+// ignored), and the shared ones.
+TEST(InfillRequest, LlamaCppFields) {
+  GenerationSpec s;
+  ASSERT_FALSE(infill(R"({"input_prefix":"def f():\n","input_suffix":"\nf()\n","prompt":"    return ",
+    "input_extra":[{"filename":"a.py","text":"A = 1\n"},{"text":"B = 2\n"}],"n_predict":8,"temperature":0,"top_k":40,
+    "top_p":0.9,"stop":["\n\n"],"seed":3,"stream":true,"cache_prompt":true,"samplers":["top_k","top_p","infill"],
+    "t_max_prompt_ms":500,"t_max_predict_ms":1000,"response_fields":["content"],"id_slot":-1})",
+                      &s));
+  EXPECT_EQ(s.kind, ApiKind::kInfill);
+  EXPECT_EQ(s.n_prompts(), 1);
+  EXPECT_EQ(s.infill.prefix, "def f():\n");
+  EXPECT_EQ(s.infill.suffix, "\nf()\n");
+  EXPECT_EQ(s.infill.prompt, "    return ");
+  ASSERT_EQ(s.infill.extra.size(), 2u);
+  EXPECT_EQ(s.infill.extra[0].filename, "a.py");
+  EXPECT_EQ(s.infill.extra[0].text, "A = 1\n");
+  EXPECT_EQ(s.infill.extra[1].filename, "tmp");  // llama.cpp's default
+  EXPECT_EQ(s.infill.extra[1].text, "B = 2\n");
+  EXPECT_EQ(s.max_tokens, 8);
+  EXPECT_FLOAT_EQ(s.sampling.temperature, 0.0f);
+  EXPECT_EQ(s.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(s.sampling.top_p, 0.9f);
+  EXPECT_EQ(s.stop, std::vector<std::string>{"\n\n"});
+  EXPECT_EQ(s.seed, 3u);
+  EXPECT_TRUE(s.stream);
+  EXPECT_EQ(s.top_logprobs, -1);
+
+  // Everything is optional: an empty body is an empty prefix, suffix and
+  // prompt, no extra context, no limit.
+  ASSERT_FALSE(infill("{}", &s));
+  EXPECT_EQ(s.infill.prefix, "");
+  EXPECT_EQ(s.infill.suffix, "");
+  EXPECT_EQ(s.infill.prompt, "");
+  EXPECT_TRUE(s.infill.extra.empty());
+  EXPECT_FALSE(s.max_tokens);
+  ASSERT_FALSE(infill(R"({"input_extra":null,"input_prefix":null})", &s));
+  EXPECT_TRUE(s.infill.extra.empty());
+}
+
+TEST(InfillRequest, NPredictAndItsAliasMaxTokens) {
+  GenerationSpec s;
+  ASSERT_FALSE(infill(R"({"n_predict":-1})", &s));
+  EXPECT_FALSE(s.max_tokens);  // llama.cpp's -1: until the end of generation or of the context
+  ASSERT_FALSE(infill(R"({"max_tokens":5})", &s));
+  EXPECT_EQ(s.max_tokens, 5);
+  ASSERT_FALSE(infill(R"({"n_predict":5,"max_tokens":5})", &s));
+  EXPECT_EQ(s.max_tokens, 5);
+  expect_error(infill(R"({"n_predict":5,"max_tokens":6})"), "invalid_value", "max_tokens",
+               "'max_tokens' is 6 and 'n_predict' is 5");
+  expect_error(infill(R"({"n_predict":-2})"), "invalid_value", "n_predict", "'n_predict' is -2; it must be -1");
+  expect_error(infill(R"({"n_predict":0})"), "invalid_value", "n_predict", "'n_predict' is 0");
+  expect_error(infill(R"({"n_predict":"8"})"), "invalid_type", "n_predict", "must be an integer, got a string");
+  expect_error(infill(R"({"n_predict":8.5})"), "invalid_type", "n_predict");
+  expect_error(infill(R"({"n_predict":256})"), "context_length_exceeded", "n_predict",
+               "'n_predict' is 256 but the context holds 256 tokens");
+
+  // Against the context: without a limit, the rest of it.
+  GenerationRequest r;
+  ASSERT_FALSE(infill("{}", &s));
+  ASSERT_FALSE(make_generation_request(s, std::vector<int32_t>(10, 1), kFimLimits, 77, &r));
+  EXPECT_EQ(r.max_tokens, 246);
+  ASSERT_FALSE(infill(R"({"n_predict":250})", &s));
+  expect_error(make_generation_request(s, std::vector<int32_t>(10, 1), kFimLimits, 77, &r), "context_length_exceeded",
+               "n_predict", "n_predict is 250: 260 exceeds the context of 256");
+  expect_error(make_generation_request(s, std::vector<int32_t>(256, 1), kFimLimits, 77, &r), "context_length_exceeded",
+               "input_prefix", "256 tokens");
+}
+
+TEST(InfillRequest, BadFieldsAreNamed) {
+  expect_error(infill(R"({"input_prefix":5})"), "invalid_type", "input_prefix", "must be a string, got an integer");
+  expect_error(infill(R"({"input_suffix":["x"]})"), "invalid_type", "input_suffix");
+  expect_error(infill(R"({"prompt":[1,2]})"), "invalid_type", "prompt");  // text only: no token ids here
+  expect_error(infill(R"({"input_extra":"a.py"})"), "invalid_type", "input_extra",
+               "'input_extra' must be an array of {\"filename\", \"text\"} objects, got a string");
+  expect_error(infill(R"({"input_extra":{"text":"x"}})"), "invalid_type", "input_extra", "got an object");
+  expect_error(infill(R"({"input_extra":[{"text":"x"},"y"]})"), "invalid_type", "input_extra[1]", "got a string");
+  expect_error(infill(R"({"input_extra":[{"filename":"a.py"}]})"), "missing_field", "input_extra[0].text",
+               "'input_extra[0]' has no \"text\"");
+  expect_error(infill(R"({"input_extra":[{"text":null}]})"), "missing_field", "input_extra[0].text");
+  expect_error(infill(R"({"input_extra":[{"text":7}]})"), "invalid_type", "input_extra[0].text",
+               "'input_extra[0].text' must be a string, got an integer");
+  expect_error(infill(R"({"input_extra":[{"text":"x","filename":["a"]}]})"), "invalid_type", "input_extra[0].filename",
+               "got an array");
+  expect_error(infill(R"(["x"])"), "invalid_json", "");
+  expect_error(infill(R"({"temperature":3})"), "invalid_value", "temperature", "[0, 2]");
+}
+
+TEST(InfillRequest, RefusesWhatItsAnswerHasNoPlaceFor) {
+  expect_error(infill(R"({"n":2})"), "unsupported_parameter", "n", "/infill answers one");
+  expect_error(infill(R"({"best_of":2})"), "unsupported_parameter", "best_of", "several candidates");
+  expect_error(infill(R"({"echo":true})"), "unsupported_parameter", "echo");
+  expect_error(infill(R"({"suffix":"x"})"), "unsupported_parameter", "suffix", "use 'input_suffix'");
+  expect_error(infill(R"({"logprobs":3})"), "unsupported_parameter", "logprobs", "no place for");
+  expect_error(infill(R"({"logprobs":true})"), "unsupported_parameter", "logprobs");
+  expect_error(infill(R"({"n_probs":3})"), "unsupported_parameter", "n_probs", "no place for");
+  expect_error(infill(R"({"messages":[{"role":"user","content":"x"}]})"), "unsupported_parameter", "messages");
+  expect_error(infill(R"({"stream":true,"stream_options":{"include_usage":true}})"), "unsupported_parameter",
+               "stream_options");
+  expect_error(infill(R"({"tools":[{"type":"function","function":{"name":"f"}}]})"), "unsupported_parameter", "tools");
+  // n 0 is out of range, not a feature.
+  expect_error(infill(R"({"n":0})"), "invalid_value", "n", "allowed 1 to 128");
+  // Their neutral values are fine.
+  EXPECT_FALSE(infill(R"({"n":1,"best_of":1,"echo":false,"suffix":"","logprobs":false,"n_probs":0})"));
+  // A vocabulary without FIM markers: every body.
+  GenerationSpec s;
+  expect_error(parse_infill_request("{}", kLimits, &s), "unsupported_parameter", "input_suffix", "no FIM markers");
 }
 
 }  // namespace

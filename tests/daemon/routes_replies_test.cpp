@@ -1,10 +1,11 @@
-// Routes (404/405 with Allow), HTTP reply framing and the OpenAI response
-// shapes, without a daemon.
+// Routes (404/405 with Allow), HTTP reply framing, the OpenAI response
+// shapes and /infill's llama.cpp ones, without a daemon.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "daemon/minferd/http_reply.h"
+#include "daemon/minferd/infill_response.h"
 #include "daemon/minferd/openai_response.h"
 #include "daemon/minferd/routes.h"
 
@@ -18,6 +19,8 @@ TEST(Routes, KnownPathsMethodsAndQueries) {
   ASSERT_TRUE(std::holds_alternative<Route>(r));
   EXPECT_EQ(std::get<Route>(r).endpoint, Endpoint::kCompletions);
   EXPECT_EQ(std::get<Route>(route("GET", "/metrics")).endpoint, Endpoint::kMetrics);
+  EXPECT_EQ(std::get<Route>(route("POST", "/infill")).endpoint, Endpoint::kInfill);
+  EXPECT_STREQ(endpoint_label(Endpoint::kInfill), "/infill");
   auto m = route("GET", "/v1/models/stories260K.gguf");
   EXPECT_EQ(std::get<Route>(m).endpoint, Endpoint::kModel);
   EXPECT_EQ(std::get<Route>(m).model_id, "stories260K.gguf");
@@ -34,6 +37,7 @@ TEST(Routes, UnknownPathIs404AndWrongMethodIs405WithAllow) {
   EXPECT_EQ(std::get<ApiError>(w).status, 405);
   EXPECT_EQ(std::get<ApiError>(w).allow, "POST");
   EXPECT_EQ(std::get<ApiError>(route("DELETE", "/health")).allow, "GET");
+  EXPECT_EQ(std::get<ApiError>(route("GET", "/infill")).allow, "POST");
   EXPECT_EQ(std::get<ApiError>(route("POST", "/v1/models/x")).allow, "GET");
 }
 
@@ -94,6 +98,36 @@ TEST(OpenAiResponse, StreamChunks) {
   id.kind = ApiKind::kCompletion;
   EXPECT_EQ(Json::parse(text_chunk(id, 0, "abc", false))["choices"][0]["text"], "abc");
   EXPECT_EQ(sse_event("{}"), "data: {}\n\n");
+}
+
+// /infill's answers in llama.cpp's native shape, worked by hand: 10 prompt
+// tokens, 4 reused, 6 evaluated in 12 ms (500/s); 3 generated, the decode
+// loop 20 ms for the 2 that decode steps produced (100/s).
+TEST(InfillResponse, LlamaCppNativeObjects) {
+  GenerationResult r;
+  r.finish = FinishReason::kStop;
+  r.text = "a + b";
+  r.stop_string = "\n";
+  r.n_prompt = 10;
+  r.n_cached = 4;
+  r.n_generated = 3;
+  r.prefill_ms = 12;
+  r.decode_ms = 20;
+  EXPECT_EQ(Json::parse(infill_body("m.gguf", r, true, false)), Json::parse(R"({"index":0,"content":"a + b","tokens":[],
+    "id_slot":0,"stop":true,"model":"m.gguf","tokens_predicted":3,"tokens_evaluated":10,"tokens_cached":4,
+    "truncated":true,"stop_type":"word","stopping_word":"\n","timings":{"prompt_n":6,"prompt_ms":12.0,
+    "prompt_per_second":500.0,"predicted_n":3,"predicted_ms":20.0,"predicted_per_second":100.0}})"));
+  // The stream's last event: the same, its content sent already.
+  EXPECT_EQ(Json::parse(infill_body("m.gguf", r, true, true))["content"], "");
+  EXPECT_EQ(Json::parse(infill_chunk("a +", 2)), Json::parse(R"({"index":0,"content":"a +","stop":false,
+    "tokens_predicted":2})"));
+  r.finish = FinishReason::kLength;
+  r.stop_string.clear();
+  EXPECT_STREQ(infill_stop_type(r), "limit");
+  r.finish = FinishReason::kEos;
+  EXPECT_STREQ(infill_stop_type(r), "eos");
+  r.finish = FinishReason::kStop;  // a constrained output that closed: the model's own end
+  EXPECT_STREQ(infill_stop_type(r), "eos");
 }
 
 // Tool calls and a thinking model's reasoning in the chat shapes.

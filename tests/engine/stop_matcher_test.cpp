@@ -24,8 +24,14 @@ TEST(StopMatcher, ReleasesHeldTextWhenItDiverges) {
 
 TEST(StopMatcher, EarliestOfSeveralStopsWins) {
   StopMatcher m({"world", "lo"});
+  EXPECT_EQ(m.matched(), "");
   EXPECT_EQ(m.push("hello world"), "hel");
   EXPECT_TRUE(m.stopped());
+  EXPECT_EQ(m.matched(), "lo");
+  // Two that end at the same cut: the first listed is the one named.
+  StopMatcher tie({"ab", "a"});
+  EXPECT_EQ(tie.push("xab"), "x");
+  EXPECT_EQ(tie.matched(), "ab");
 }
 
 TEST(StopMatcher, MultibyteStopStringsCutOnCharacterBoundaries) {

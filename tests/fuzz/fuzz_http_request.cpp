@@ -7,7 +7,8 @@
 // error bodies included. Every path must end in a spec or an ApiError with a
 // 4xx/5xx status; nothing may crash, throw out, leak or trip a sanitizer.
 // Chat bodies are parsed twice: for a model whose chat template has no tools
-// and for one that has them.
+// and for one that has them; completion and infill bodies too, for a
+// vocabulary without FIM markers and one with them.
 // Seeds: tests/fuzz/corpus/http_request (the README's and the tests' requests).
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -72,6 +73,17 @@ void handle(const http::request<http::string_body>& req) {
       if (!err && spec.tool_choice == ToolChoice::kNone && !spec.tools.empty()) __builtin_trap();
       break;
     }
+    case Endpoint::kInfill: {
+      // Without FIM markers every body is refused; then with them.
+      GenerationSpec plain;
+      const std::optional<ApiError> refused = parse_infill_request(body, kLimits, &plain);
+      if (!refused) __builtin_trap();
+      check_error(*refused);
+      err = parse_infill_request(body, kFimLimits, &spec);
+      // One choice, no log-probabilities: llama.cpp's answer has no place for more.
+      if (!err && (spec.n != 1 || spec.best_of > 1 || spec.top_logprobs != -1 || spec.echo)) __builtin_trap();
+      break;
+    }
     case Endpoint::kTokenize: {
       TokenizeSpec t;
       err = parse_tokenize_request(body, &t);
@@ -90,7 +102,9 @@ void handle(const http::request<http::string_body>& req) {
     default: return;  // health, metrics, models: no body
   }
   if (err) return check_error(*err);
-  if (r.endpoint != Endpoint::kCompletions && r.endpoint != Endpoint::kChatCompletions) return;
+  if (r.endpoint != Endpoint::kCompletions && r.endpoint != Endpoint::kChatCompletions && r.endpoint != Endpoint::kInfill) {
+    return;
+  }
   // The choices a request holds: 1 to kMaxChoices in all.
   if (spec.n < 1 || spec.n_prompts() < 1 || spec.n_prompts() * spec.n > kMaxChoices) __builtin_trap();
   std::vector<std::vector<int32_t>> prompts;
@@ -98,6 +112,12 @@ void handle(const http::request<http::string_body>& req) {
     size_t chars = 0;
     for (const ChatMessage& m : spec.messages) chars += m.content.size() + m.role.size() + 8;
     prompts.emplace_back(chars / 3 + 1, 1);
+  }
+  if (spec.kind == ApiKind::kInfill) {
+    // Its FIM part: three markers around the text (the extra context is cut
+    // to fit the context).
+    const InfillInput& in = spec.infill;
+    prompts.emplace_back((in.prefix.size() + in.prompt.size() + in.suffix.size()) / 3 + 3, 1);
   }
   for (const CompletionPrompt& p : spec.prompts) {
     prompts.push_back(p.is_tokens ? p.tokens : std::vector<int32_t>(p.text.size() / 3 + 1, 1));

@@ -247,6 +247,9 @@ TEST(Security, NoRequestFieldMakesTheDaemonOpenAFile) {
         {"/v1/chat/completions", {{"messages", {{{"role", path}, {"content", "x"}}}}}},
         {"/tokenize", {{"content", path}, {"model", path}}},
         {"/detokenize", {{"tokens", {1}}, {"model", path}}},
+        {"/infill",
+         {{"input_prefix", path}, {"input_suffix", path}, {"prompt", path},
+          {"input_extra", {{{"filename", path}, {"text", path}}}}, {"model", path}}},
     };
     for (const auto& [target, body] : requests) {
       const HttpResponse r = post_json(sock, target, body);
@@ -262,7 +265,7 @@ TEST(Security, NoRequestFieldMakesTheDaemonOpenAFile) {
     c.send(make_request("GET", "/health", "", false, "X-Model: " + path + "\r\nCookie: model=" + path + "\r\n"));
     answered += c.read_response(10s).has_value();
   }
-  EXPECT_EQ(answered, 5 * (7 + 4 + 1)) << "every request answered: nothing blocked on the FIFO";
+  EXPECT_EQ(answered, 5 * (8 + 4 + 1)) << "every request answered: nothing blocked on the FIFO";
   EXPECT_EQ(http_request(sock, "GET", "/health").status, 200);
 
   // No open of anything in the bait folder, by anyone, and no new descriptor.

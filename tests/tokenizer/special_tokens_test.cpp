@@ -33,6 +33,9 @@ TEST(SpecialTokens, FillInTheMiddleMarkersOfCodeVocabularies) {
   EXPECT_EQ(qwen.special().fim_pre, 151659);
   EXPECT_EQ(qwen.special().fim_suf, 151661);
   EXPECT_EQ(qwen.special().fim_mid, 151660);
+  // And its repository-level markers, <|repo_name|> and <|file_sep|>.
+  EXPECT_EQ(qwen.special().fim_rep, 151663);
+  EXPECT_EQ(qwen.special().fim_sep, 151664);
   struct Case {
     const char* vocab;
     const char *pre, *suf, *mid;
@@ -56,6 +59,7 @@ TEST(SpecialTokens, FillInTheMiddleMarkersOfCodeVocabularies) {
   auto gpt2 = test::load_vocab("gpt-2");
   ASSERT_TRUE(gpt2);
   EXPECT_FALSE(gpt2->special().fim_pre || gpt2->special().fim_suf || gpt2->special().fim_mid);
+  EXPECT_FALSE(gpt2->special().fim_rep || gpt2->special().fim_sep);
 }
 
 TEST(SpecialTokens, SpmBosAndSpacePrefix) {
