@@ -239,6 +239,15 @@ struct GenerationRequest {
   std::shared_ptr<const JsonSchema> tool_call_schema;
   ToolStyle tool_call_style = ToolStyle::kNone;
   std::vector<std::string> stop; // stop strings (not included in the output)
+  // An editor's completion (llama.cpp's /infill n_indent and
+  // t_max_predict_ms; engine/scheduler/line_limits.h), each 0 for off: a
+  // line after a generated newline indented by fewer than min_indent blanks
+  // ends generation just before its first other character; a token that
+  // brings a newline more than max_predict_ms after the decode began (the
+  // prefill's end) ends it after its text. Either ends it with finish
+  // kLength, as llama.cpp's "limit".
+  int min_indent = 0;
+  int max_predict_ms = 0;
   bool ignore_eos = false;
   // The reply starts a text of its own (a chat message) instead of going on
   // from the prompt's (a completion). Where the encoder puts a space in front

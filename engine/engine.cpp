@@ -22,6 +22,7 @@
 #include "engine/scheduler/prefix_cache.h"
 #include "engine/scheduler/runner.h"
 #include "engine/scheduler/host_pick.h"
+#include "engine/scheduler/line_limits.h"
 #include "engine/scheduler/stop_matcher.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "platform/log.h"
@@ -255,6 +256,11 @@ Status EngineImpl::validate(const GenerationRequest& req) const {
   if (req.tool_call_schema && req.tool_call_style == ToolStyle::kNone) {
     return unexpected(ErrorCode::kInvalidArgument, "tool_call_schema needs the tool_call_style its calls are written in");
   }
+  if (req.min_indent < 0 || req.max_predict_ms < 0) {
+    return unexpected(ErrorCode::kInvalidArgument,
+                      fmt::format("min_indent is {} and max_predict_ms {}; each must be 0 (off) or more", req.min_indent,
+                                  req.max_predict_ms));
+  }
   if (req.top_logprobs < -1 || req.top_logprobs > kMaxTopLogprobs) {
     return unexpected(ErrorCode::kInvalidArgument,
                       fmt::format("top_logprobs is {}; allowed -1 (none) to {}", req.top_logprobs, kMaxTopLogprobs));
@@ -387,6 +393,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   StreamDecoder decoder(*tokenizer);
   if (!req.reply_starts_text) decoder.follow(req.prompt);
   StopMatcher stops(req.stop);
+  LineLimits lines(req.min_indent, req.max_predict_ms);
   const int ahead = decode_ahead(picked);
   // The step that evaluates the k-th generated token runs only if that token
   // is not the last one the request may have.
@@ -437,13 +444,20 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
       r.logprobs.push_back(*lp);
       ev.logprobs = std::move(lp);
     }
-    ev.text = stops.push(decoder.push(token));
+    // The line limits see the text first: a line they cut ends it before any
+    // later stop string, and what the stop matcher holds back then is output.
+    ev.text = stops.push(lines.push(decoder.push(token), ms_since(t_decode)));
+    if (lines.stopped()) ev.text += stops.flush();
     r.text += ev.text;
     if (r.n_generated == 1) r.ttft_ms = ms_since(t0);
     const bool keep_going = !on_token || on_token(ev);
     if (stops.stopped() || host.complete()) {
       r.finish = FinishReason::kStop;
       r.stop_string = stops.matched();
+      break;
+    }
+    if (lines.stopped()) {
+      r.finish = FinishReason::kLength;
       break;
     }
     if (!keep_going || (cancel != nullptr && cancel->load(std::memory_order_relaxed))) {
@@ -498,9 +512,10 @@ GenerationResult EngineImpl::generate(const GenerationRequest& req, const TokenC
   r.decode_ms = ms_since(t_decode);
   if (Status st = runner->drain(seq); !st) return fail(st.error());
   // Text still held back (a partial character, a partial stop string) belongs
-  // to the output when generation ended for another reason.
+  // to the output when generation ended for another reason; the line limits
+  // still judge it (none of it follows a line they cut).
   if (r.finish != FinishReason::kStop) {
-    std::string tail = stops.push(decoder.flush());
+    std::string tail = stops.push(lines.push(decoder.flush(), r.decode_ms));
     tail += stops.flush();
     if (!tail.empty()) {
       r.text += tail;

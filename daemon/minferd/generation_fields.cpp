@@ -439,6 +439,8 @@ std::optional<ApiError> make_generation_request(const GenerationSpec& spec, std:
   out->sampling = spec.sampling;
   out->sampling.seed = spec.seed.value_or(seed);
   out->stop = spec.stop;
+  out->min_indent = spec.min_indent;
+  out->max_predict_ms = spec.max_predict_ms;
   out->top_logprobs = spec.top_logprobs;
   out->prompt_logprobs = spec.echo && spec.top_logprobs >= 0;
   out->json_object = spec.json_object;

@@ -92,6 +92,10 @@ struct GenerationSpec {
   SamplingParams sampling;                // seed filled below when given
   std::optional<uint64_t> seed;           // absent: a random seed per request (OpenAI semantics)
   std::vector<std::string> stop;
+  // Infill's n_indent and t_max_predict_ms, as llama.cpp's editor plugins
+  // send them (GenerationRequest::min_indent, max_predict_ms); 0: off.
+  int min_indent = 0;
+  int max_predict_ms = 0;
   bool stream = false;
   bool include_usage = false;             // stream_options.include_usage
   // Log-probabilities (GenerationRequest::top_logprobs): -1 none; else each

@@ -4,15 +4,18 @@
 // and other files (input_extra), all optional; the token limit is llama.cpp's
 // n_predict; sampling and stop strings are the fields /v1/completions takes
 // (parse_generation_fields, which refuses what /infill's answer has no place
-// for). The engine thread assembles the prompt (Engine::infill_prompt).
+// for); and llama.cpp's limits on the completion's lines, n_indent and
+// t_max_predict_ms (GenerationRequest::min_indent, max_predict_ms). The
+// engine thread assembles the prompt (Engine::infill_prompt).
 //
 // Hints the llama.cpp clients send are ignored, as every field minferd does
 // not know is: cache_prompt (the prefix cache is always on), samplers (the
-// sampler's order is fixed), t_max_prompt_ms and t_max_predict_ms (the
-// daemon's --request-timeout-ms bounds a request), response_fields (the
-// whole answer is sent) and id_slot (one engine thread is one slot).
+// sampler's order is fixed), t_max_prompt_ms (the daemon's
+// --request-timeout-ms bounds a request), response_fields (the whole answer
+// is sent) and id_slot (one engine thread is one slot).
 #include <fmt/format.h>
 
+#include <limits>
 #include <utility>
 
 #include "daemon/minferd/json_fields.h"
@@ -67,6 +70,19 @@ std::optional<ApiError> read_extra(const Json& body, std::vector<InfillChunk>* o
   return std::nullopt;
 }
 
+// n_indent, t_max_predict_ms: an integer, 0 (llama.cpp's default) for off.
+std::optional<ApiError> read_line_limit(const Json& body, const char* name, int* out) {
+  std::optional<int64_t> v;
+  if (auto e = read_integer(body, name, &v)) return e;
+  if (!v) return std::nullopt;
+  constexpr int kMax = std::numeric_limits<int>::max();
+  if (*v < 0 || *v > kMax) {
+    return invalid_request(name, "invalid_value", fmt::format("'{}' is {}; allowed 0 (off) to {}", name, *v, kMax));
+  }
+  *out = static_cast<int>(*v);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ApiError> parse_infill_request(std::string_view body, const ModelLimits& limits, GenerationSpec* out) {
@@ -88,6 +104,8 @@ std::optional<ApiError> parse_infill_request(std::string_view body, const ModelL
     if (s) *dest = std::move(*s);
   }
   if (auto e = read_extra(j, &in.extra)) return e;
+  if (auto e = read_line_limit(j, "n_indent", &out->min_indent)) return e;
+  if (auto e = read_line_limit(j, "t_max_predict_ms", &out->max_predict_ms)) return e;
   return parse_generation_fields(j, limits, out);
 }
 

@@ -12,7 +12,8 @@
 namespace minfer::daemon {
 
 // llama.cpp's stop_type: "eos" (the model ended it, or a constrained output
-// closed), "word" (a stop string), "limit" (n_predict, or a full context).
+// closed), "word" (a stop string), "limit" (n_predict, a full context, or a
+// line limit: n_indent, t_max_predict_ms).
 const char* infill_stop_type(const GenerationResult& r);
 
 // The answer: {"index": 0, "content", "tokens": [], "id_slot": 0, "stop":

@@ -5,8 +5,11 @@
 // with a suffix, and llama.cpp's /infill, are each checked against the same
 // prompt spelled out as token ids (the markers' ids around /tokenize's tokens
 // of the text) on /v1/completions: the same prompt length, the same greedy
-// reply.
+// reply. The editor plugins' line limits (n_indent, t_max_predict_ms) are
+// checked against the reply the same request gets without them.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "engine/synth/synth.h"
 #include "tests/daemon/daemon_process.h"
@@ -155,6 +158,68 @@ class DaemonInfill : public DaemonFim {
   }
 };
 
+// A streamed /infill: its pieces (every event but the last) and the last
+// event, the whole object.
+struct InfillStream {
+  std::vector<Json> pieces;
+  Json last;
+  std::string text() const {
+    std::string t;
+    for (const Json& p : pieces) t += p["content"].get<std::string>();
+    return t;
+  }
+};
+
+InfillStream stream_infill(const std::string& sock, Json body) {
+  body["stream"] = true;
+  const HttpResponse s = post_json(sock, "/infill", body);
+  EXPECT_EQ(s.status, 200) << s.body;
+  EXPECT_EQ(s.body.find("[DONE]"), std::string::npos) << s.body;
+  bool done = false;
+  InfillStream out;
+  for (const std::string& e : sse_data(s.body, &done)) out.pieces.push_back(Json::parse(e));
+  EXPECT_FALSE(done);
+  EXPECT_FALSE(out.pieces.empty()) << s.body;
+  if (!out.pieces.empty()) {
+    out.last = out.pieces.back();
+    out.pieces.pop_back();
+  }
+  return out;
+}
+
+// The piece of `s` that holds byte `at` of its text (s.pieces.size() if none).
+size_t piece_at(const InfillStream& s, size_t at) {
+  size_t end = 0;
+  for (size_t i = 0; i < s.pieces.size(); ++i) {
+    end += s.pieces[i]["content"].get<std::string>().size();
+    if (at < end) return i;
+  }
+  return s.pieces.size();
+}
+
+// llama.cpp's n_indent rule on a whole text, written apart from the engine's:
+// where the first line after a newline whose leading blanks (' ', '\t') are
+// fewer than n_indent has its first other character; npos if none has.
+size_t indent_cut(const std::string& text, size_t n_indent) {
+  for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', nl + 1)) {
+    const size_t first = text.find_first_not_of(" \t", nl + 1);
+    if (first == std::string::npos) return std::string::npos;
+    if (first - (nl + 1) < n_indent) return first;
+  }
+  return std::string::npos;
+}
+
+// The line limits need a reply of several lines, which this random model
+// writes greedily only when kept from repeating itself: with repeat_penalty
+// 1.5, this loop and the cursor's line "    " get 64 tokens whose lines
+// after the first start with 1, 1 and 0 blanks, the first newline in the
+// 21st token (found by trying a few code prefixes and cursor lines on the
+// daemon). Expectations come from the reply without the limits.
+Json lines_body(int n_predict = 64) {
+  return {{"input_prefix", "for i in range(10):\n"}, {"input_suffix", kSuffix}, {"prompt", "    "},
+          {"n_predict", n_predict}, {"temperature", 0}, {"repeat_penalty", 1.5}};
+}
+
 TEST_F(DaemonInfill, AnswersLikeACompletionOfTheSpelledOutPrompt) {
   Json spelled = context();
   append(spelled, fim_part());
@@ -225,29 +290,19 @@ TEST_F(DaemonInfill, ExtraFilesComeBeforeTheMiddleAsRepositoryFiles) {
 TEST_F(DaemonInfill, StreamsLlamaCppEventsWithoutDone) {
   const Json extra = {{{"filename", "util.py"}, {"text", "def sub(a, b):\n    return a - b\n"}}};
   const Json whole = post("/infill", infill_body(extra));
-  Json body = infill_body(extra);
-  body["stream"] = true;
-  const HttpResponse s = post_json(sock(), "/infill", body);
-  ASSERT_EQ(s.status, 200) << s.body;
-  EXPECT_EQ(s.body.find("[DONE]"), std::string::npos) << s.body;
-  bool done = false;
-  const std::vector<std::string> events = sse_data(s.body, &done);
-  EXPECT_FALSE(done);
-  ASSERT_GE(events.size(), 2u) << s.body;
-  std::string streamed;
+  const InfillStream s = stream_infill(sock(), infill_body(extra));
+  ASSERT_FALSE(s.pieces.empty());
   int predicted = 0;
-  for (size_t i = 0; i + 1 < events.size(); ++i) {
-    const Json e = Json::parse(events[i]);
+  for (const Json& e : s.pieces) {
     EXPECT_EQ(e["stop"], false) << e;
     EXPECT_EQ(e["index"], 0) << e;
     // Tokens so far: at least one more with each piece, but for held-back
     // text (a partial character) let out at the end.
     EXPECT_GE(e["tokens_predicted"].get<int>(), std::max(1, predicted)) << e;
     predicted = e["tokens_predicted"];
-    streamed += e["content"].get<std::string>();
   }
-  EXPECT_EQ(streamed, whole["content"]);
-  const Json last = Json::parse(events.back());
+  EXPECT_EQ(s.text(), whole["content"]);
+  const Json& last = s.last;
   EXPECT_EQ(last["stop"], true) << last;
   EXPECT_EQ(last["content"], "") << last;
   EXPECT_LE(predicted, last["tokens_predicted"].get<int>());
@@ -278,6 +333,10 @@ TEST_F(DaemonInfill, BadRequestsNameTheFieldAndTheDaemonGoesOn) {
       {{{"logprobs", 2}}, "unsupported_parameter", "logprobs", "no place"},
       {{{"n_predict", "8"}}, "invalid_type", "n_predict", "'n_predict' must be an integer, got a string"},
       {{{"n_predict", 8}, {"max_tokens", 9}}, "invalid_value", "max_tokens", "'max_tokens' is 9 and 'n_predict' is 8"},
+      {{{"n_indent", -4}}, "invalid_value", "n_indent", "'n_indent' is -4; allowed 0 (off)"},
+      {{{"n_indent", 4.0}}, "invalid_type", "n_indent", "'n_indent' must be an integer, got a number with a fraction"},
+      {{{"t_max_predict_ms", -1}}, "invalid_value", "t_max_predict_ms", "'t_max_predict_ms' is -1; allowed 0 (off)"},
+      {{{"t_max_predict_ms", "500"}}, "invalid_type", "t_max_predict_ms", "must be an integer, got a string"},
   };
   for (const Case& c : cases) {
     const HttpResponse r = post_json(sock(), "/infill", c.body);
@@ -290,7 +349,7 @@ TEST_F(DaemonInfill, BadRequestsNameTheFieldAndTheDaemonGoesOn) {
   // llama.cpp clients' hints are ignored; the daemon answers the next request.
   Json hinted = infill_body();
   hinted.update({{"cache_prompt", true}, {"samplers", {"top_k", "top_p", "infill"}}, {"t_max_prompt_ms", 500},
-                 {"t_max_predict_ms", 1000}, {"response_fields", {"content"}}, {"id_slot", -1}});
+                 {"response_fields", {"content"}}, {"id_slot", -1}});
   const Json ok = post("/infill", hinted);
   EXPECT_EQ(ok["content"], post("/infill", infill_body())["content"]);
   const double expected = before + static_cast<double>(std::size(cases));
@@ -331,6 +390,97 @@ TEST_F(DaemonInfill, ExtraContextTooLongIsCutFromTheFront) {
   ASSERT_EQ(too_long.status, 400) << too_long.body;
   EXPECT_EQ(too_long.json()["error"]["code"], "context_length_exceeded") << too_long.body;
   EXPECT_EQ(too_long.json()["error"]["param"], "input_prefix") << too_long.body;
+}
+
+// n_indent: the reply up to the first character of the first line (after
+// the reply's first) indented by fewer blanks; the newline and the blanks
+// stay. The answer ends with the token that brought that character, and a
+// stream sends nothing of what is cut.
+TEST_F(DaemonInfill, NIndentCutsTheFirstLineIndentedTooLittle) {
+  const InfillStream uncut = stream_infill(sock(), lines_body());
+  const std::string text = uncut.text();
+  ASSERT_EQ(uncut.last["tokens_predicted"], 64) << text;
+  // 1: two lines of one blank pass, the third (none) is cut; 2: the first
+  // is cut after its blank.
+  for (const int n_indent : {1, 2}) {
+    SCOPED_TRACE(n_indent);
+    const size_t cut = indent_cut(text, static_cast<size_t>(n_indent));
+    ASSERT_NE(cut, std::string::npos) << "no line of the reply has fewer than " << n_indent << " blanks: " << text;
+    const size_t piece = piece_at(uncut, cut);
+    ASSERT_LT(piece, uncut.pieces.size());
+    const Json tokens = uncut.pieces[piece]["tokens_predicted"];
+    Json body = lines_body();
+    body["n_indent"] = n_indent;
+    const Json r = post("/infill", body);
+    EXPECT_EQ(r["content"], text.substr(0, cut)) << r;
+    EXPECT_EQ(r["stop_type"], "limit") << r;
+    EXPECT_EQ(r["stopping_word"], "") << r;
+    EXPECT_EQ(r["tokens_predicted"], tokens) << r;
+    EXPECT_EQ(r["timings"]["predicted_n"], tokens) << r;
+    const InfillStream s = stream_infill(sock(), body);
+    EXPECT_EQ(s.text(), text.substr(0, cut));
+    EXPECT_EQ(s.last["tokens_predicted"], tokens) << s.last;
+    EXPECT_EQ(s.last["stop_type"], "limit") << s.last;
+  }
+  EXPECT_GE(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(indent_cut(text, 1)), '\n'), 3)
+      << "n_indent 1 lets lines through before the one it cuts";
+
+  // A stop string held back when the line is cut (it would start at the cut
+  // line's newline and never completes) is let out: the same answer.
+  const size_t cut = indent_cut(text, 2);
+  const size_t nl = text.rfind('\n', cut);
+  const std::string stop = text.substr(nl, cut - nl) + "~never~";
+  ASSERT_EQ(text.find(stop), std::string::npos);
+  Json body = lines_body();
+  body["n_indent"] = 2;
+  body["stop"] = {stop};
+  const InfillStream s = stream_infill(sock(), body);
+  EXPECT_EQ(s.text(), text.substr(0, cut));
+  EXPECT_EQ(s.last["stop_type"], "limit") << s.last;
+}
+
+// A daemon each of whose tokens takes 5 ms or more (the test hook
+// --debug-token-delay-ms sleeps after handing each out): a t_max_predict_ms
+// of 1 is past for every token after the first, however fast the machine.
+struct SlowFimModelSpec {
+  static DaemonSpec spec() {
+    DaemonSpec s = FimModelSpec::spec();
+    s.args.insert(s.args.end(), {"--debug-token-delay-ms", "5"});
+    return s;
+  }
+};
+class DaemonInfillSlow : public DaemonSuite<SlowFimModelSpec> {};
+
+// t_max_predict_ms: once past, the completion ends with the first token that
+// brings a newline (llama.cpp's "only upon another new line"), so that it
+// ends with a whole line.
+TEST_F(DaemonInfillSlow, TMaxPredictMsEndsWithTheFirstNewlinePastIt) {
+  constexpr int kNPredict = 32;  // enough for the reply's first newline
+  const InfillStream uncut = stream_infill(sock(), lines_body(kNPredict));
+  const std::string text = uncut.text();
+  const size_t piece = piece_at(uncut, text.find('\n'));
+  // Not the first token: its time is the one the delay does not bound.
+  ASSERT_GT(piece, 0u) << text;
+  ASSERT_LT(piece, uncut.pieces.size()) << "the reply has no newline: " << text;
+  size_t end = 0;
+  for (size_t i = 0; i <= piece; ++i) end += uncut.pieces[i]["content"].get<std::string>().size();
+  const Json tokens = uncut.pieces[piece]["tokens_predicted"];
+  ASSERT_LT(tokens.get<int>(), kNPredict);
+
+  Json body = lines_body(kNPredict);
+  body["t_max_predict_ms"] = 1;
+  const Json r = post("/infill", body);
+  EXPECT_EQ(r["content"], text.substr(0, end)) << r;
+  EXPECT_EQ(r["stop_type"], "limit") << r;
+  EXPECT_EQ(r["tokens_predicted"], tokens) << r;
+  // predicted_ms counts from the same start as the limit: past it.
+  EXPECT_GT(r["timings"]["predicted_ms"].get<double>(), 1.0) << r;
+  const InfillStream s = stream_infill(sock(), body);
+  EXPECT_EQ(s.text(), text.substr(0, end));
+  EXPECT_EQ(s.last["tokens_predicted"], tokens) << s.last;
+  // Ten minutes is never past here: the whole reply.
+  body["t_max_predict_ms"] = 600000;
+  EXPECT_EQ(post("/infill", body)["content"], text);
 }
 
 }  // namespace

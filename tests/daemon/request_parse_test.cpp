@@ -529,14 +529,14 @@ TEST(GenerationRequest, ContextRules) {
                "messages", "300");
 }
 
-// /infill: llama.cpp's fields as llama.vscode sends them (its hints
-// ignored), and the shared ones.
+// /infill: llama.cpp's fields as llama.vscode and llama.vim send them (their
+// other hints ignored), and the shared ones.
 TEST(InfillRequest, LlamaCppFields) {
   GenerationSpec s;
   ASSERT_FALSE(infill(R"({"input_prefix":"def f():\n","input_suffix":"\nf()\n","prompt":"    return ",
     "input_extra":[{"filename":"a.py","text":"A = 1\n"},{"text":"B = 2\n"}],"n_predict":8,"temperature":0,"top_k":40,
     "top_p":0.9,"stop":["\n\n"],"seed":3,"stream":true,"cache_prompt":true,"samplers":["top_k","top_p","infill"],
-    "t_max_prompt_ms":500,"t_max_predict_ms":1000,"response_fields":["content"],"id_slot":-1})",
+    "t_max_prompt_ms":500,"t_max_predict_ms":1000,"n_indent":4,"response_fields":["content"],"id_slot":-1})",
                       &s));
   EXPECT_EQ(s.kind, ApiKind::kInfill);
   EXPECT_EQ(s.n_prompts(), 1);
@@ -556,6 +556,8 @@ TEST(InfillRequest, LlamaCppFields) {
   EXPECT_EQ(s.seed, 3u);
   EXPECT_TRUE(s.stream);
   EXPECT_EQ(s.top_logprobs, -1);
+  EXPECT_EQ(s.min_indent, 4);
+  EXPECT_EQ(s.max_predict_ms, 1000);
 
   // Everything is optional: an empty body is an empty prefix, suffix and
   // prompt, no extra context, no limit.
@@ -565,8 +567,47 @@ TEST(InfillRequest, LlamaCppFields) {
   EXPECT_EQ(s.infill.prompt, "");
   EXPECT_TRUE(s.infill.extra.empty());
   EXPECT_FALSE(s.max_tokens);
-  ASSERT_FALSE(infill(R"({"input_extra":null,"input_prefix":null})", &s));
+  EXPECT_EQ(s.min_indent, 0);  // off, as llama.cpp's defaults
+  EXPECT_EQ(s.max_predict_ms, 0);
+  ASSERT_FALSE(infill(R"({"input_extra":null,"input_prefix":null,"n_indent":null})", &s));
   EXPECT_TRUE(s.infill.extra.empty());
+  EXPECT_EQ(s.min_indent, 0);
+}
+
+// n_indent and t_max_predict_ms: integers, 0 (off) or more, handed to the
+// engine; /v1/completions ignores them as any field it does not know.
+TEST(InfillRequest, LineLimits) {
+  GenerationSpec s;
+  ASSERT_FALSE(infill(R"({"n_indent":0,"t_max_predict_ms":0})", &s));
+  EXPECT_EQ(s.min_indent, 0);
+  EXPECT_EQ(s.max_predict_ms, 0);
+  ASSERT_FALSE(infill(R"({"n_indent":8,"t_max_predict_ms":2147483647})", &s));
+  EXPECT_EQ(s.min_indent, 8);
+  EXPECT_EQ(s.max_predict_ms, 2147483647);
+  GenerationRequest r;
+  ASSERT_FALSE(infill(R"({"n_indent":2,"t_max_predict_ms":250})", &s));
+  ASSERT_FALSE(make_generation_request(s, std::vector<int32_t>(10, 1), kFimLimits, 77, &r));
+  EXPECT_EQ(r.min_indent, 2);
+  EXPECT_EQ(r.max_predict_ms, 250);
+
+  expect_error(infill(R"({"n_indent":-1})"), "invalid_value", "n_indent",
+               "'n_indent' is -1; allowed 0 (off) to 2147483647");
+  expect_error(infill(R"({"n_indent":"4"})"), "invalid_type", "n_indent",
+               "'n_indent' must be an integer, got a string");
+  expect_error(infill(R"({"n_indent":4.5})"), "invalid_type", "n_indent", "got a number with a fraction");
+  expect_error(infill(R"({"n_indent":true})"), "invalid_type", "n_indent", "got a boolean");
+  expect_error(infill(R"({"t_max_predict_ms":-500})"), "invalid_value", "t_max_predict_ms",
+               "'t_max_predict_ms' is -500; allowed 0 (off) to 2147483647");
+  expect_error(infill(R"({"t_max_predict_ms":2147483648})"), "invalid_value", "t_max_predict_ms", "is 2147483648");
+  expect_error(infill(R"({"t_max_predict_ms":1e3})"), "invalid_type", "t_max_predict_ms", "must be an integer");
+  expect_error(infill(R"({"t_max_predict_ms":[500]})"), "invalid_type", "t_max_predict_ms", "got an array");
+
+  ASSERT_FALSE(completion(R"({"prompt":"x","n_indent":-1,"t_max_predict_ms":"soon"})", &s));
+  EXPECT_EQ(s.min_indent, 0);
+  EXPECT_EQ(s.max_predict_ms, 0);
+  ASSERT_FALSE(make_generation_request(s, std::vector<int32_t>(10, 1), kLimits, 77, &r));
+  EXPECT_EQ(r.min_indent, 0);
+  EXPECT_EQ(r.max_predict_ms, 0);
 }
 
 TEST(InfillRequest, NPredictAndItsAliasMaxTokens) {

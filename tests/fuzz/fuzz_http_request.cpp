@@ -134,6 +134,9 @@ void handle(const http::request<http::string_body>& req) {
     if (static_cast<int>(out.prompt.size()) + out.max_tokens > kLimits.n_ctx) __builtin_trap();
     if (out.prompt_logprobs && out.top_logprobs < 0) __builtin_trap();
     if (out.top_logprobs < -1 || out.top_logprobs > kMaxTopLogprobs) __builtin_trap();
+    // The line limits (n_indent, t_max_predict_ms): never negative; /infill's alone.
+    if (out.min_indent < 0 || out.max_predict_ms < 0) __builtin_trap();
+    if (spec.kind != ApiKind::kInfill && (out.min_indent != 0 || out.max_predict_ms != 0)) __builtin_trap();
   }
 }
 
