@@ -28,9 +28,12 @@
 // µs for 2 tokens, 53.8 without them (H100, session 53, run 2).
 //
 // A block: 16 weight rows, kWarps warps each taking every kWarps-th chunk
-// of k, up to 32 tokens (4 tiles of 8); the warps' sums are added in warp
-// order through shared memory (the same bits at every run). More tokens:
-// blocks of the next 32 (grid y) read the weight again.
+// of k, up to 32 tokens (4 tiles of 8) or, in steps of more than 32 tokens
+// where the rows fill the GPU, 64 (8 tiles, which each chunk's unpacked
+// values serve: launch_gemm_fused); the warps' sums are added in warp order
+// through shared memory (the same bits at every run, and whatever the
+// tiles a block). More tokens: blocks of the next 32 or 64 (grid y) read the
+// weight again.
 #include <algorithm>
 #include <atomic>
 #include <type_traits>
@@ -47,7 +50,7 @@ namespace {
 constexpr int kRows = 16;      // weight rows a block
 constexpr int kWarps = 4;      // warps a block, splitting k
 constexpr int kChunk = 128;    // k a warp's step: 8 mma k-steps
-constexpr int kMaxTiles = 4;   // token tiles of 8 a block
+constexpr int kMaxTiles = 8;   // token tiles of 8 a block
 constexpr int kGemmStages = 8; // the pipelined form's stages a warp
 
 // Q4_0, Q4_1, Q5_0, Q5_1: blocks of 32 (16 bytes of nibbles: elements j and
@@ -413,7 +416,8 @@ __global__ void __launch_bounds__(kWarps * kWarp, 3)
 #pragma unroll
   for (int i = 0; i < kTiles; ++i) c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.0f;
 
-  constexpr int kUnroll = 4;
+  // 8 tiles: two chunks a group (xb and c take the registers four held).
+  constexpr int kUnroll = kTiles > 4 ? 2 : 4;
   for (int first = warp; first < chunks; first += kWarps * kUnroll) {
     Group<kUnroll> gr;
     load_group<T, kUnroll>(w, ra, rb, first, chunks, t, gr);
@@ -520,6 +524,7 @@ __global__ void __launch_bounds__(kWarps * kWarp, 3)
 
 int g_stages = 0;        // set_gemm_fused_stages
 bool g_generic = false;  // set_gemm_fused_generic
+int g_tiles = 0;         // set_gemm_fused_tiles
 template <WType T>
 using Tag = std::integral_constant<WType, T>;
 
@@ -574,19 +579,32 @@ uint64_t gemm_fused_piped_launches() { return g_piped_launches.load(std::memory_
 
 void set_gemm_fused_stages(int stages) { g_stages = std::max(0, stages); }
 void set_gemm_fused_generic(bool on) { g_generic = on; }
+void set_gemm_fused_tiles(int tiles) { g_tiles = tiles == 4 || tiles == 8 ? tiles : 0; }
 
 cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, int tokens, float* y, int ldy,
                               bool accumulate, cudaStream_t stream) {
   if (tokens <= 0) return cudaSuccess;
   if (!gemm_fused_supported(w, ldx) || ldy < w.n_rows || reinterpret_cast<uintptr_t>(x16) % 16 != 0 ||
-      tokens > 65535 * kMaxTiles * 8) {
+      tokens > 65535 * 4 * 8) {
     return cudaErrorInvalidValue;
   }
   g_launches.fetch_add(1, std::memory_order_relaxed);
   const __half* x = static_cast<const __half*>(x16);
   if (tokens <= 8) return launch_tiles<1>(w, x, ldx, tokens, y, ldy, accumulate, stream);
   if (tokens <= 16) return launch_tiles<2>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-  return launch_tiles<kMaxTiles>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+  // More than 32 tokens: blocks of 8 tiles unpack each chunk of the weight
+  // once for 64 tokens instead of twice for two blocks of 32, where the
+  // row blocks alone fill the SMs; with fewer rows the two blocks of 4 tiles
+  // keep twice the SMs busy. H100, session 56 run 1, the product alone at
+  // 48 / 64 tokens, 4 → 8 tiles: 7B gate/up Q4_K 175.9 → 148.8 / 200.8 →
+  // 182.2 µs, ffn_down Q6_K (224 row blocks) 125.5 → 95.3 / 130.8 → 101.6;
+  // end to end 7B Q4_K_M pp48 3,948 → 4,490 tok/s, pp64 4,697 → 5,012. With
+  // 8 tiles everywhere 0.5B Q8_0 lost (pp64 28,690 → 25,296): its q/k/v,
+  // attn_output and ffn_down have 56-72 row blocks.
+  if (tokens <= 32) return launch_tiles<4>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+  const bool wide = g_tiles != 0 ? g_tiles == 8 : (w.n_rows + kRows - 1) / kRows >= device_limits().sms;
+  if (wide) return launch_tiles<kMaxTiles>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+  return launch_tiles<4>(w, x, ldx, tokens, y, ldy, accumulate, stream);
 }
 
 }  // namespace minfer::kernels

@@ -162,6 +162,10 @@ uint64_t gemm_fused_piped_launches();  // launches of the pipelined form so far
 // (dequant8), as the float types go, instead of unpacked from the lane's
 // 16-byte loads (A/B runs and bug hunts; the same f16 operands).
 void set_gemm_fused_generic(bool on);
+// Blocks of steps of more than 32 tokens: 0 by the weight's rows — 64
+// tokens (8 tiles) where its blocks of 16 rows are at least the SMs, else
+// 32 —, 4 or 8 tiles at every such size (tests, A/B runs). The same bits.
+void set_gemm_fused_tiles(int tiles);
 
 // ---- sampling (decode) -----------------------------------------------------
 

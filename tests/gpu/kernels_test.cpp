@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "engine/backend/cpu/reference/reference.h"
 #include "engine/backend/cpu/thread_pool.h"
@@ -2071,6 +2072,7 @@ struct FusedReset {
   ~FusedReset() {
     kernels::set_gemm_fused_stages(0);
     kernels::set_gemm_fused_generic(false);
+    kernels::set_gemm_fused_tiles(0);
   }
 };
 
@@ -2221,6 +2223,49 @@ TEST(GpuGemmFused, PipelinedLoadsGiveTheRegisterLoadsBits) {
         for (size_t i = 0; i < y.size(); ++i) {
           ASSERT_EQ(std::memcmp(&y[i], &first[i], sizeof(float)), 0)
               << stages << " stages, token " << i / c.rows << " row " << i % c.rows << ": " << y[i] << " against " << first[i];
+        }
+      }
+    }
+  }
+}
+
+// Steps of more than 32 tokens in blocks of 8 token tiles (the default
+// where the weight's row blocks fill the SMs) give the bits of blocks of 4:
+// each tile's sum takes its chunks and k-steps in the same order. Short row
+// blocks, a step that leaves tiles empty, several blocks of tokens, and the
+// pipelined loads with 8 tiles.
+TEST(GpuGemmFused, EightTileBlocksGiveTheFourTileBits) {
+  MINFER_REQUIRE_GPU();
+  const std::vector<FusedCase> cases = {
+      {DType::kQ8_0, 129, 896}, {DType::kQ4_K, 40, 3584}, {DType::kQ6_K, 24, 4864}, {DType::kQ5_K, 17, 512},
+      {DType::kQ4_0, 33, 512},  {DType::kQ5_1, 16, 896},  {DType::kF16, 20, 256},
+  };
+  FusedReset reset;
+  for (const FusedCase& c : cases) {
+    TestWeight w(c.type, c.rows, c.k, 500 + static_cast<uint32_t>(c.rows), 1.0f);
+    for (int tokens : {33, 48, 64, 65, 130}) {
+      SCOPED_TRACE(std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k) + ", tokens " +
+                   std::to_string(tokens));
+      const std::vector<float> xf = test::random_floats(static_cast<size_t>(tokens) * c.k, 77 + static_cast<uint32_t>(tokens));
+      std::vector<uint16_t> x16(xf.size());
+      for (size_t i = 0; i < xf.size(); ++i) x16[i] = f32_to_f16(xf[i]);
+      DeviceArray<uint16_t> dx;
+      dx.upload(x16);
+      std::vector<float> four;
+      for (const auto& [tiles, stages] : {std::pair{4, 0}, std::pair{8, 0}, std::pair{8, 8}}) {
+        kernels::set_gemm_fused_tiles(tiles);
+        kernels::set_gemm_fused_stages(stages);
+        DeviceArray<float> dy(static_cast<size_t>(tokens) * c.rows);
+        dy.poison();
+        CUDA_ASSERT(kernels::launch_gemm_fused(w.dev, dx.get(), c.k, tokens, dy.get(), c.rows, false, nullptr));
+        const std::vector<float> y = dy.download();
+        if (tiles == 4) {
+          four = y;
+          continue;
+        }
+        for (size_t i = 0; i < y.size(); ++i) {
+          ASSERT_EQ(std::memcmp(&y[i], &four[i], sizeof(float)), 0) << stages << " stages, token " << i / c.rows << " row "
+                                                                    << i % c.rows << ": " << y[i] << " against " << four[i];
         }
       }
     }

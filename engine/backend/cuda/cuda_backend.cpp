@@ -295,6 +295,9 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // element-wise dequantizer instead of unpacked from 16-byte loads (A/B
   // runs; the same operands, within f32 rounding).
   kernels::set_gemm_fused_generic(env_int("MINFER_GEMM_FUSED_GENERIC") == 1);
+  // MINFER_GEMM_FUSED_TILES=4 or 8: the token tiles a block in steps of more
+  // than 32 tokens whatever the weight's rows (A/B runs; the same bits).
+  kernels::set_gemm_fused_tiles(env_int("MINFER_GEMM_FUSED_TILES"));
   // Tried on the H200 (2026-12-01, not kept): the first rows each pipelined
   // gate/up block reads pulled into L2 while attention leaves DRAM idle —
   // spare blocks of the q/k/v tail issuing cp.async.bulk.prefetch.L2 after
