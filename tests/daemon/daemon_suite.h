@@ -1,6 +1,8 @@
 // A test fixture with one minferd for the whole suite: started before the
 // first test, stopped (and required to exit 0) after the last. Under ctest
-// each test runs in its own process, so each still gets a fresh daemon.
+// each test runs in its own process, so each still gets a fresh daemon, but
+// for the test programs registered a suite a process (minfer_add_test's
+// ONE_PROCESS_A_SUITE), whose tests share it.
 #pragma once
 
 #include <gtest/gtest.h>
