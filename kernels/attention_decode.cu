@@ -1114,7 +1114,7 @@ __global__ void attention_generic_kernel(AttentionArgs a) {
       const float v = l > 0.0f ? acc[g][i] / l : 0.0f;
       const size_t idx = static_cast<size_t>(tok) * a.n_heads * hd + static_cast<size_t>(kvh * group + g) * hd + d;
       a.out[idx] = v;
-      if (a.out_f16) static_cast<__half*>(a.out_f16)[idx] = __float2half_rn(v);
+      if (a.out_f16) static_cast<__half*>(a.out_f16)[x16_index(static_cast<int64_t>(idx), a.out_f16_order)] = __float2half_rn(v);
     }
   }
 }
@@ -1135,6 +1135,7 @@ cudaError_t launch_attention_generic(const AttentionArgs& a, cudaStream_t stream
       a.head_dim > kMaxHeadDim) {
     return cudaErrorInvalidValue;
   }
+  if (a.out_f16 != nullptr && a.out_f16_order == X16Order::kLanes && a.n_heads * a.head_dim % 128 != 0) return cudaErrorInvalidValue;
   constexpr int chunk = 64;  // cells per pass and threads; each thread keeps dims t, t + 64, ... (≤ 4)
   const size_t smem = sizeof(float) * (static_cast<size_t>(group) * a.head_dim + static_cast<size_t>(group) * chunk + 3 * group);
   cudaError_t e = launch_kernel(attention_generic_kernel, dim3(a.n_kv_heads, a.n_tokens), dim3(chunk), smem, stream, a);

@@ -26,6 +26,12 @@ __device__ __forceinline__ uint32_t pack_half2(float a, float b) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
+// The f16 copy of out's values i and i + 1 (i even: one 8-value piece of
+// X16Order::kLanes holds both).
+__device__ __forceinline__ void store_f16_pair(const AttentionArgs& a, int64_t i, float v0, float v1) {
+  *reinterpret_cast<uint32_t*>(static_cast<__half*>(a.out_f16) + x16_index(i, a.out_f16_order)) = pack_half2(v0, v1);
+}
+
 __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
@@ -220,13 +226,13 @@ __global__ void __launch_bounds__(kWarps * kWarp) attention_prefill_kernel(Atten
       float* out = a.out + static_cast<size_t>(row0) * q_dim + col;
       out[0] = o[n][0] * inv0;
       out[1] = o[n][1] * inv0;
-      if (a.out_f16) *reinterpret_cast<uint32_t*>(static_cast<__half*>(a.out_f16) + static_cast<size_t>(row0) * q_dim + col) = pack_half2(out[0], out[1]);
+      if (a.out_f16) store_f16_pair(a, static_cast<int64_t>(row0) * q_dim + col, out[0], out[1]);
     }
     if (row1 < a.n_tokens) {
       float* out = a.out + static_cast<size_t>(row1) * q_dim + col;
       out[0] = o[n][2] * inv1;
       out[1] = o[n][3] * inv1;
-      if (a.out_f16) *reinterpret_cast<uint32_t*>(static_cast<__half*>(a.out_f16) + static_cast<size_t>(row1) * q_dim + col) = pack_half2(out[0], out[1]);
+      if (a.out_f16) store_f16_pair(a, static_cast<int64_t>(row1) * q_dim + col, out[0], out[1]);
     }
   }
 }
@@ -247,6 +253,7 @@ bool attention_prefill_supported(int head_dim) { return head_dim == 64 || head_d
 
 cudaError_t launch_attention_prefill(const AttentionArgs& a, cudaStream_t stream) {
   if (a.n_tokens < 1 || a.n_kv_heads < 1 || a.n_heads % a.n_kv_heads != 0) return cudaErrorInvalidValue;
+  if (a.out_f16 != nullptr && a.out_f16_order == X16Order::kLanes && a.n_heads * a.head_dim % 128 != 0) return cudaErrorInvalidValue;
   if (a.head_dim == 64) return launch_hd<64>(a, stream);
   if (a.head_dim == 128) return launch_hd<128>(a, stream);
   return cudaErrorInvalidValue;

@@ -9,12 +9,12 @@
 namespace minfer::kernels {
 namespace {
 
-__global__ void swiglu_kernel(const float* g, const float* u, int64_t n, float* y, __half* y16) {
+__global__ void swiglu_kernel(const float* g, const float* u, int64_t n, float* y, __half* y16, X16Order y16_order) {
   pdl_begin();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float v = silu(g[i]) * u[i];
     y[i] = v;
-    if (y16) y16[i] = __float2half_rn(v);
+    if (y16) y16[x16_index(i, y16_order)] = __float2half_rn(v);
   }
 }
 
@@ -122,9 +122,12 @@ __global__ void argmax_kernel(const float* x, int n, int32_t* out) {
 }  // namespace
 
 cudaError_t launch_swiglu(const float* g, const float* u, int64_t n, float* y, void* y_f16, Q8Rows hq, int row_n,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, X16Order y_f16_order) {
   if (n <= 0) return cudaSuccess;
-  cudaError_t e = launch_kernel(swiglu_kernel, dim3(grid_for(n, 256)), dim3(256), 0, stream, g, u, n, y, static_cast<__half*>(y_f16));
+  if (y_f16 == nullptr) y_f16_order = X16Order::kNatural;
+  if (y_f16_order == X16Order::kLanes && (row_n <= 0 || row_n % 128 != 0 || n % row_n != 0)) return cudaErrorInvalidValue;
+  cudaError_t e = launch_kernel(swiglu_kernel, dim3(grid_for(n, 256)), dim3(256), 0, stream, g, u, n, y, static_cast<__half*>(y_f16),
+                                y_f16_order);
   if (e != cudaSuccess || hq.q == nullptr) return e;
   return launch_quantize_q8(y, static_cast<int>(n / row_n), row_n, hq, stream);
 }

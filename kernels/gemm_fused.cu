@@ -17,7 +17,9 @@
 // 16-byte loads bring (two runs of 16, per type below), and reads x at the
 // same places: lane (g, t) of the warp holds rows g and g + 8 and runs
 // Runs(t) of a 128-element chunk of k, and its slots 2t, 2t + 1, 2t + 8,
-// 2t + 9 of k step s are elements 4s .. 4s + 3 of its runs. No barrier in
+// 2t + 9 of k step s are elements 4s .. 4s + 3 of its runs. x in
+// X16Order::kLanes (kernels.h) has each run's values where a warp's loads of
+// them take whole sectors (the same values, the same bits). No barrier in
 // the loop: each warp streams its own bytes, into registers four chunks at a
 // time (gemm_fused_kernel) or, up to 8 tokens, through stages in shared
 // memory seven chunks ahead (gemm_piped_kernel, below).
@@ -64,6 +66,7 @@ constexpr bool kUnpacked =
 
 std::atomic<uint64_t> g_launches{0};
 std::atomic<uint64_t> g_piped_launches{0};
+std::atomic<uint64_t> g_lanes_launches{0};
 
 __device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                           uint32_t b1) {
@@ -79,15 +82,18 @@ __device__ __forceinline__ uint32_t pack_h2(float lo, float hi) {
 }
 
 // Where lane t's two runs of 16 start in a 128-element chunk.
+// Q8_0's lanes take Q4_K's runs too (the same halves of two blocks), so that
+// they read x in X16Order::kLanes as 64 consecutive bytes a token.
 template <WType T>
 __device__ __forceinline__ int run0(int t) {
   if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return 64 * (t / 2) + 16 * (t % 2);  // one 32-byte unit: low, then high nibbles
+  if constexpr (T == WType::kQ8_0) return 64 * (t / 2) + 16 * (t % 2);  // half t % 2 of block 2 (t / 2), then of the next
   if constexpr (T == WType::kQ6_K) return 32 * (t / 2) + 16 * (t % 2);  // ql bytes: low nibbles, then high
   return 32 * t;                                                          // 32 consecutive elements
 }
 template <WType T>
 __device__ __forceinline__ int run1(int t) {
-  if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return run0<T>(t) + 32;
+  if constexpr (T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ8_0) return run0<T>(t) + 32;
   if constexpr (T == WType::kQ6_K) return run0<T>(t) + 64;
   return 32 * t + 16;
 }
@@ -100,7 +106,7 @@ __device__ __forceinline__ uint8_t byte_of(const int4& v, int i) {
 // A lane's raw bytes of one row's chunk, loaded ahead of their use.
 struct Raw {
   int4 a = {}, b = {};
-  uint32_t s = 0;  // scales: Q8_0 d; Q6_K d and the runs' two int8 scales
+  uint32_t s = 0;  // scales: Q8_0 its two blocks' d; Q6_K d and the runs' two int8 scales
   int4 h = {};     // Q5_K's fifth bits (the bytes of both runs)
 };
 
@@ -115,18 +121,20 @@ struct DirectLoads {
   __device__ int4 operator()(const void* p) { return __ldg(static_cast<const int4*>(p)); }
   __device__ int4 quad16(const void* p) { return __ldg(static_cast<const int4*>(p)); }
   __device__ uint32_t u16(const uint16_t* p) { return __ldg(p); }
-  __device__ uint32_t u32(const uint32_t* p) { return __ldg(p); }  // the legacy types' (registers only)
+  __device__ uint32_t u32(const uint32_t* p) { return __ldg(p); }  // Q8_0's two d; the legacy types' words (registers only)
 };
 
 template <WType T, class Loads>
 __device__ __forceinline__ void load_raw(const DeviceWeight& w, int row, int chunk, int t, Raw& r, Loads& ld) {
   const size_t rw = static_cast<size_t>(row);
   if constexpr (T == WType::kQ8_0) {
-    const uint32_t units = static_cast<uint32_t>(w.k / 32), u = static_cast<uint32_t>(4 * chunk + t);
+    // Half t % 2 of blocks u and u + 1 of the chunk's four, and their two d
+    // (one aligned word: u is even, and so is a row's count of blocks).
+    const uint32_t units = static_cast<uint32_t>(w.k / 32), u = static_cast<uint32_t>(4 * chunk + 2 * (t / 2));
     const int8_t* q = static_cast<const int8_t*>(w.q) + rw * w.k;
-    r.a = ld(q + split_offset(u, 0, units));
-    r.b = ld(q + split_offset(u, 16, units));
-    r.s = ld.u16(static_cast<const uint16_t*>(w.meta) + rw * units + u);
+    r.a = ld(q + split_offset(u, 16 * (t % 2), units));
+    r.b = ld(q + split_offset(u + 1, 16 * (t % 2), units));
+    r.s = ld.u32(reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(w.meta) + rw * units + u));
   } else if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) {
     const uint32_t units = static_cast<uint32_t>(w.k / 64), u = static_cast<uint32_t>(2 * chunk + t / 2);
     const uint8_t* q = static_cast<const uint8_t*>(w.q) + rw * (w.k / 2);
@@ -184,7 +192,8 @@ __device__ __forceinline__ float byte_float(uint32_t bytes, int k, float bias = 
 template <WType T>
 __device__ __forceinline__ void unpack(const DeviceWeight& w, int row, int chunk, int t, const Raw& r, uint32_t (&p)[16]) {
   if constexpr (T == WType::kQ8_0) {
-    const __half2 d = __half2half2(__ushort_as_half(static_cast<uint16_t>(r.s)));
+    const __half2 d0 = __half2half2(__ushort_as_half(static_cast<uint16_t>(r.s)));
+    const __half2 d1 = __half2half2(__ushort_as_half(static_cast<uint16_t>(r.s >> 16)));
     const __half2 bias = __float2half2_rn(1152.0f);  // 1024 + the 128 the xor adds
     const uint32_t words[8] = {static_cast<uint32_t>(r.a.x), static_cast<uint32_t>(r.a.y), static_cast<uint32_t>(r.a.z),
                                static_cast<uint32_t>(r.a.w), static_cast<uint32_t>(r.b.x), static_cast<uint32_t>(r.b.y),
@@ -197,7 +206,7 @@ __device__ __forceinline__ void unpack(const DeviceWeight& w, int row, int chunk
         // Bytes 2h and 2h + 1 under 0x64: f16 1024 + q + 128.
         const uint32_t biased = __byte_perm(u, 0x64646464u, h == 0 ? 0x4140u : 0x4342u);
         const __half2 q = __hsub2(*reinterpret_cast<const __half2*>(&biased), bias);
-        const __half2 v = __hmul2(q, d);
+        const __half2 v = __hmul2(q, j < 4 ? d0 : d1);
         p[2 * j + h] = *reinterpret_cast<const uint32_t*>(&v);
       }
     }
@@ -317,9 +326,13 @@ __device__ __forceinline__ void load_group(const DeviceWeight& w, int ra, int rb
 // multiplied into c, token tile after tile.
 template <WType T, int kTiles>
 __device__ __forceinline__ void multiply_chunk(const DeviceWeight& w, int ra, int rb, int ch, int g, int t, const __half* x,
-                                               int ldx, int tokens, int tok0, const Raw& a, const Raw& b,
+                                               int ldx, bool x_lanes, int tokens, int tok0, const Raw& a, const Raw& b,
                                                float (&c)[kTiles][4]) {
+  // A run's two 8-value pieces: where its elements are, or where
+  // X16Order::kLanes puts them, 32 apart (Q4_K's and Q5_K's runs: at 8t and
+  // 64 + 8t, a token's four lanes reading 64 consecutive bytes).
   const int r0 = run0<T>(t), r1 = run1<T>(t);
+  const int at0 = x_lanes ? x16_lanes_pos(r0) : r0, at1 = x_lanes ? x16_lanes_pos(r1) : r1, apart = x_lanes ? 32 : 8;
   uint32_t pa[16], pb[16];
   unpack<T>(w, ra, ch, t, a, pa);
   unpack<T>(w, rb, ch, t, b, pb);
@@ -334,8 +347,8 @@ __device__ __forceinline__ void multiply_chunk(const DeviceWeight& w, int ra, in
     for (int tile = 0; tile < kTiles; ++tile) {
       const int n = tok0 + tile * 8 + g;
       if (n < tokens) {
-        const __half* xr = x + static_cast<size_t>(n) * ldx + ch * kChunk + (half == 0 ? r0 : r1);
-        const int4 v0 = *reinterpret_cast<const int4*>(xr), v1 = *reinterpret_cast<const int4*>(xr + 8);
+        const __half* xr = x + static_cast<size_t>(n) * ldx + ch * kChunk + (half == 0 ? at0 : at1);
+        const int4 v0 = *reinterpret_cast<const int4*>(xr), v1 = *reinterpret_cast<const int4*>(xr + apart);
         xb[tile][0] = v0.x; xb[tile][1] = v0.y; xb[tile][2] = v0.z; xb[tile][3] = v0.w;
         xb[tile][4] = v1.x; xb[tile][5] = v1.y; xb[tile][6] = v1.z; xb[tile][7] = v1.w;
       } else {
@@ -356,13 +369,13 @@ __device__ __forceinline__ void multiply_chunk(const DeviceWeight& w, int ra, in
 
 template <WType T, int kUnroll, int kTiles>
 __device__ __forceinline__ void multiply_group(const DeviceWeight& w, int ra, int rb, int first, int chunks, int g, int t,
-                                               const __half* x, int ldx, int tokens, int tok0,
+                                               const __half* x, int ldx, bool x_lanes, int tokens, int tok0,
                                                const Group<kUnroll>& gr, float (&c)[kTiles][4]) {
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const int ch = first + u * kWarps;
     if (ch >= chunks) break;
-    multiply_chunk<T, kTiles>(w, ra, rb, ch, g, t, x, ldx, tokens, tok0, gr.a[u], gr.b[u], c);
+    multiply_chunk<T, kTiles>(w, ra, rb, ch, g, t, x, ldx, x_lanes, tokens, tok0, gr.a[u], gr.b[u], c);
   }
 }
 
@@ -403,7 +416,7 @@ __device__ __forceinline__ void write_sums(float* sums, const float (&c)[kTiles]
 // mixed.
 template <WType T, int kTiles>
 __global__ void __launch_bounds__(kWarps * kWarp, 3)
-    gemm_fused_kernel(DeviceWeight w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate) {
+    gemm_fused_kernel(DeviceWeight w, const __half* x, int ldx, bool x_lanes, int tokens, float* y, int ldy, bool accumulate) {
   __shared__ float sums[kWarps * kTiles * 4 * kWarp];
   pdl_begin();
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
@@ -421,7 +434,7 @@ __global__ void __launch_bounds__(kWarps * kWarp, 3)
   for (int first = warp; first < chunks; first += kWarps * kUnroll) {
     Group<kUnroll> gr;
     load_group<T, kUnroll>(w, ra, rb, first, chunks, t, gr);
-    multiply_group<T, kUnroll, kTiles>(w, ra, rb, first, chunks, g, t, x, ldx, tokens, tok0, gr, c);
+    multiply_group<T, kUnroll, kTiles>(w, ra, rb, first, chunks, g, t, x, ldx, x_lanes, tokens, tok0, gr, c);
   }
 
   write_sums<kTiles>(sums, c, row0, w.n_rows, tok0, tokens, y, ldy, accumulate);
@@ -478,7 +491,7 @@ constexpr size_t piped_smem_bytes(int tiles) {
 
 template <WType T, int kTiles>
 __global__ void __launch_bounds__(kWarps * kWarp, 3)
-    gemm_piped_kernel(DeviceWeight w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate) {
+    gemm_piped_kernel(DeviceWeight w, const __half* x, int ldx, bool x_lanes, int tokens, float* y, int ldy, bool accumulate) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   using S = GemmStage<T>;
   extern __shared__ __align__(16) unsigned char gemm_ring[];
@@ -515,7 +528,7 @@ __global__ void __launch_bounds__(kWarps * kWarp, 3)
     const int ch = warp + i * kWarps;
     load_raw<T>(w, ra, ch, t, a, ld);
     load_raw<T>(w, rb, ch, t, b, ld);
-    multiply_chunk<T, kTiles>(w, ra, rb, ch, g, t, x, ldx, tokens, tok0, a, b, c);
+    multiply_chunk<T, kTiles>(w, ra, rb, ch, g, t, x, ldx, x_lanes, tokens, tok0, a, b, c);
   }
   __syncthreads();  // every warp is done with its stages: the sums go over them
   write_sums<kTiles>(reinterpret_cast<float*>(gemm_ring), c, row0, w.n_rows, tok0, tokens, y, ldy, accumulate);
@@ -529,12 +542,12 @@ template <WType T>
 using Tag = std::integral_constant<WType, T>;
 
 template <int kTiles>
-cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int tokens, float* y, int ldy, bool accumulate,
-                         cudaStream_t stream) {
+cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, bool x_lanes, int tokens, float* y, int ldy,
+                         bool accumulate, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((w.n_rows + kRows - 1) / kRows),
                   static_cast<unsigned>((tokens + kTiles * 8 - 1) / (kTiles * 8)));
   const dim3 block(kWarps * kWarp);
-  auto go = [&](auto kernel) { return launch_kernel(kernel, grid, block, 0, stream, w, x, ldx, tokens, y, ldy, accumulate); };
+  auto go = [&](auto kernel) { return launch_kernel(kernel, grid, block, 0, stream, w, x, ldx, x_lanes, tokens, y, ldy, accumulate); };
   // The pipelined kernel: its ring of kGemmStages stages a warp in dynamic
   // shared memory. By default up to 8 tokens (one tile; kTiles 1), where it
   // won in session 53's run 2 (H100: 0.5B Q8_0 pp2 .. pp8 +19-21% over the
@@ -549,7 +562,7 @@ cudaError_t launch_tiles(const DeviceWeight& w, const __half* x, int ldx, int to
     if (!piped) return go(direct);
     const size_t smem = piped_smem_bytes<decltype(tag)::value>(kTiles);
     if (const cudaError_t st = allow_dynamic_smem(reinterpret_cast<const void*>(pipelined), smem); st != cudaSuccess) return st;
-    const cudaError_t st = launch_kernel(pipelined, grid, block, smem, stream, w, x, ldx, tokens, y, ldy, accumulate);
+    const cudaError_t st = launch_kernel(pipelined, grid, block, smem, stream, w, x, ldx, x_lanes, tokens, y, ldy, accumulate);
     if (st == cudaSuccess) g_piped_launches.fetch_add(1, std::memory_order_relaxed);
     return st;
   };
@@ -575,6 +588,7 @@ bool gemm_fused_supported(const DeviceWeight& w, int ldx) {
 }
 
 uint64_t gemm_fused_launches() { return g_launches.load(std::memory_order_relaxed); }
+uint64_t gemm_fused_lanes_launches() { return g_lanes_launches.load(std::memory_order_relaxed); }
 uint64_t gemm_fused_piped_launches() { return g_piped_launches.load(std::memory_order_relaxed); }
 
 void set_gemm_fused_stages(int stages) { g_stages = std::max(0, stages); }
@@ -582,16 +596,18 @@ void set_gemm_fused_generic(bool on) { g_generic = on; }
 void set_gemm_fused_tiles(int tiles) { g_tiles = tiles == 4 || tiles == 8 ? tiles : 0; }
 
 cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, int tokens, float* y, int ldy,
-                              bool accumulate, cudaStream_t stream) {
+                              bool accumulate, cudaStream_t stream, X16Order x_order) {
   if (tokens <= 0) return cudaSuccess;
   if (!gemm_fused_supported(w, ldx) || ldy < w.n_rows || reinterpret_cast<uintptr_t>(x16) % 16 != 0 ||
-      tokens > 65535 * 4 * 8) {
+      tokens > 65535 * 4 * 8 || (x_order == X16Order::kLanes && ldx % kChunk != 0)) {
     return cudaErrorInvalidValue;
   }
   g_launches.fetch_add(1, std::memory_order_relaxed);
   const __half* x = static_cast<const __half*>(x16);
-  if (tokens <= 8) return launch_tiles<1>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-  if (tokens <= 16) return launch_tiles<2>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+  const bool x_lanes = x_order == X16Order::kLanes;
+  if (x_lanes) g_lanes_launches.fetch_add(1, std::memory_order_relaxed);
+  if (tokens <= 8) return launch_tiles<1>(w, x, ldx, x_lanes, tokens, y, ldy, accumulate, stream);
+  if (tokens <= 16) return launch_tiles<2>(w, x, ldx, x_lanes, tokens, y, ldy, accumulate, stream);
   // More than 32 tokens: blocks of 8 tiles unpack each chunk of the weight
   // once for 64 tokens instead of twice for two blocks of 32, where the
   // row blocks alone fill the SMs; with fewer rows the two blocks of 4 tiles
@@ -601,10 +617,10 @@ cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, i
   // end to end 7B Q4_K_M pp48 3,948 → 4,490 tok/s, pp64 4,697 → 5,012. With
   // 8 tiles everywhere 0.5B Q8_0 lost (pp64 28,690 → 25,296): its q/k/v,
   // attn_output and ffn_down have 56-72 row blocks.
-  if (tokens <= 32) return launch_tiles<4>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+  if (tokens <= 32) return launch_tiles<4>(w, x, ldx, x_lanes, tokens, y, ldy, accumulate, stream);
   const bool wide = g_tiles != 0 ? g_tiles == 8 : (w.n_rows + kRows - 1) / kRows >= device_limits().sms;
-  if (wide) return launch_tiles<kMaxTiles>(w, x, ldx, tokens, y, ldy, accumulate, stream);
-  return launch_tiles<4>(w, x, ldx, tokens, y, ldy, accumulate, stream);
+  if (wide) return launch_tiles<kMaxTiles>(w, x, ldx, x_lanes, tokens, y, ldy, accumulate, stream);
+  return launch_tiles<4>(w, x, ldx, x_lanes, tokens, y, ldy, accumulate, stream);
 }
 
 }  // namespace minfer::kernels

@@ -20,6 +20,30 @@ namespace minfer::kernels {
 
 // ---- activations -----------------------------------------------------------
 
+// The order of an f16 copy of activations (a prefill product's x). kNatural:
+// each row's values in order. kLanes, read by launch_gemm_fused alone, for
+// rows whose width is a multiple of 128: within each 128 values, the
+// fused product's lane t of a token takes the 8-value pieces at 8t, 32 + 8t,
+// 64 + 8t and 96 + 8t, so that each warp load brings a token's values in 64
+// consecutive bytes. In the natural order a lane's pieces sit where its weight
+// bytes' elements are (Q4_K: 0-15 and 32-47 for lane 0), and each load took
+// four pieces of 16 bytes 32 bytes apart: half of every 32-byte sector it
+// touched unused (Nsight Compute, session 56). The order is the one Q4_K's
+// and Q5_K's lanes read; Q6_K's read whole sectors in it too, the other
+// types as many as in the natural order.
+enum class X16Order : uint8_t { kNatural, kLanes };
+// Where value c (0-127) of a span of 128 goes in kLanes order: lane t's runs
+// of 16 are Q4_K's, 64 (t / 2) + 16 (t % 2) and 32 more; the 8-value piece i
+// of its run h goes to 64 h + 32 i + 8 t.
+constexpr int x16_lanes_pos(int c) {
+  const int t = 2 * (c / 64) + (c % 32) / 16, h = (c % 64) / 32, i = (c % 16) / 8;
+  return 64 * h + 32 * i + 8 * t + c % 8;
+}
+// Where value i of a row-major array of such rows goes (any width: kNatural).
+constexpr int64_t x16_index(int64_t i, X16Order order) {
+  return order == X16Order::kNatural ? i : (i & ~int64_t{127}) + x16_lanes_pos(static_cast<int>(i & 127));
+}
+
 // Q8 activations (see common.cuh): values [rows][k] int8, scales [rows][k/32] float2.
 struct Q8Rows {
   int8_t* q = nullptr;
@@ -27,9 +51,10 @@ struct Q8Rows {
 };
 
 // y[r] = x[r] / sqrt(mean(x[r]²) + eps) * w, for `rows` rows of width n.
-// Any of y_f32 / y_f16 / yq may be null; yq (Q8) needs n % 32 == 0.
+// Any of y_f32 / y_f16 / yq may be null; yq (Q8) needs n % 32 == 0, y_f16 in
+// kLanes order n % 128 == 0.
 cudaError_t launch_rms_norm(const float* x, const float* w, int rows, int n, float eps, float* y_f32, void* y_f16,
-                            Q8Rows yq, cudaStream_t stream);
+                            Q8Rows yq, cudaStream_t stream, X16Order y_f16_order = X16Order::kNatural);
 // The deferred-scale RMS norm of one row (decode; n % 32 == 0): yq gets Q8
 // blocks of x ⊙ w without the norm's scale, *scale the scale
 // 1 / sqrt(mean(x²) + eps); a product given it (MatvecInput::defer_scale)
@@ -38,8 +63,9 @@ cudaError_t launch_rms_norm_deferred(const float* x, const float* w, int n, floa
                                      cudaStream_t stream);
 // Q8 quantization of `rows` rows of width n (n % 32 == 0).
 cudaError_t launch_quantize_q8(const float* x, int rows, int n, Q8Rows yq, cudaStream_t stream);
-// f32 → f16, n elements.
-cudaError_t launch_to_f16(const float* x, void* y, int64_t n, cudaStream_t stream);
+// f32 → f16, n elements (rows of row_n; in kLanes order row_n % 128 == 0).
+cudaError_t launch_to_f16(const float* x, void* y, int64_t n, cudaStream_t stream, X16Order order = X16Order::kNatural,
+                          int row_n = 0);
 
 // ---- matrix-vector products (decode) ----------------------------------------
 
@@ -116,9 +142,10 @@ cudaError_t launch_gate_up_swiglu(const DeviceWeight& gate, const DeviceWeight& 
 
 // ---- element-wise ----------------------------------------------------------
 
-// y = silu(g) * u, n elements (f32), also as Q8 when hq.q is set (n % 32 == 0) and f16 when y_f16 is set.
+// y = silu(g) * u, n elements (f32) in rows of row_n, also as Q8 when hq.q is
+// set (row_n % 32 == 0) and f16 when y_f16 is set (kLanes: row_n % 128 == 0).
 cudaError_t launch_swiglu(const float* g, const float* u, int64_t n, float* y, void* y_f16, Q8Rows hq, int row_n,
-                          cudaStream_t stream);
+                          cudaStream_t stream, X16Order y_f16_order = X16Order::kNatural);
 // y += x, n elements.
 cudaError_t launch_add(float* y, const float* x, int64_t n, cudaStream_t stream);
 // y[r] += b for `rows` rows of width n.
@@ -147,10 +174,12 @@ cudaError_t launch_dequantize_f16(const DeviceWeight& w, void* out, cudaStream_t
 // float types through dequant.cuh);
 // needs k % 128 == 0 (gemm_fused_supported), else cudaErrorInvalidValue.
 // The same bits at every run.
+// x16 in either order (X16Order; kLanes: the same bits, faster).
 bool gemm_fused_supported(const DeviceWeight& w, int ldx);
 cudaError_t launch_gemm_fused(const DeviceWeight& w, const void* x16, int ldx, int tokens, float* y, int ldy,
-                              bool accumulate, cudaStream_t stream);
+                              bool accumulate, cudaStream_t stream, X16Order x_order = X16Order::kNatural);
 uint64_t gemm_fused_launches();  // launch_gemm_fused calls so far (tests check which path ran)
+uint64_t gemm_fused_lanes_launches();  // those of them with x in X16Order::kLanes
 // Where a warp's chunks of the weight go on their way (Q8_0, Q4_K and Q6_K
 // weights): 0 by the launch's tokens — up to 8 as cp.async into stages in
 // shared memory, 7 chunks ahead of the one multiplied, more into registers,
@@ -270,6 +299,7 @@ struct AttentionArgs {
   float* out = nullptr;                // [n_tokens][n_heads * head_dim] f32
   Q8Rows out_q;                        // optional Q8 copy of out (the O projection's input)
   void* out_f16 = nullptr;             // optional f16 copy of out (prefill GEMM input)
+  X16Order out_f16_order = X16Order::kNatural;  // kLanes: n_heads * head_dim % 128 == 0
   float* partials = nullptr;           // scratch, attention_partials_floats() floats, zeroed before first use
   bool decode_split = false;           // decode: split and combine (below) instead of one launch
   // Decode (split kernel): the cell this step's q/k/v tail writes (device,

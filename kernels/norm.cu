@@ -20,13 +20,14 @@ __device__ unsigned long long* g_norm_probe = nullptr;  // set_norm_probe
 constexpr int kNormWarps = 16;
 constexpr int kQuadMaxWidth = kSumPass * 32;
 
-__device__ __forceinline__ void norm_store(float v, size_t i, float* y32, __half* y16) {
+__device__ __forceinline__ void norm_store(float v, size_t i, float* y32, __half* y16, bool y16_lanes) {
   if (y32) y32[i] = v;
-  if (y16) y16[i] = __float2half_rn(v);
+  if (y16) y16[y16_lanes ? x16_index(static_cast<int64_t>(i), X16Order::kLanes) : i] = __float2half_rn(v);
 }
 
 __global__ void __launch_bounds__(kNormWarps * kWarp) rms_norm_kernel(const float* x, const float* w, int n, float eps,
-                                                                      float* y32, __half* y16, int8_t* q, float2* ds) {
+                                                                      float* y32, __half* y16, int8_t* q, float2* ds,
+                                                                      bool y16_lanes) {
   __shared__ float scratch[kSumPass + 1];
   const size_t row = blockIdx.x;
   const float* xr = x + row * n;
@@ -34,7 +35,7 @@ __global__ void __launch_bounds__(kNormWarps * kWarp) rms_norm_kernel(const floa
     norm_quads_prefetch_weights(w, n);  // constant: before the wait
     pdl_begin();
     rms_norm_quads(xr, w, n, eps, scratch, y32 ? y32 + row * n : nullptr, y16 ? y16 + row * n : nullptr,
-                   q ? q + row * n : nullptr, q ? ds + row * (n / 32) : nullptr);
+                   q ? q + row * n : nullptr, q ? ds + row * (n / 32) : nullptr, y16_lanes);
     return;
   }
   pdl_begin();
@@ -44,7 +45,7 @@ __global__ void __launch_bounds__(kNormWarps * kWarp) rms_norm_kernel(const floa
   for (int b = warp; b < nb; b += kNormWarps) {
     const int i = b * kWarp + lane;
     const float v = i < n ? xr[i] * scale * w[i] : 0.0f;
-    if (i < n) norm_store(v, row * n + i, y32, y16);
+    if (i < n) norm_store(v, row * n + i, y32, y16, y16_lanes);
     if (q != nullptr) quantize_block_q8(v, lane, b, q + row * n, ds + row * (n / 32));
   }
 }
@@ -84,21 +85,23 @@ __global__ void __launch_bounds__(kThreads) quantize_kernel(const float* x, int 
   }
 }
 
-__global__ void to_f16_kernel(const float* x, __half* y, int64_t n) {
+__global__ void to_f16_kernel(const float* x, __half* y, int64_t n, X16Order order) {
   pdl_begin();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    y[i] = __float2half_rn(x[i]);
+    y[x16_index(i, order)] = __float2half_rn(x[i]);
   }
 }
 
 }  // namespace
 
 cudaError_t launch_rms_norm(const float* x, const float* w, int rows, int n, float eps, float* y_f32, void* y_f16,
-                            Q8Rows yq, cudaStream_t stream) {
+                            Q8Rows yq, cudaStream_t stream, X16Order y_f16_order) {
   if (rows <= 0) return cudaSuccess;
   if (yq.q != nullptr && n % 32 != 0) return cudaErrorInvalidValue;
+  const bool lanes = y_f16 != nullptr && y_f16_order == X16Order::kLanes;
+  if (lanes && n % 128 != 0) return cudaErrorInvalidValue;
   return launch_kernel(rms_norm_kernel, dim3(rows), dim3(kNormWarps * kWarp), 0, stream, x, w, n, eps, y_f32, static_cast<__half*>(y_f16),
-                       yq.q, static_cast<float2*>(yq.ds));
+                       yq.q, static_cast<float2*>(yq.ds), lanes);
 }
 
 cudaError_t launch_rms_norm_deferred(const float* x, const float* w, int n, float eps, Q8Rows yq, float* scale,
@@ -116,9 +119,10 @@ cudaError_t launch_quantize_q8(const float* x, int rows, int n, Q8Rows yq, cudaS
   return launch_kernel(quantize_kernel, dim3(rows), dim3(kThreads), 0, stream, x, n, yq.q, static_cast<float2*>(yq.ds));
 }
 
-cudaError_t launch_to_f16(const float* x, void* y, int64_t n, cudaStream_t stream) {
+cudaError_t launch_to_f16(const float* x, void* y, int64_t n, cudaStream_t stream, X16Order order, int row_n) {
   if (n <= 0) return cudaSuccess;
-  return launch_kernel(to_f16_kernel, dim3(grid_for(n, 256)), dim3(256), 0, stream, x, static_cast<__half*>(y), n);
+  if (order == X16Order::kLanes && (row_n <= 0 || row_n % 128 != 0 || n % row_n != 0)) return cudaErrorInvalidValue;
+  return launch_kernel(to_f16_kernel, dim3(grid_for(n, 256)), dim3(256), 0, stream, x, static_cast<__half*>(y), n, order);
 }
 
 }  // namespace minfer::kernels

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "kernels/common.cuh"
+#include "kernels/kernels.h"
 
 namespace minfer::kernels {
 
@@ -68,7 +69,8 @@ __device__ __forceinline__ float norm_scale(const float* sums, int n, float eps,
 }
 
 // y = x / sqrt(mean(x²) + eps) * w for one row of n elements (n % 32 == 0),
-// written as f32 (y32), f16 (y16) and Q8 blocks (q, ds), each optional.
+// written as f32 (y32), f16 (y16, in X16Order::kLanes when y16_lanes: n % 128
+// == 0) and Q8 blocks (q, ds), each optional.
 // sums: n / 32 floats of shared memory. All threads of the block call it
 // (blockDim.x a multiple of 32); it ends with a barrier, so the outputs may be
 // shared memory that the block reads next. x is read twice (the second time
@@ -76,7 +78,7 @@ __device__ __forceinline__ float norm_scale(const float* sums, int n, float eps,
 // kernel wrote (this SM's L1 may hold stale lines of it).
 template <bool kL2 = false>
 __device__ __forceinline__ void rms_norm_quads(const float* x, const float* w, int n, float eps, float* sums, float* y32,
-                                               __half* y16, int8_t* q, float2* ds) {
+                                               __half* y16, int8_t* q, float2* ds, bool y16_lanes = false) {
   auto ld = [x](int i) { return kL2 ? __ldcg(x + i) : x[i]; };
   const int nb = n / 32, lane = threadIdx.x % kWarp, t = lane % 4;
   const int quads = static_cast<int>(blockDim.x) / 4, first = static_cast<int>(threadIdx.x) / 4;
@@ -115,7 +117,7 @@ __device__ __forceinline__ void rms_norm_quads(const float* x, const float* w, i
       for (int j = 0; j < 8; ++j) {
         const int i = b * 32 + t + 4 * j;
         if (y32 != nullptr) y32[i] = v[j];
-        if (y16 != nullptr) y16[i] = __float2half_rn(v[j]);
+        if (y16 != nullptr) y16[y16_lanes ? x16_index(i, X16Order::kLanes) : i] = __float2half_rn(v[j]);
       }
     }
     if (q != nullptr) quantize_quad_q8(v, amax, here, b, t, q, ds);  // q: uniform (the shuffles)

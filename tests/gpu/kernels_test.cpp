@@ -2272,6 +2272,57 @@ TEST(GpuGemmFused, EightTileBlocksGiveTheFourTileBits) {
   }
 }
 
+// x in X16Order::kLanes (each 128 values in the order the fused product's
+// lanes read them): the same bits as x in order, for every type, in every
+// form (registers, pipelined loads, the element-wise dequantizer), in blocks
+// of 1, 2, 4 and 8 token tiles.
+TEST(GpuGemmFused, LanesOrderGivesTheNaturalOrdersBits) {
+  MINFER_REQUIRE_GPU();
+  const std::vector<FusedCase> cases = {
+      {DType::kQ8_0, 40, 896}, {DType::kQ4_K, 40, 3584}, {DType::kQ6_K, 24, 4864}, {DType::kQ5_K, 17, 512},
+      {DType::kQ4_0, 33, 512}, {DType::kQ4_1, 16, 512},  {DType::kQ5_0, 24, 896},  {DType::kQ5_1, 16, 896},
+      {DType::kF16, 20, 256},
+  };
+  FusedReset reset;
+  for (const FusedCase& c : cases) {
+    TestWeight w(c.type, c.rows, c.k, 700 + static_cast<uint32_t>(c.rows), 1.0f);
+    for (int tokens : {1, 7, 16, 33, 64}) {
+      const std::vector<float> xf = test::random_floats(static_cast<size_t>(tokens) * c.k, 91 + static_cast<uint32_t>(tokens));
+      std::vector<uint16_t> natural(xf.size()), lanes(xf.size());
+      for (size_t i = 0; i < xf.size(); ++i) {
+        natural[i] = f32_to_f16(xf[i]);
+        lanes[static_cast<size_t>(kernels::x16_index(static_cast<int64_t>(i), kernels::X16Order::kLanes))] = natural[i];
+      }
+      DeviceArray<uint16_t> dn, dl;
+      dn.upload(natural);
+      dl.upload(lanes);
+      for (const auto& [stages, generic] : {std::pair{0, false}, std::pair{1, false}, std::pair{8, false}, std::pair{1, true}}) {
+        SCOPED_TRACE(std::string(dtype_name(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.k) + ", tokens " +
+                     std::to_string(tokens) + ", stages " + std::to_string(stages) + (generic ? ", generic" : ""));
+        kernels::set_gemm_fused_stages(stages);
+        kernels::set_gemm_fused_generic(generic);
+        DeviceArray<float> yn(static_cast<size_t>(tokens) * c.rows), yl(static_cast<size_t>(tokens) * c.rows);
+        yn.poison();
+        yl.poison();
+        CUDA_ASSERT(kernels::launch_gemm_fused(w.dev, dn.get(), c.k, tokens, yn.get(), c.rows, false, nullptr));
+        CUDA_ASSERT(kernels::launch_gemm_fused(w.dev, dl.get(), c.k, tokens, yl.get(), c.rows, false, nullptr,
+                                               kernels::X16Order::kLanes));
+        const std::vector<float> a = yn.download(), b = yl.download();
+        for (size_t i = 0; i < a.size(); ++i) {
+          ASSERT_EQ(std::memcmp(&a[i], &b[i], sizeof(float)), 0)
+              << "token " << i / c.rows << " row " << i % c.rows << ": " << b[i] << " against " << a[i];
+        }
+      }
+    }
+  }
+  // A row stride the order's spans of 128 do not fit.
+  TestWeight w(DType::kQ8_0, 16, 256, 9, 1.0f);
+  DeviceArray<uint16_t> x(3 * 264);
+  DeviceArray<float> y(3 * 16);
+  EXPECT_EQ(kernels::launch_gemm_fused(w.dev, x.get(), 264, 3, y.get(), 16, false, nullptr, kernels::X16Order::kLanes),
+            cudaErrorInvalidValue);
+}
+
 // The weight's values as the fused product unpacks them (magic_float's
 // integers, Q8_0's HMUL2) are launch_dequantize_f16's, bit for bit: with
 // x = one-hot tokens each product is a single value times 1, summed with
@@ -2345,6 +2396,75 @@ TEST(GpuStepStart, FeedsTheTokenAndClearsTheKey) {
     EXPECT_EQ(token.download(), (std::vector<int32_t>{feed == 0 ? 77 : feed == 1 ? 1234 : 4321})) << "feed " << feed;
     EXPECT_EQ(dkey.download(), (std::vector<unsigned long long>{0})) << "feed " << feed;
   }
+}
+
+// X16Order::kLanes (kernels.h): a permutation of each 128 values that keeps
+// their 8-value pieces whole and puts Q4_K's lane t's piece i of run h (its
+// elements from 64 (t / 2) + 16 (t % 2) + 32 h + 8 i) at 64 h + 32 i + 8 t.
+// Host only.
+TEST(X16Order, LanesIsAPermutationOfWholePieces) {
+  std::vector<int> seen(128, 0);
+  for (int c = 0; c < 128; ++c) {
+    const int p = kernels::x16_lanes_pos(c);
+    ASSERT_GE(p, 0);
+    ASSERT_LT(p, 128);
+    ++seen[static_cast<size_t>(p)];
+    EXPECT_EQ(p, kernels::x16_lanes_pos(c - c % 8) + c % 8) << c;
+  }
+  for (int p = 0; p < 128; ++p) EXPECT_EQ(seen[static_cast<size_t>(p)], 1) << p;
+  for (int t = 0; t < 4; ++t) {
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < 2; ++i) EXPECT_EQ(kernels::x16_lanes_pos(64 * (t / 2) + 16 * (t % 2) + 32 * h + 8 * i), 64 * h + 32 * i + 8 * t);
+    }
+  }
+  EXPECT_EQ(kernels::x16_index(1000, kernels::X16Order::kNatural), 1000);
+  EXPECT_EQ(kernels::x16_index(3 * 128 + 40, kernels::X16Order::kLanes), 3 * 128 + 96);
+}
+
+// Each writer of a product's f16 x (the norm, f32 → f16, SwiGLU) writes
+// kLanes order as its natural order's values moved by x16_index, bit for
+// bit; widths the order does not fit are refused. (Attention's f16 output:
+// CudaSwitches.X16LanesIsBitIdentical, both prefill kernels.)
+TEST(GpuX16Order, WritersPutTheNaturalValuesWhereTheOrderSays) {
+  MINFER_REQUIRE_GPU();
+  const kernels::X16Order kLanes = kernels::X16Order::kLanes;
+  auto expect_moved = [](const std::vector<uint16_t>& natural, const std::vector<uint16_t>& lanes, const std::string& what) {
+    ASSERT_EQ(natural.size(), lanes.size());
+    for (size_t i = 0; i < natural.size(); ++i) {
+      ASSERT_EQ(lanes[static_cast<size_t>(kernels::x16_index(static_cast<int64_t>(i), kernels::X16Order::kLanes))], natural[i])
+          << what << ", value " << i;
+    }
+  };
+  const int rows = 3;
+  for (int n : {896, 3584, 18944}) {  // the norm's register path, and past it
+    const size_t all = static_cast<size_t>(rows) * n;
+    const auto x = test::random_floats(all, 31 + static_cast<uint32_t>(n), 3.0f);
+    const auto u = test::random_floats(all, 32 + static_cast<uint32_t>(n));
+    const auto w = test::random_floats(static_cast<size_t>(n), 33);
+    DeviceArray<float> dx, du, dw, y(all);
+    DeviceArray<uint16_t> natural(all), lanes(all);
+    dx.upload(x);
+    du.upload(u);
+    dw.upload(w);
+    const std::string at = "width " + std::to_string(n);
+    CUDA_ASSERT(kernels::launch_rms_norm(dx.get(), dw.get(), rows, n, 1e-6f, y.get(), natural.get(), kernels::Q8Rows{}, nullptr));
+    CUDA_ASSERT(kernels::launch_rms_norm(dx.get(), dw.get(), rows, n, 1e-6f, y.get(), lanes.get(), kernels::Q8Rows{}, nullptr, kLanes));
+    expect_moved(natural.download(), lanes.download(), "rms_norm, " + at);
+    CUDA_ASSERT(kernels::launch_to_f16(dx.get(), natural.get(), static_cast<int64_t>(all), nullptr));
+    CUDA_ASSERT(kernels::launch_to_f16(dx.get(), lanes.get(), static_cast<int64_t>(all), nullptr, kLanes, n));
+    expect_moved(natural.download(), lanes.download(), "to_f16, " + at);
+    CUDA_ASSERT(kernels::launch_swiglu(dx.get(), du.get(), static_cast<int64_t>(all), y.get(), natural.get(), kernels::Q8Rows{}, n, nullptr));
+    CUDA_ASSERT(kernels::launch_swiglu(dx.get(), du.get(), static_cast<int64_t>(all), y.get(), lanes.get(), kernels::Q8Rows{}, n, nullptr,
+                                       kLanes));
+    expect_moved(natural.download(), lanes.download(), "swiglu, " + at);
+  }
+  DeviceArray<float> dx(2 * 96), dw(96), y(2 * 96);
+  DeviceArray<uint16_t> y16(2 * 96);
+  EXPECT_EQ(kernels::launch_rms_norm(dx.get(), dw.get(), 2, 96, 1e-6f, y.get(), y16.get(), kernels::Q8Rows{}, nullptr, kLanes),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(kernels::launch_to_f16(dx.get(), y16.get(), 2 * 96, nullptr, kLanes, 96), cudaErrorInvalidValue);
+  EXPECT_EQ(kernels::launch_swiglu(dx.get(), dx.get(), 2 * 96, y.get(), y16.get(), kernels::Q8Rows{}, 96, nullptr, kLanes),
+            cudaErrorInvalidValue);
 }
 
 TEST(GpuElementwise, AddBiasSwigluToF16) {

@@ -138,6 +138,7 @@ struct Variant {
   int piped_early = 0;     // kernels::set_piped_early (0: every stage before the PDL wait)
   int gemm_tokens = 0;     // > 0: the few-token prefill product (launch_gemm_fused) of that many
                            // tokens instead, a launch a weight; "+sN" its stages
+  bool gemm_lanes = false;  // its x in X16Order::kLanes ("gemm-lanes:T")
 };
 
 // "auto" | "0" | "1" | "2" (lanes a row picked per launch) | "w:S" (a warp a
@@ -148,7 +149,8 @@ struct Variant {
 // "+plainmv" (matvecs not pipelined), "+piped" (every eligible launch
 // pipelined, whatever its size), "+sN" (pipelined launches at most N stages),
 // "+eN" (N of them issued before the PDL wait) | "gemm:T" (launch_gemm_fused
-// for T tokens, each weight of the case a launch; "+sN": set_gemm_fused_stages).
+// for T tokens, each weight of the case a launch; "+sN": set_gemm_fused_stages)
+// | "gemm-lanes:T" (the same, x in the lanes' order, kernels::X16Order).
 Variant parse_variant(const std::string& arg) {
   Variant v;
   v.label = arg;
@@ -165,8 +167,9 @@ Variant parse_variant(const std::string& arg) {
     else std::fprintf(stderr, "unknown variant option '%s' in %s\n", opt.c_str(), arg.c_str());
     a.resize(plus);
   }
-  if (a.rfind("gemm:", 0) == 0) {
-    v.gemm_tokens = std::max(1, std::atoi(a.c_str() + 5));
+  if (a.rfind("gemm:", 0) == 0 || a.rfind("gemm-lanes:", 0) == 0) {
+    v.gemm_lanes = a[4] == '-';
+    v.gemm_tokens = std::max(1, std::atoi(a.c_str() + a.find(':') + 1));
   } else if (a.rfind("q:", 0) == 0 || a.rfind("w:", 0) == 0) {
     v.lanes = a[0] == 'q' ? 8 : 32;
     if (a.substr(2) != "auto") v.schedule = std::atoi(a.c_str() + 2);
@@ -242,7 +245,9 @@ Result run_case(const Case& c, const Variant& variant, size_t l2_bytes, cudaStre
     const std::vector<Planes>& set = w[static_cast<size_t>(copy)];
     if (gemm_tokens > 0) {
       for (const Planes& p : set) {
-        const cudaError_t st = minfer::kernels::launch_gemm_fused(p.w, x16, c.k, gemm_tokens, gy, p.w.n_rows, false, stream);
+        const cudaError_t st = minfer::kernels::launch_gemm_fused(p.w, x16, c.k, gemm_tokens, gy, p.w.n_rows, false, stream,
+                                                                        variant.gemm_lanes ? minfer::kernels::X16Order::kLanes
+                                                                                           : minfer::kernels::X16Order::kNatural);
         if (st != cudaSuccess) return st;
       }
       return cudaSuccess;

@@ -385,6 +385,9 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // Prefill products of few tokens on the fused kernel (gemm()):
   // MINFER_FUSED_GEMM_ROWS=N moves the crossover (benchmarks; 0: never).
   fused_gemm_rows_ = std::max(0, options.fused_gemm_rows);
+  // The fused products' x in the order their lanes read (x16_order):
+  // MINFER_X16_LANES=0 keeps every f16 copy in order (A/B runs; the same bits).
+  if (const char* v = std::getenv("MINFER_X16_LANES"); v != nullptr && std::string_view(v) == "0") x16_lanes_ = false;
   if (const char* v = std::getenv("MINFER_FUSED_GEMM_ROWS"); v != nullptr && *v != '\0' && options.fused_gemm_rows > 0) {
     fused_gemm_rows_ = std::max(0, std::atoi(v));
   }
@@ -717,13 +720,18 @@ Status CudaBackend::ensure_q8(Act& a) {
   return ok_status();
 }
 
-Status CudaBackend::ensure_f16(Act& a) {
-  if (a.f16_ok) return ok_status();
+Status CudaBackend::ensure_f16(Act& a, kernels::X16Order order) {
+  if (a.f16_ok && a.f16_order == order) return ok_status();
   if (a.f16 == nullptr) return unexpected(ErrorCode::kInternal, "cuda backend: buffer has no f16 copy");
   ++launches_;
-  CUDA_TRY(kernels::launch_to_f16(a.f32, a.f16, static_cast<int64_t>(a.rows) * a.width, stream_));
+  a.f16_order = order;
+  CUDA_TRY(kernels::launch_to_f16(a.f32, a.f16, static_cast<int64_t>(a.rows) * a.width, stream_, a.f16_order, a.width));
   a.f16_ok = true;
   return ok_status();
+}
+
+kernels::X16Order CudaBackend::x16_order(int rows, int width) const {
+  return x16_lanes_ && rows <= fused_gemm_rows_ && width % 128 == 0 ? kernels::X16Order::kLanes : kernels::X16Order::kNatural;
 }
 
 Status CudaBackend::gemm(const Weight& w, const Act& src, int first_row, int rows, float* y, int ldy, bool accumulate) {
@@ -734,8 +742,14 @@ Status CudaBackend::gemm(const Weight& w, const Act& src, int first_row, int row
   if (rows <= fused_gemm_rows_ && kernels::gemm_fused_supported(d, src.width)) {
     const void* x16 = static_cast<const uint16_t*>(src.f16) + static_cast<size_t>(first_row) * src.width;
     ++launches_;
-    CUDA_TRY(kernels::launch_gemm_fused(d, x16, src.width, rows, y, ldy, accumulate, stream_));
+    CUDA_TRY(kernels::launch_gemm_fused(d, x16, src.width, rows, y, ldy, accumulate, stream_, src.f16_order));
     return ok_status();
+  }
+  if (src.f16_order != kernels::X16Order::kNatural) {
+    // x16_order gives kLanes only where every product takes the branch above.
+    return unexpected(ErrorCode::kInternal, fmt::format("cuda backend: a product of {} rows of width {} ({}) for cuBLAS "
+                                                        "has its f16 x in the fused kernel's order",
+                                                        rows, src.width, w.name));
   }
   MINFER_TRY(dequantize_for_gemm(w));
   return gemm_dequantized(w, src, first_row, rows, y, ldy, accumulate);
@@ -1035,8 +1049,9 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       void* f16 = rows > 1 ? dst.f16 : nullptr;
       dst.q8_ok = q8.q != nullptr;
       dst.f16_ok = f16 != nullptr;
+      dst.f16_order = x16_order(rows, src.width);
       return launched(kernels::launch_rms_norm(src.f32 + static_cast<size_t>(first) * src.width, dv(n.w), rows, src.width,
-                                               c.rms_eps, dst.f32, f16, q8, stream_),
+                                               c.rms_eps, dst.f32, f16, q8, stream_, dst.f16_order),
                       n);
     }
     case Op::kMatmul: {
@@ -1090,7 +1105,7 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       }
       if (g.scores_rows() && n.dst == Buf::kLogits) return score_head(g, i, src);
       // Many rows: tensor-core GEMM, residual folded in as beta = 1.
-      MINFER_TRY(ensure_f16(src));
+      MINFER_TRY(ensure_f16(src, x16_order(src.rows, src.width)));
       Act& out = residual ? act(next->dst) : act(n.dst);
       if (!residual) out.rows = rows;
       out.q8_ok = out.f16_ok = false;
@@ -1164,6 +1179,7 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
         return launched(kernels::launch_attention_decode(a, stream_), n);
       }
       a.out_f16 = out.f16;
+      a.out_f16_order = out.f16_order = x16_order(q.rows, out.width);
       out.f16_ok = true;
       out.q8_ok = false;
       if (options_.fa_prefill && kernels::attention_prefill_supported(c.head_dim)) {
@@ -1183,8 +1199,10 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
       const bool one = gt.rows == 1;
       gt.q8_ok = one && gt.q8.q != nullptr;
       gt.f16_ok = !one;
+      gt.f16_order = x16_order(gt.rows, gt.width);
       return launched(kernels::launch_swiglu(gt.f32, up.f32, static_cast<int64_t>(gt.rows) * gt.width, gt.f32,
-                                             one ? nullptr : gt.f16, one ? gt.q8 : kernels::Q8Rows{}, gt.width, stream_),
+                                             one ? nullptr : gt.f16, one ? gt.q8 : kernels::Q8Rows{}, gt.width, stream_,
+                                             gt.f16_order),
                       n);
     }
     case Op::kGateUpSwiglu: {
@@ -1230,15 +1248,17 @@ Status CudaBackend::run_node(const Graph& g, size_t& i, int n_tokens) {
         return launched(kernels::launch_swiglu(h.f32, up.f32, h.width, h.f32, nullptr, kernels::Q8Rows{}, h.width, stream_), n);
       }
       // Prefill: two GEMMs, then SwiGLU.
-      MINFER_TRY(ensure_f16(src));
+      MINFER_TRY(ensure_f16(src, x16_order(src.rows, src.width)));
       h.rows = up.rows = src.rows;
       MINFER_TRY(gemm(*n.w, src, 0, src.rows, h.f32, h.width, false));
       MINFER_TRY(gemm(*n.w2, src, 0, src.rows, up.f32, up.width, false));
       const bool one = src.rows == 1;
       h.q8_ok = one && h.q8.q != nullptr;
       h.f16_ok = !one;
+      h.f16_order = x16_order(h.rows, h.width);
       return launched(kernels::launch_swiglu(h.f32, up.f32, static_cast<int64_t>(h.rows) * h.width, h.f32,
-                                             one ? nullptr : h.f16, one ? h.q8 : kernels::Q8Rows{}, h.width, stream_),
+                                             one ? nullptr : h.f16, one ? h.q8 : kernels::Q8Rows{}, h.width, stream_,
+                                             h.f16_order),
                       n);
     }
     case Op::kArgmax: {
@@ -1332,7 +1352,7 @@ Status CudaBackend::score_head(const Graph& g, size_t& i, Act& src) {
                       fmt::format("cuda backend: scoring step's head '{}' is not followed by its scoring", head.name));
   }
   const Node& score = g.nodes[i + 1];
-  MINFER_TRY(ensure_f16(src));
+  MINFER_TRY(ensure_f16(src, kernels::X16Order::kNatural));  // cuBLAS at every size
   MINFER_TRY(dequantize_for_gemm(*head.w));  // once for every slice
   Act& logits = act(Buf::kLogits);
   logits.q8_ok = logits.f16_ok = false;

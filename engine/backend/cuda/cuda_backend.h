@@ -67,6 +67,7 @@ class CudaBackend final : public Backend {
     int rows = 0;      // rows held now
     bool q8_ok = false;   // the Q8 copy matches f32 (for `rows`)
     bool f16_ok = false;  // the f16 copy matches f32
+    kernels::X16Order f16_order = kernels::X16Order::kNatural;  // its values' order (x16_order)
     float* scale = nullptr;  // a deferred norm's scale (one row; buffers with a Q8 copy)
   };
   struct Captured {
@@ -140,7 +141,13 @@ class CudaBackend final : public Backend {
   // false, nothing enqueued, where it does not apply.
   Expected<bool> try_bridge(const Graph& g, size_t& i);
   Status ensure_q8(Act& a);
-  Status ensure_f16(Act& a);
+  // The f16 copy in `order` (x16_order's for a product's x; kNatural for
+  // cuBLAS alone), converted from f32 unless it is there.
+  Status ensure_f16(Act& a, kernels::X16Order order);
+  // The order of an f16 copy of `rows` rows of `width`: kLanes where every
+  // product that reads it takes the fused kernel (rows <= fused_gemm_rows_,
+  // width % 128 == 0), which reads that order faster; else kNatural (cuBLAS).
+  kernels::X16Order x16_order(int rows, int width) const;
   Status launched(cudaError_t st, const Node& n);
   Status step_graph(const Graph& g);
   // The captured decode step of g for the current profiling and attention
@@ -210,6 +217,7 @@ class CudaBackend final : public Backend {
   // kernels::launch_gemm_fused takes products of at most fused_gemm_rows_
   // rows (options_.fused_gemm_rows, MINFER_FUSED_GEMM_ROWS).
   int fused_gemm_rows_ = 0;
+  bool x16_lanes_ = true;  // MINFER_X16_LANES=0: every f16 copy in kNatural order (A/B runs; the same bits)
   // Pinned host staging a step in flight (header: [n_seq, tokens..,
   // positions.., kv_cells.., feed, draw (kSample's DrawArgs)]); the oldest in
   // flight is submitted_ slots before next_slot_.
