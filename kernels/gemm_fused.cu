@@ -82,18 +82,15 @@ __device__ __forceinline__ uint32_t pack_h2(float lo, float hi) {
 }
 
 // Where lane t's two runs of 16 start in a 128-element chunk.
-// Q8_0's lanes take Q4_K's runs too (the same halves of two blocks), so that
-// they read x in X16Order::kLanes as 64 consecutive bytes a token.
 template <WType T>
 __device__ __forceinline__ int run0(int t) {
   if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return 64 * (t / 2) + 16 * (t % 2);  // one 32-byte unit: low, then high nibbles
-  if constexpr (T == WType::kQ8_0) return 64 * (t / 2) + 16 * (t % 2);  // half t % 2 of block 2 (t / 2), then of the next
   if constexpr (T == WType::kQ6_K) return 32 * (t / 2) + 16 * (t % 2);  // ql bytes: low nibbles, then high
   return 32 * t;                                                          // 32 consecutive elements
 }
 template <WType T>
 __device__ __forceinline__ int run1(int t) {
-  if constexpr (T == WType::kQ4_K || T == WType::kQ5_K || T == WType::kQ8_0) return run0<T>(t) + 32;
+  if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) return run0<T>(t) + 32;
   if constexpr (T == WType::kQ6_K) return run0<T>(t) + 64;
   return 32 * t + 16;
 }
@@ -106,7 +103,7 @@ __device__ __forceinline__ uint8_t byte_of(const int4& v, int i) {
 // A lane's raw bytes of one row's chunk, loaded ahead of their use.
 struct Raw {
   int4 a = {}, b = {};
-  uint32_t s = 0;  // scales: Q8_0 its two blocks' d; Q6_K d and the runs' two int8 scales
+  uint32_t s = 0;  // scales: Q8_0 d; Q6_K d and the runs' two int8 scales
   int4 h = {};     // Q5_K's fifth bits (the bytes of both runs)
 };
 
@@ -121,20 +118,18 @@ struct DirectLoads {
   __device__ int4 operator()(const void* p) { return __ldg(static_cast<const int4*>(p)); }
   __device__ int4 quad16(const void* p) { return __ldg(static_cast<const int4*>(p)); }
   __device__ uint32_t u16(const uint16_t* p) { return __ldg(p); }
-  __device__ uint32_t u32(const uint32_t* p) { return __ldg(p); }  // Q8_0's two d; the legacy types' words (registers only)
+  __device__ uint32_t u32(const uint32_t* p) { return __ldg(p); }  // the legacy types' (registers only)
 };
 
 template <WType T, class Loads>
 __device__ __forceinline__ void load_raw(const DeviceWeight& w, int row, int chunk, int t, Raw& r, Loads& ld) {
   const size_t rw = static_cast<size_t>(row);
   if constexpr (T == WType::kQ8_0) {
-    // Half t % 2 of blocks u and u + 1 of the chunk's four, and their two d
-    // (one aligned word: u is even, and so is a row's count of blocks).
-    const uint32_t units = static_cast<uint32_t>(w.k / 32), u = static_cast<uint32_t>(4 * chunk + 2 * (t / 2));
+    const uint32_t units = static_cast<uint32_t>(w.k / 32), u = static_cast<uint32_t>(4 * chunk + t);
     const int8_t* q = static_cast<const int8_t*>(w.q) + rw * w.k;
-    r.a = ld(q + split_offset(u, 16 * (t % 2), units));
-    r.b = ld(q + split_offset(u + 1, 16 * (t % 2), units));
-    r.s = ld.u32(reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(w.meta) + rw * units + u));
+    r.a = ld(q + split_offset(u, 0, units));
+    r.b = ld(q + split_offset(u, 16, units));
+    r.s = ld.u16(static_cast<const uint16_t*>(w.meta) + rw * units + u);
   } else if constexpr (T == WType::kQ4_K || T == WType::kQ5_K) {
     const uint32_t units = static_cast<uint32_t>(w.k / 64), u = static_cast<uint32_t>(2 * chunk + t / 2);
     const uint8_t* q = static_cast<const uint8_t*>(w.q) + rw * (w.k / 2);
@@ -192,8 +187,7 @@ __device__ __forceinline__ float byte_float(uint32_t bytes, int k, float bias = 
 template <WType T>
 __device__ __forceinline__ void unpack(const DeviceWeight& w, int row, int chunk, int t, const Raw& r, uint32_t (&p)[16]) {
   if constexpr (T == WType::kQ8_0) {
-    const __half2 d0 = __half2half2(__ushort_as_half(static_cast<uint16_t>(r.s)));
-    const __half2 d1 = __half2half2(__ushort_as_half(static_cast<uint16_t>(r.s >> 16)));
+    const __half2 d = __half2half2(__ushort_as_half(static_cast<uint16_t>(r.s)));
     const __half2 bias = __float2half2_rn(1152.0f);  // 1024 + the 128 the xor adds
     const uint32_t words[8] = {static_cast<uint32_t>(r.a.x), static_cast<uint32_t>(r.a.y), static_cast<uint32_t>(r.a.z),
                                static_cast<uint32_t>(r.a.w), static_cast<uint32_t>(r.b.x), static_cast<uint32_t>(r.b.y),
@@ -206,7 +200,7 @@ __device__ __forceinline__ void unpack(const DeviceWeight& w, int row, int chunk
         // Bytes 2h and 2h + 1 under 0x64: f16 1024 + q + 128.
         const uint32_t biased = __byte_perm(u, 0x64646464u, h == 0 ? 0x4140u : 0x4342u);
         const __half2 q = __hsub2(*reinterpret_cast<const __half2*>(&biased), bias);
-        const __half2 v = __hmul2(q, j < 4 ? d0 : d1);
+        const __half2 v = __hmul2(q, d);
         p[2 * j + h] = *reinterpret_cast<const uint32_t*>(&v);
       }
     }

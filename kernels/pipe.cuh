@@ -123,10 +123,6 @@ struct IssueFetch {
     word(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3}), lane % 4 == 0);
     return 0;
   }
-  __device__ uint32_t u32(const uint32_t* p) {
-    word(p);
-    return 0;
-  }
   __device__ void word(const void* p, bool copy = true) {
     const uint32_t dst = smem_addr(stage + L::kOff4 + 4 * (kWarp * i4++ + lane));
     if (copy) asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(p) : "memory");
@@ -149,7 +145,6 @@ struct ReadFetch {
     return *reinterpret_cast<const int2*>(stage + L::kOff4 + 4 * (kWarp * i4++ + lane / 2 * 2));
   }
   __device__ uint16_t quad_u16(const uint16_t*) { return half(word(lane / 4 * 4)); }
-  __device__ uint32_t u32(const uint32_t*) { return word(lane); }
   // The next word, as lane `from` copied it.
   __device__ uint32_t word(int from) { return *reinterpret_cast<const uint32_t*>(stage + L::kOff4 + 4 * (kWarp * i4++ + from)); }
   __device__ uint16_t half(uint32_t word) const { return static_cast<uint16_t>(high ? word >> 16 : word); }

@@ -516,14 +516,15 @@ TEST_F(CudaSwitches, FusedGemmMatchesTheCublasProducts) {
 }
 
 // The prefill products' f16 x in the fused kernel's lanes' order (the 40-row
-// prefill) or in order (MINFER_X16_LANES=0): the same values, the same bits,
-// with either prefill attention kernel writing its f16 output.
+// prefill, MINFER_X16_LANES=1) or in order (=0): the same values, the same
+// bits, with either prefill attention kernel writing its f16 output.
 TEST_F(CudaSwitches, X16LanesIsBitIdentical) {
   for (const bool fa : {true, false}) {
     SCOPED_TRACE(fa ? "flash prefill attention" : "generic prefill attention");
     BackendOptions o;
     o.fa_prefill = fa;
     const uint64_t before = kernels::gemm_fused_lanes_launches();
+    ::setenv("MINFER_X16_LANES", "1", 1);
     const std::vector<float> lanes = run(o);
     const uint64_t between = kernels::gemm_fused_lanes_launches();
     EXPECT_GT(between, before) << "no product read x in the lanes' order";

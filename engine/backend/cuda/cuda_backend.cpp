@@ -385,9 +385,10 @@ Status CudaBackend::prepare(const ModelConfig& config, const ModelWeights& weigh
   // Prefill products of few tokens on the fused kernel (gemm()):
   // MINFER_FUSED_GEMM_ROWS=N moves the crossover (benchmarks; 0: never).
   fused_gemm_rows_ = std::max(0, options.fused_gemm_rows);
-  // The fused products' x in the order their lanes read (x16_order):
-  // MINFER_X16_LANES=0 keeps every f16 copy in order (A/B runs; the same bits).
-  if (const char* v = std::getenv("MINFER_X16_LANES"); v != nullptr && std::string_view(v) == "0") x16_lanes_ = false;
+  // The fused products' x in the order their lanes read (x16_order), with
+  // MINFER_X16_LANES=1: off until it has run on a GPU (built in session 57,
+  // whose device would not start); the same bits either way by design.
+  if (const char* v = std::getenv("MINFER_X16_LANES"); v != nullptr) x16_lanes_ = std::string_view(v) == "1";
   if (const char* v = std::getenv("MINFER_FUSED_GEMM_ROWS"); v != nullptr && *v != '\0' && options.fused_gemm_rows > 0) {
     fused_gemm_rows_ = std::max(0, std::atoi(v));
   }

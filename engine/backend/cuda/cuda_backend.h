@@ -217,7 +217,7 @@ class CudaBackend final : public Backend {
   // kernels::launch_gemm_fused takes products of at most fused_gemm_rows_
   // rows (options_.fused_gemm_rows, MINFER_FUSED_GEMM_ROWS).
   int fused_gemm_rows_ = 0;
-  bool x16_lanes_ = true;  // MINFER_X16_LANES=0: every f16 copy in kNatural order (A/B runs; the same bits)
+  bool x16_lanes_ = false;  // MINFER_X16_LANES=1: x16_order may give kLanes (not yet run on a GPU)
   // Pinned host staging a step in flight (header: [n_seq, tokens..,
   // positions.., kv_cells.., feed, draw (kSample's DrawArgs)]); the oldest in
   // flight is submitted_ slots before next_slot_.
